@@ -1,0 +1,112 @@
+//! Named per-packet problems. Each is counted; none is an error.
+
+macro_rules! anomalies {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
+        /// A named problem met while decoding a frame.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        pub enum Anomaly {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Anomaly {
+            /// Every anomaly, in declaration order.
+            pub const ALL: &'static [Anomaly] = &[$(Anomaly::$variant,)*];
+
+            /// The name used in the summary (`snake_case`, subsystem first).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Anomaly::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+anomalies! {
+    /// The link type is not one tapstat decodes.
+    LinkUnsupported => "link_unsupported",
+    /// The frame is shorter than its link-layer header.
+    LinkTruncated => "link_truncated",
+    /// An EtherType (or SLL protocol) that is not IP: ARP, LLDP, ... (not a problem,
+    /// but the frame carries no flow).
+    EthertypeNotIp => "ethertype_not_ip",
+    /// The IPv4 header is shorter than 20 bytes or its IHL points past the capture.
+    Ipv4Truncated => "ipv4_truncated",
+    /// IPv4 IHL below 5.
+    Ipv4HlenTooSmall => "ipv4_hlen_too_small",
+    /// IPv4 total length smaller than the header.
+    Ipv4TotalLenTooSmall => "ipv4_total_len_too_small",
+    /// IPv4 version field is not 4 where IPv4 was expected.
+    Ipv4BadVersion => "ipv4_bad_version",
+    /// The IPv6 header is cut short.
+    Ipv6Truncated => "ipv6_truncated",
+    /// IPv6 version field is not 6 where IPv6 was expected.
+    Ipv6BadVersion => "ipv6_bad_version",
+    /// An IPv6 extension header runs past the capture.
+    Ipv6ExtTruncated => "ipv6_ext_truncated",
+    /// More IPv6 extension headers than the decoder follows.
+    Ipv6TooManyExt => "ipv6_too_many_ext",
+    /// The TCP header is cut short or its data offset is below 5.
+    TcpTruncated => "tcp_truncated",
+    /// The UDP header is cut short.
+    UdpTruncated => "udp_truncated",
+    /// The ICMP header is cut short.
+    IcmpTruncated => "icmp_truncated",
+    /// Bytes captured beyond what the IP header says the packet holds are ignored
+    /// (Ethernet padding is not counted here).
+    IpLenExceedsCapture => "ip_len_exceeds_capture",
+    /// A later fragment whose first fragment was not seen: counted under its IP pair.
+    FragmentOrphan => "fragment_orphan",
+    /// The fragment table was full: its oldest entry was dropped.
+    FragmentTableFull => "fragment_table_full",
+    /// More VLAN tags / MPLS labels than the decoder follows.
+    TooManyLabels => "too_many_labels",
+    /// Tunnels nested deeper than `max_tunnel_depth`: the packet is taken at that depth.
+    TunnelTooDeep => "tunnel_too_deep",
+    /// A tunnel header that does not parse: the packet is taken as the outer flow.
+    TunnelMalformed => "tunnel_malformed",
+    /// PPPoE session frame cut short or carrying a non-IP PPP protocol.
+    PppoeNotIp => "pppoe_not_ip",
+}
+
+/// Counters of anomalies, one per [`Anomaly`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Anomalies {
+    counts: [u64; Anomaly::ALL.len()],
+}
+
+impl Default for Anomalies {
+    fn default() -> Self {
+        Anomalies { counts: [0; Anomaly::ALL.len()] }
+    }
+}
+
+impl Anomalies {
+    #[inline]
+    pub fn add(&mut self, a: Anomaly) {
+        self.counts[a as usize] += 1;
+    }
+
+    pub fn get(&self, a: Anomaly) -> u64 {
+        self.counts[a as usize]
+    }
+
+    /// Non-zero counters by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        Anomaly::ALL
+            .iter()
+            .map(|&a| (a.name(), self.counts[a as usize]))
+            .filter(|&(_, n)| n > 0)
+    }
+
+    pub fn merge(&mut self, other: &Anomalies) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a += *b;
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+}

@@ -1,0 +1,1 @@
+//! Bounded table of IP datagrams whose first fragment was seen. (To be written.)

@@ -1,0 +1,1 @@
+//! Zero-copy header views. (To be written.)

@@ -1,0 +1,3 @@
+//! The lab: a deterministic traffic synthesizer (sample traces and test inputs),
+//! benchmarks and emulators.
+pub mod synth;

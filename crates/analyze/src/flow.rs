@@ -1,0 +1,207 @@
+//! The state of one flow, and the counters common to every protocol.
+
+use crate::tcp::{History, SeqSpace, TcpConn};
+use tapstat_decode::{Decoded, Tunnel};
+
+/// Which log a flow belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Tcp,
+    Udp,
+    /// ICMP, ICMPv6 and every other IP protocol (and fragments whose first was not seen).
+    Other,
+}
+
+/// How the client (the `c_` side) was chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientRule {
+    /// The client sent the first SYN (without ACK) seen.
+    Syn,
+    /// The first packet seen was a SYN/ACK: the client is its receiver.
+    SynAck,
+    /// No handshake opened the flow: the client is the sender of the first packet.
+    FirstPacket,
+}
+
+impl ClientRule {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientRule::Syn => "syn",
+            ClientRule::SynAck => "synack",
+            ClientRule::FirstPacket => "first_packet",
+        }
+    }
+}
+
+/// Why a flow's record was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndReason {
+    /// Still live (never written with this value).
+    Live,
+    /// Both sides sent FIN.
+    Fin,
+    /// A side sent RST.
+    Rst,
+    /// No packet for the idle timeout of its kind (packet time).
+    Idle,
+    /// The worker's flow table was full and this flow was idle the longest.
+    Evicted,
+    /// The input ended (or Ctrl-C) with the flow live.
+    EndOfInput,
+    /// A new SYN reused the 5-tuple of a flow that had not closed.
+    SynReuse,
+}
+
+impl EndReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            EndReason::Live => "live",
+            EndReason::Fin => "fin",
+            EndReason::Rst => "rst",
+            EndReason::Idle => "idle",
+            EndReason::Evicted => "evicted",
+            EndReason::EndOfInput => "end_of_input",
+            EndReason::SynReuse => "syn_reuse",
+        }
+    }
+}
+
+/// Counters of one direction of a flow (index 0: client to server, 1: server to client).
+#[derive(Clone, Debug, Default)]
+pub struct Dir {
+    /// Address and port of the sender of this direction.
+    pub ip: u128,
+    pub port: u16,
+    pub pkts_all: u64,
+    /// L4 payload bytes, retransmissions included.
+    pub bytes_all: u64,
+    /// Sum of the frames' original lengths.
+    pub bytes_wire: u64,
+    /// Packets with L4 payload.
+    pub pkts_data: u64,
+    /// Packet time of the first and last packet of this direction (0: none).
+    pub first_ns: u64,
+    pub last_ns: u64,
+    /// Packet time of the first and last packet with payload (0: none).
+    pub first_payload_ns: u64,
+    pub last_payload_ns: u64,
+    /// Packet time of the first ACK without SYN (0: none).
+    pub first_ack_ns: u64,
+    pub rst_cnt: u64,
+    pub ack_cnt: u64,
+    pub ack_cnt_p: u64,
+    pub syn_cnt: u64,
+    pub fin_cnt: u64,
+    pub pkts_retx: u64,
+    pub bytes_retx: u64,
+    pub pkts_ooo: u64,
+    /// Bytes of new sequence space: payload not counting retransmissions.
+    pub bytes_uniq: u64,
+    pub seq: SeqSpace,
+}
+
+/// One bidirectional flow.
+#[derive(Clone, Debug)]
+pub struct Flow {
+    pub kind: Kind,
+    pub ip_version: u8,
+    pub proto: u8,
+    pub client_rule: ClientRule,
+    /// Whether the client is the `lo` endpoint of the flow key.
+    pub client_is_lo: bool,
+    pub tunnel: Tunnel,
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub dir: [Dir; 2],
+    pub tcp: TcpConn,
+    pub history: History,
+    pub end: EndReason,
+}
+
+impl Flow {
+    /// A new flow opened by packet `d`, whose sender is the `lo` endpoint when
+    /// `src_is_lo`.
+    pub fn new(d: &Decoded, src_is_lo: bool, ts_ns: u64) -> Flow {
+        let kind = match d.l4 {
+            tapstat_decode::L4::Tcp if d.sport != 0 || d.dport != 0 => Kind::Tcp,
+            tapstat_decode::L4::Udp if d.sport != 0 || d.dport != 0 => Kind::Udp,
+            _ => Kind::Other,
+        };
+        let (rule, src_is_client) = if kind == Kind::Tcp {
+            let f = d.tcp.flags;
+            let syn = f & tapstat_decode::TcpFields::SYN != 0;
+            let ack = f & tapstat_decode::TcpFields::ACK != 0;
+            match (syn, ack) {
+                (true, false) => (ClientRule::Syn, true),
+                (true, true) => (ClientRule::SynAck, false),
+                _ => (ClientRule::FirstPacket, true),
+            }
+        } else {
+            (ClientRule::FirstPacket, true)
+        };
+        let mut dir: [Dir; 2] = Default::default();
+        let (ci, cp, si, sp) = if src_is_client {
+            (d.src, d.sport, d.dst, d.dport)
+        } else {
+            (d.dst, d.dport, d.src, d.sport)
+        };
+        dir[0].ip = ci;
+        dir[0].port = cp;
+        dir[1].ip = si;
+        dir[1].port = sp;
+        Flow {
+            kind,
+            ip_version: d.ip_version,
+            proto: d.proto,
+            client_rule: rule,
+            client_is_lo: src_is_lo == src_is_client,
+            tunnel: d.tunnel,
+            first_ns: ts_ns,
+            last_ns: ts_ns,
+            dir,
+            tcp: TcpConn::default(),
+            history: History::default(),
+            end: EndReason::Live,
+        }
+    }
+
+    /// The direction index (0 client to server, 1 server to client) of a packet whose
+    /// sender is the key's `lo` endpoint when `src_is_lo`.
+    #[inline]
+    pub fn dir_of(&self, src_is_lo: bool) -> usize {
+        (src_is_lo != self.client_is_lo) as usize
+    }
+
+    /// Packets in both directions.
+    pub fn packets(&self) -> u64 {
+        self.dir[0].pkts_all + self.dir[1].pkts_all
+    }
+
+    /// Accounts packet `d` of `wire_len` bytes at `ts_ns` in direction `di`.
+    #[inline]
+    pub fn update(&mut self, d: &Decoded, wire_len: u32, ts_ns: u64, di: usize) {
+        // Time never runs backwards within a flow: a capture whose clock stepped back
+        // by a few packets keeps first <= last.
+        self.last_ns = self.last_ns.max(ts_ns);
+        let ts = ts_ns.max(self.first_ns);
+        let x = &mut self.dir[di];
+        x.pkts_all += 1;
+        x.bytes_wire += wire_len as u64;
+        if x.first_ns == 0 {
+            x.first_ns = ts;
+        }
+        x.last_ns = x.last_ns.max(ts);
+        let len = d.payload_len as u64;
+        if len > 0 {
+            x.pkts_data += 1;
+            x.bytes_all += len;
+            if x.first_payload_ns == 0 {
+                x.first_payload_ns = ts;
+            }
+            x.last_payload_ns = x.last_payload_ns.max(ts);
+        }
+        if self.kind == Kind::Tcp {
+            crate::tcp::on_segment(self, d, ts, di);
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! Analysis: what tapstat learns about each flow.
+//!
+//! The main types are [`Tracker`] (one per worker: the flow table, expiry, and the
+//! analyzers; packets in, finished [`Flow`]s out through a [`FlowSink`]), [`Flow`]
+//! (the state of one bidirectional flow, per direction in [`Dir`]) and the logs
+//! ([`logs::TCP`], [`logs::UDP`], [`logs::OTHER`]) that declare every column once.
+//!
+//! ```
+//! use tapstat_analyze::{Flow, FlowSink, Tracker, TrackerConfig};
+//! struct Count(usize);
+//! impl FlowSink for Count { fn on_flow_end(&mut self, _f: &Flow) { self.0 += 1; } }
+//! let mut t = Tracker::new(TrackerConfig::default());
+//! let mut out = Count(0);
+//! t.finish(0, &mut out); // no packets, no flows
+//! assert_eq!(out.0, 0);
+//! ```
+//!
+//! Architecture invariant: analyzers never see the flow table and never do I/O; the
+//! tracker is the only code that decides when a flow starts and ends, and it decides
+//! from packet time only.
+
+mod flow;
+pub mod logs;
+mod tcp;
+mod tracker;
+
+pub use flow::{ClientRule, Dir, EndReason, Flow, Kind};
+pub use tracker::{FlowSink, Packet, Tracker, TrackerConfig, TrackerStats};

@@ -1,0 +1,279 @@
+//! The per-worker tracker: matches packets to flows, runs the analyzers, decides in
+//! packet time when a flow ends, and hands finished flows to a [`FlowSink`].
+
+use crate::flow::{EndReason, Flow, Kind};
+use tapstat_decode::{Decoded, TcpFields, L4};
+use tapstat_flow::{FlowKey, FlowTable, Gc, GcConfig};
+
+/// One packet as the tracker sees it: decoded, keyed and hashed by the dispatcher.
+#[derive(Clone, Copy, Debug)]
+pub struct Packet<'a> {
+    pub ts_ns: u64,
+    pub wire_len: u32,
+    pub key: FlowKey,
+    pub hash: u64,
+    /// The sender is the key's `lo` endpoint.
+    pub src_is_lo: bool,
+    pub dec: &'a Decoded,
+}
+
+/// Where finished flows go (the worker's record writer, a test's vector...).
+pub trait FlowSink {
+    fn on_flow_end(&mut self, flow: &Flow);
+}
+
+impl<F: FnMut(&Flow)> FlowSink for F {
+    fn on_flow_end(&mut self, flow: &Flow) {
+        self(flow)
+    }
+}
+
+/// Limits and timeouts, all in packet time.
+#[derive(Clone, Copy, Debug)]
+pub struct TrackerConfig {
+    /// Most flows in the table; beyond it the flow idle the longest is evicted.
+    pub capacity: usize,
+    pub tcp_idle_ns: u64,
+    pub udp_idle_ns: u64,
+    /// ICMP and other IP protocols.
+    pub other_idle_ns: u64,
+    /// Flows of a single packet.
+    pub singleton_ns: u64,
+    /// A TCP flow that closed (FIN both ways or RST) ends after this much silence.
+    pub closed_ns: u64,
+    pub gc: GcConfig,
+}
+
+const S: u64 = 1_000_000_000;
+
+impl Default for TrackerConfig {
+    /// Tstat's defaults: TCP idle 300 s, UDP idle 200 s, singletons 10 s.
+    fn default() -> Self {
+        TrackerConfig {
+            capacity: 1 << 20,
+            tcp_idle_ns: 300 * S,
+            udp_idle_ns: 200 * S,
+            other_idle_ns: 200 * S,
+            singleton_ns: 10 * S,
+            closed_ns: 10 * S,
+            gc: GcConfig::default(),
+        }
+    }
+}
+
+impl TrackerConfig {
+    /// Has `f`, last seen at `last_ns`, ended by `now_ns`? Returns why.
+    #[inline]
+    fn expiry(&self, f: &Flow, last_ns: u64, now_ns: u64) -> Option<EndReason> {
+        let idle = now_ns.saturating_sub(last_ns);
+        let closed = f.kind == Kind::Tcp && f.tcp.closed();
+        let limit = if closed {
+            self.closed_ns
+        } else if f.packets() <= 1 {
+            self.singleton_ns
+        } else {
+            match f.kind {
+                Kind::Tcp => self.tcp_idle_ns,
+                Kind::Udp => self.udp_idle_ns,
+                Kind::Other => self.other_idle_ns,
+            }
+        };
+        (idle > limit).then(|| end_reason(f, EndReason::Idle))
+    }
+}
+
+/// The end reason of a flow that stops for `otherwise`, unless TCP closed it first.
+fn end_reason(f: &Flow, otherwise: EndReason) -> EndReason {
+    if f.kind == Kind::Tcp {
+        if f.tcp.rst[0] || f.tcp.rst[1] {
+            return EndReason::Rst;
+        }
+        if f.tcp.fin[0] && f.tcp.fin[1] {
+            return EndReason::Fin;
+        }
+    }
+    otherwise
+}
+
+/// What a tracker did, for the summary.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TrackerStats {
+    pub packets: u64,
+    pub wire_bytes: u64,
+    pub flows_tcp: u64,
+    pub flows_udp: u64,
+    pub flows_other: u64,
+    pub evictions: u64,
+    pub ended_idle: u64,
+    pub ended_fin: u64,
+    pub ended_rst: u64,
+    pub ended_syn_reuse: u64,
+    pub ended_end_of_input: u64,
+    pub peak_flows: u64,
+}
+
+impl TrackerStats {
+    pub fn merge(&mut self, o: &TrackerStats) {
+        self.packets += o.packets;
+        self.wire_bytes += o.wire_bytes;
+        self.flows_tcp += o.flows_tcp;
+        self.flows_udp += o.flows_udp;
+        self.flows_other += o.flows_other;
+        self.evictions += o.evictions;
+        self.ended_idle += o.ended_idle;
+        self.ended_fin += o.ended_fin;
+        self.ended_rst += o.ended_rst;
+        self.ended_syn_reuse += o.ended_syn_reuse;
+        self.ended_end_of_input += o.ended_end_of_input;
+        self.peak_flows += o.peak_flows;
+    }
+}
+
+/// One worker's flows. See the module doc.
+pub struct Tracker {
+    table: FlowTable<Flow>,
+    gc: Gc,
+    cfg: TrackerConfig,
+    now_ns: u64,
+    pub stats: TrackerStats,
+}
+
+impl Tracker {
+    pub fn new(cfg: TrackerConfig) -> Self {
+        Tracker { table: FlowTable::new(cfg.capacity), gc: Gc::new(cfg.gc), cfg, now_ns: 0, stats: TrackerStats::default() }
+    }
+
+    /// Flows in the table now.
+    pub fn live_flows(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Accounts one packet; flows that end on the way go to `out`.
+    #[inline]
+    pub fn on_packet(&mut self, p: &Packet<'_>, out: &mut impl FlowSink) {
+        self.stats.packets += 1;
+        self.stats.wire_bytes += p.wire_len as u64;
+        self.now_ns = self.now_ns.max(p.ts_ns);
+        let scan = self.gc.poll(self.now_ns, self.table.slab_len());
+        if scan > 0 {
+            self.collect(scan, out);
+        }
+
+        let mut slot = self.table.find(&p.key, p.hash);
+        if let Some(id) = slot {
+            // Expiry is decided here too, not only by the collector, so the split of a
+            // 5-tuple into flows depends on packet times only — not on when the
+            // collector happened to pass (which depends on the number of workers).
+            let f = self.table.get(id);
+            let why = self.cfg.expiry(f, self.table.last_ns(id), p.ts_ns).or_else(|| reuse(f, p));
+            if let Some(why) = why {
+                self.end(id, why, out);
+                slot = None;
+            }
+        }
+        let id = match slot {
+            Some(id) => id,
+            None => {
+                let f = Flow::new(p.dec, p.src_is_lo, p.ts_ns);
+                match f.kind {
+                    Kind::Tcp => self.stats.flows_tcp += 1,
+                    Kind::Udp => self.stats.flows_udp += 1,
+                    Kind::Other => self.stats.flows_other += 1,
+                }
+                let (id, evicted) = self.table.insert(p.key, p.hash, f, p.ts_ns);
+                if let Some((_, mut old)) = evicted {
+                    old.end = end_reason(&old, EndReason::Evicted);
+                    self.stats.evictions += 1;
+                    out.on_flow_end(&old);
+                }
+                self.stats.peak_flows = self.stats.peak_flows.max(self.table.len() as u64);
+                id
+            }
+        };
+        let f = self.table.get_mut(id);
+        let di = f.dir_of(p.src_is_lo);
+        f.update(p.dec, p.wire_len, p.ts_ns, di);
+        self.table.touch(id, p.ts_ns);
+    }
+
+    /// Ends every flow: those idle at `final_ns` (the last packet time of the whole
+    /// input, the same for every worker) as idle, the rest as `end_of_input`.
+    pub fn finish(&mut self, final_ns: u64, out: &mut impl FlowSink) {
+        let now = final_ns.max(self.now_ns);
+        let cfg = self.cfg;
+        let stats = &mut self.stats;
+        self.table.scan(
+            usize::MAX,
+            |_, f, last| cfg.expiry(f, last, now).is_some(),
+            |_, mut f| {
+                f.end = cfg.expiry(&f, f.last_ns, now).unwrap_or(EndReason::Idle);
+                count_end(stats, f.end);
+                out.on_flow_end(&f);
+            },
+        );
+        self.table.drain(|_, mut f| {
+            f.end = end_reason(&f, EndReason::EndOfInput);
+            count_end(stats, f.end);
+            out.on_flow_end(&f);
+        });
+    }
+
+    fn collect(&mut self, n: usize, out: &mut impl FlowSink) {
+        let now = self.now_ns;
+        let cfg = self.cfg;
+        let stats = &mut self.stats;
+        self.table.scan(
+            n,
+            |_, f, last| cfg.expiry(f, last, now).is_some(),
+            |_, mut f| {
+                f.end = cfg.expiry(&f, f.last_ns, now).unwrap_or(EndReason::Idle);
+                count_end(stats, f.end);
+                out.on_flow_end(&f);
+            },
+        );
+    }
+
+    fn end(&mut self, id: tapstat_flow::SlotId, why: EndReason, out: &mut impl FlowSink) {
+        let (_, mut f) = self.table.remove(id);
+        f.end = why;
+        count_end(&mut self.stats, why);
+        out.on_flow_end(&f);
+    }
+}
+
+fn count_end(s: &mut TrackerStats, why: EndReason) {
+    match why {
+        EndReason::Idle => s.ended_idle += 1,
+        EndReason::Fin => s.ended_fin += 1,
+        EndReason::Rst => s.ended_rst += 1,
+        EndReason::SynReuse => s.ended_syn_reuse += 1,
+        EndReason::EndOfInput => s.ended_end_of_input += 1,
+        EndReason::Evicted | EndReason::Live => {}
+    }
+}
+
+/// Does packet `p` open a new connection on the 5-tuple of `f`? A SYN without ACK
+/// does when `f` has closed, or when its sequence number is not the one of the SYN
+/// its sender sent before (a retransmitted SYN is not a new connection).
+#[inline]
+fn reuse(f: &Flow, p: &Packet<'_>) -> Option<EndReason> {
+    if f.kind != Kind::Tcp || p.dec.l4 != L4::Tcp {
+        return None;
+    }
+    let flags = p.dec.tcp.flags;
+    if flags & (TcpFields::SYN | TcpFields::ACK) != TcpFields::SYN {
+        return None;
+    }
+    let di = f.dir_of(p.src_is_lo);
+    if f.tcp.closed() {
+        return Some(end_reason(f, EndReason::SynReuse));
+    }
+    match f.dir[di].seq.syn_seq {
+        Some(isn) if isn == p.dec.tcp.seq => None,
+        // A SYN from a side that has sent data without one, or with a new ISN.
+        _ if f.packets() > 0 && (f.dir[di].seq.syn_seq.is_some() || f.dir[di].pkts_all > 0) => {
+            Some(EndReason::SynReuse)
+        }
+        _ => None,
+    }
+}

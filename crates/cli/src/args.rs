@@ -1,0 +1,171 @@
+//! Command-line flags, parsed in one step, then turned into configuration.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use tapstat_analyze::TrackerConfig;
+use tapstat_flow::GcConfig;
+use tapstat_pipeline::EngineConfig;
+
+const EXAMPLES: &str = "\
+Examples:
+  tapstat -r trace.pcap -o out/                 analyze a capture into out/
+  tapstat -r a.pcap b.pcap -o out/ -w 4         rotated captures as one stream, 4 workers
+  tapstat -r - -o out/ --format jsonl < x.pcap  read stdin, write JSON lines
+  tcpdump -i eth0 -w - | tapstat -r - -o out/   analyze a live capture through a pipe
+  tapstat synth -o sample.pcap                  write the built-in sample trace
+  tapstat bench -r trace.pcap -w 1,2            measure packets/s per CPU-second
+
+Output (in -o DIR): log_tcp_complete, log_tcp_nocomplete, log_udp_complete,
+log_other (TSV with a '#' header line, or *.jsonl), and summary.json.
+Columns: `tapstat schema` or docs/METRICS.md.";
+
+/// tapstat: a passive statistical traffic analyzer. Reads pcap/pcapng captures and
+/// writes one record per TCP, UDP and other IP flow, with Tstat's column names.
+#[derive(Parser, Debug)]
+#[command(name = "tapstat", version, about, after_help = EXAMPLES, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Measure throughput (packets/s and Gbit/s, per CPU-second and wall-clock)
+    Bench(BenchArgs),
+    /// Write tapstat's deterministic sample trace (TCP with loss, DNS over UDP)
+    Synth(SynthArgs),
+    /// Print the columns of every log (name, type, unit, meaning)
+    Schema {
+        /// Print docs/METRICS.md's generated part instead
+        #[arg(long)]
+        markdown: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum FormatArg {
+    Tsv,
+    Jsonl,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Capture files (pcap or pcapng) to read, in order, as one stream; `-` is stdin
+    #[arg(short = 'r', long = "read", value_name = "FILE", num_args = 1..)]
+    pub read: Vec<PathBuf>,
+    /// Output directory (created if missing)
+    #[arg(short = 'o', long = "out", value_name = "DIR", default_value = "tapstat.out")]
+    pub out: PathBuf,
+    /// Worker threads [default: available cores]
+    #[arg(short = 'w', long = "workers", value_name = "N")]
+    pub workers: Option<usize>,
+    /// Record format
+    #[arg(long, value_enum, default_value = "tsv")]
+    pub format: FormatArg,
+    /// No progress bar and no summary on stderr (warnings and errors still show)
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// TCP idle timeout, seconds of packet time
+    #[arg(long, value_name = "S", default_value_t = 300.0)]
+    pub tcp_timeout: f64,
+    /// UDP idle timeout, seconds of packet time
+    #[arg(long, value_name = "S", default_value_t = 200.0)]
+    pub udp_timeout: f64,
+    /// ICMP / other IP protocols idle timeout, seconds of packet time
+    #[arg(long, value_name = "S", default_value_t = 200.0)]
+    pub other_timeout: f64,
+    /// Idle timeout of flows of a single packet, seconds
+    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    pub singleton_timeout: f64,
+    /// Idle time after which a closed TCP flow (FIN both ways, or RST) is written, seconds
+    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    pub closed_timeout: f64,
+    /// Most flows per worker; beyond it the flow idle the longest is evicted (counted)
+    #[arg(long, value_name = "N", default_value_t = 1 << 20)]
+    pub max_flows: usize,
+    /// Garbage collection period ΔT: the whole flow table is scanned once per ΔT, seconds of packet time
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    pub gc_period: f64,
+    /// Garbage collection steps M: every ΔT/M, 1/M of the table is scanned
+    #[arg(long, value_name = "M", default_value_t = 100)]
+    pub gc_steps: u32,
+    /// Seed of the flow hash (default: random at start-up, so crafted traffic cannot aim at buckets)
+    #[arg(long, value_name = "N")]
+    pub hash_seed: Option<u64>,
+}
+
+fn ns(s: f64) -> u64 {
+    (s.max(0.0) * 1e9) as u64
+}
+
+impl RunArgs {
+    pub fn engine_config(&self) -> EngineConfig {
+        let workers = self
+            .workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+            .max(1);
+        EngineConfig {
+            workers,
+            format: match self.format {
+                FormatArg::Tsv => tapstat_sink::Format::Tsv,
+                FormatArg::Jsonl => tapstat_sink::Format::Jsonl,
+            },
+            out_dir: self.out.clone(),
+            tracker: TrackerConfig {
+                capacity: self.max_flows.max(1),
+                tcp_idle_ns: ns(self.tcp_timeout),
+                udp_idle_ns: ns(self.udp_timeout),
+                other_idle_ns: ns(self.other_timeout),
+                singleton_ns: ns(self.singleton_timeout),
+                closed_ns: ns(self.closed_timeout),
+                gc: GcConfig { period_ns: ns(self.gc_period).max(1), steps: self.gc_steps.max(1) },
+            },
+            hash_seed: self.hash_seed,
+            ..EngineConfig::default()
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Capture to measure on
+    #[arg(short = 'r', long = "read", value_name = "FILE", required = true, num_args = 1..)]
+    pub read: Vec<PathBuf>,
+    /// Worker counts to measure, comma-separated [default: 1 and available cores]
+    #[arg(short = 'w', long = "workers", value_delimiter = ',')]
+    pub workers: Vec<usize>,
+    /// Timed runs per worker count (the median is reported), after one warm-up
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct SynthArgs {
+    /// The pcap file to write
+    #[arg(short = 'o', long = "out", value_name = "FILE", default_value = "sample/sample.pcap")]
+    pub output: PathBuf,
+    /// Random seed (same seed, same bytes)
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// TCP connections
+    #[arg(long)]
+    pub tcp_flows: Option<usize>,
+    /// DNS transactions over UDP
+    #[arg(long)]
+    pub udp_flows: Option<usize>,
+}
+
+impl SynthArgs {
+    pub fn config(&self) -> tapstat_lab::synth::SynthConfig {
+        let mut c = tapstat_lab::synth::SynthConfig { seed: self.seed, ..Default::default() };
+        if let Some(n) = self.tcp_flows {
+            c.tcp_flows = n;
+        }
+        if let Some(n) = self.udp_flows {
+            c.udp_dns_flows = n;
+        }
+        c
+    }
+}

@@ -1,0 +1,92 @@
+//! Helpers shared by the integration tests: the corpus, running the binary, reading
+//! its logs.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The shared corpus (`TAPSTAT_CORPUS`, default `../shared/pcaps/dev` beside the
+/// workspace). `None` (with the reason printed) when it is absent, unless
+/// `TAPSTAT_REQUIRE_CORPUS=1`, in which case its absence fails the test.
+pub fn corpus() -> Option<PathBuf> {
+    let p = std::env::var_os("TAPSTAT_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/pcaps/dev")));
+    if p.join("MANIFEST.tsv").is_file() {
+        return Some(p);
+    }
+    if std::env::var("TAPSTAT_REQUIRE_CORPUS").as_deref() == Ok("1") {
+        panic!("TAPSTAT_REQUIRE_CORPUS=1 but no corpus at {}", p.display());
+    }
+    eprintln!("skipped: no corpus at {} (set TAPSTAT_CORPUS)", p.display());
+    None
+}
+
+/// The dev captures (not the malformed ones), sorted by name.
+pub fn dev_captures(corpus: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(corpus)
+        .expect("corpus is readable")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "pcap" || e == "pcapng" || e == "cap"))
+        .collect();
+    v.sort();
+    v
+}
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_tapstat")
+}
+
+/// Runs tapstat with `args`.
+pub fn tapstat(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().expect("tapstat runs")
+}
+
+/// A fresh temporary directory for one test run.
+pub fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tapstat-test-{}-{}", std::process::id(), tag));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// Runs `tapstat -r FILE -o DIR -q -w N` and panics with its stderr on failure.
+pub fn analyze(file: &Path, out: &Path, workers: usize, extra: &[&str]) -> Output {
+    let w = workers.to_string();
+    let mut args = vec!["-r", file.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q", "-w", &w, "--hash-seed", "7"];
+    args.extend_from_slice(extra);
+    let o = tapstat(&args);
+    assert!(
+        o.status.success(),
+        "tapstat failed on {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+/// The records of a TSV log as maps column -> value.
+pub fn read_log(dir: &Path, log: &str) -> Vec<BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(dir.join(log)).unwrap_or_default();
+    let mut lines = text.lines();
+    let Some(header) = lines.next() else { return Vec::new() };
+    let cols: Vec<&str> = header.trim_start_matches('#').split('\t').collect();
+    lines
+        .map(|l| cols.iter().zip(l.split('\t')).map(|(c, v)| (c.to_string(), v.to_string())).collect())
+        .collect()
+}
+
+/// The raw lines of a log, header excluded, sorted (a record set).
+pub fn record_set(dir: &Path, log: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(dir.join(log)).unwrap_or_default();
+    let mut v: Vec<String> = text.lines().filter(|l| !l.starts_with('#')).map(str::to_string).collect();
+    v.sort();
+    v
+}
+
+pub const LOGS: [&str; 4] = ["log_tcp_complete", "log_tcp_nocomplete", "log_udp_complete", "log_other"];
+
+pub fn summary(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary.json")).expect("json")
+}

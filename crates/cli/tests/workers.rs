@@ -1,0 +1,33 @@
+//! The records of 1 worker and of N workers are the same set, on every dev capture
+//! and on the sample trace.
+
+mod common;
+use common::*;
+
+#[test]
+fn one_and_three_workers_write_the_same_records_on_every_dev_capture() {
+    let Some(corpus) = corpus() else { return };
+    let caps = dev_captures(&corpus);
+    assert!(caps.len() > 100, "expected the dev corpus, found {} captures", caps.len());
+    let mut total = 0;
+    for cap in &caps {
+        let name = cap.file_name().unwrap().to_string_lossy().to_string();
+        let d1 = tempdir(&format!("w1-{name}"));
+        let d3 = tempdir(&format!("w3-{name}"));
+        analyze(cap, &d1, 1, &[]);
+        analyze(cap, &d3, 3, &[]);
+        for log in LOGS {
+            let a = record_set(&d1, log);
+            let b = record_set(&d3, log);
+            assert_eq!(a, b, "{name}: {log} differs between 1 and 3 workers");
+            total += a.len();
+        }
+        let (s1, s3) = (summary(&d1), summary(&d3));
+        assert_eq!(s1["packets"], s3["packets"], "{name}");
+        assert_eq!(s1["records"], s3["records"], "{name}");
+        assert_eq!(s1["anomalies"], s3["anomalies"], "{name}");
+        let _ = std::fs::remove_dir_all(&d1);
+        let _ = std::fs::remove_dir_all(&d3);
+    }
+    assert!(total > 5000, "suspiciously few records over the corpus: {total}");
+}

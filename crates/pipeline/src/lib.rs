@@ -1,0 +1,383 @@
+//! The engine: a reader thread, a dispatcher thread, N shared-nothing worker threads
+//! and a record writer thread, joined by bounded rings.
+//!
+//! ```text
+//! source ──► reader ──ring──► dispatcher: decode, key, hash ──ring──► worker 0: Tracker ──┐
+//!                                                          └─ring──► worker 1: Tracker ──┼─► writer ─► OutputDir
+//!                                                          └─ ...                        ┘
+//! ```
+//!
+//! The main entry is [`run`], which takes a [`PacketSource`] and an [`EngineConfig`]
+//! and returns a [`Summary`].
+//!
+//! Architecture invariant: a flow belongs to exactly one worker, chosen by the
+//! symmetric flow hash; workers share no flow state and take no locks on the packet
+//! path. Everything a worker decides, it decides from packet time, so the records of 1
+//! worker and of N workers are the same set.
+
+mod ring;
+mod summary;
+
+pub use ring::{ring, Receiver, Sender};
+pub use summary::{cpu_seconds, Summary};
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tapstat_analyze::logs::LogId;
+use tapstat_analyze::{Flow, FlowSink, Packet, Tracker, TrackerConfig, TrackerStats};
+use tapstat_capture::{Backing, CaptureError, PacketSource};
+use tapstat_decode::{Anomalies, DecodeConfig, Decoded, Decoder, L4};
+use tapstat_flow::{FlowHasher, FlowKey};
+use tapstat_sink::{Format, OutputDir, SinkError};
+
+/// Everything the engine needs to know.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    pub workers: usize,
+    pub format: Format,
+    pub out_dir: std::path::PathBuf,
+    pub tracker: TrackerConfig,
+    pub decode: DecodeConfig,
+    /// Seed of the flow hash; `None` draws one at start-up.
+    pub hash_seed: Option<u64>,
+    /// Frames per chunk read from the source.
+    pub chunk_frames: usize,
+    /// Slots of each ring.
+    pub ring_slots: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            workers: 1,
+            format: Format::Tsv,
+            out_dir: "out".into(),
+            tracker: TrackerConfig::default(),
+            decode: DecodeConfig::default(),
+            hash_seed: None,
+            chunk_frames: 1024,
+            ring_slots: 64,
+        }
+    }
+}
+
+/// Live counters, for a progress bar.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub bytes_read: AtomicU64,
+    pub bytes_total: AtomicU64,
+    pub packets: AtomicU64,
+}
+
+/// Errors that stop the engine.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    #[error(transparent)]
+    Sink(#[from] SinkError),
+    #[error("a {0} thread panicked")]
+    Thread(&'static str),
+}
+
+/// One packet on its way to a worker: decoded, keyed and hashed once, by the
+/// dispatcher.
+#[derive(Clone, Copy)]
+struct Pkt {
+    ts_ns: u64,
+    wire_len: u32,
+    /// Where the frame's bytes are in the batch's backing buffer.
+    #[allow(dead_code)] // the application layer (payload inspection) will read them
+    caplen: u32,
+    #[allow(dead_code)]
+    offset: u64,
+    hash: u64,
+    key: FlowKey,
+    src_is_lo: bool,
+    dec: Decoded,
+}
+
+/// Packets for one worker that share one backing buffer (the bytes stay where the
+/// source put them: for a file, in its memory map).
+struct Batch {
+    #[allow(dead_code)] // the application layer (payload inspection) will read it
+    backing: Arc<dyn Backing>,
+    pkts: Vec<Pkt>,
+}
+
+enum Msg {
+    Batch(Batch),
+    /// The input ended; the last packet time of the whole input.
+    End(u64),
+}
+
+/// Formatted records on their way to the writer: (log index, bytes).
+type Block = (usize, Vec<u8>);
+
+const BLOCK_BYTES: usize = 256 * 1024;
+
+/// A worker's record formatter: one buffer per log, handed to the writer when full.
+struct RecordOut {
+    format: Format,
+    bufs: [Vec<u8>; 4],
+    records: [u64; 4],
+    tx: crossbeam_channel::Sender<Block>,
+}
+
+impl RecordOut {
+    fn flush(&mut self, i: usize) {
+        if !self.bufs[i].is_empty() {
+            let b = std::mem::replace(&mut self.bufs[i], Vec::with_capacity(BLOCK_BYTES));
+            // The writer only goes away on an I/O error, which it reports itself.
+            let _ = self.tx.send((i, b));
+        }
+    }
+}
+
+impl FlowSink for RecordOut {
+    fn on_flow_end(&mut self, f: &Flow) {
+        let id = LogId::of(f);
+        let i = id as usize;
+        self.format.record(id.log(), f, &mut self.bufs[i]);
+        self.records[i] += 1;
+        if self.bufs[i].len() >= BLOCK_BYTES {
+            self.flush(i);
+        }
+    }
+}
+
+struct WorkerResult {
+    stats: TrackerStats,
+    records: [u64; 4],
+}
+
+struct DispatchResult {
+    anomalies: Anomalies,
+    non_ip: u64,
+    frames: u64,
+    wire_bytes: u64,
+    first_ns: u64,
+    last_ns: u64,
+}
+
+/// Runs the engine over `source` until it ends or `stop` is set; every live flow is
+/// written before returning.
+pub fn run(
+    mut source: Box<dyn PacketSource>,
+    cfg: &EngineConfig,
+    stop: Arc<AtomicBool>,
+    progress: Arc<Progress>,
+) -> Result<Summary, EngineError> {
+    let started = Instant::now();
+    let cpu0 = cpu_seconds();
+    let n = cfg.workers.max(1);
+    let seed = cfg.hash_seed.unwrap_or_else(random_seed);
+    let hasher = FlowHasher::new(seed);
+
+    // Output files first: an unwritable directory is an error before any work.
+    let names: Vec<String> = LogId::ALL.iter().map(|l| cfg.format.file_name(l.name())).collect();
+    let headers: Vec<Vec<u8>> = LogId::ALL
+        .iter()
+        .map(|l| {
+            let mut h = Vec::new();
+            cfg.format.header(l.log(), &mut h);
+            h
+        })
+        .collect();
+    let mut out = OutputDir::create(&cfg.out_dir, &names, &headers)?;
+    let (block_tx, block_rx) = crossbeam_channel::bounded::<Block>(64);
+    let writer = std::thread::Builder::new()
+        .name("tapstat-writer".into())
+        .spawn(move || -> Result<(), SinkError> {
+            for (i, b) in block_rx {
+                out.append(i, &b)?;
+            }
+            out.finish()
+        })
+        .expect("spawning a thread succeeds");
+
+    // Workers.
+    let mut worker_tx = Vec::with_capacity(n);
+    let mut workers = Vec::with_capacity(n);
+    for w in 0..n {
+        let (tx, mut rx) = ring::<Msg>(cfg.ring_slots);
+        worker_tx.push(tx);
+        let tracker_cfg = cfg.tracker;
+        let mut rout = RecordOut {
+            format: cfg.format,
+            bufs: Default::default(),
+            records: [0; 4],
+            tx: block_tx.clone(),
+        };
+        workers.push(
+            std::thread::Builder::new()
+                .name(format!("tapstat-w{w}"))
+                .spawn(move || {
+                    let mut tracker = Tracker::new(tracker_cfg);
+                    let mut final_ns = 0;
+                    while let Some(msg) = rx.recv() {
+                        match msg {
+                            Msg::Batch(b) => {
+                                for p in &b.pkts {
+                                    let pkt = Packet {
+                                        ts_ns: p.ts_ns,
+                                        wire_len: p.wire_len,
+                                        key: p.key,
+                                        hash: p.hash,
+                                        src_is_lo: p.src_is_lo,
+                                        dec: &p.dec,
+                                    };
+                                    tracker.on_packet(&pkt, &mut rout);
+                                }
+                            }
+                            Msg::End(t) => final_ns = t,
+                        }
+                    }
+                    tracker.finish(final_ns, &mut rout);
+                    for i in 0..4 {
+                        rout.flush(i);
+                    }
+                    WorkerResult { stats: tracker.stats.clone(), records: rout.records }
+                })
+                .expect("spawning a thread succeeds"),
+        );
+    }
+    drop(block_tx);
+
+    // Dispatcher.
+    let (mut chunk_tx, mut chunk_rx) = ring::<tapstat_capture::Chunk>(cfg.ring_slots);
+    let decode_cfg = cfg.decode;
+    let dispatcher = std::thread::Builder::new()
+        .name("tapstat-dispatch".into())
+        .spawn(move || {
+            let mut dec = Decoder::new(decode_cfg);
+            let mut r = DispatchResult {
+                anomalies: Anomalies::default(),
+                non_ip: 0,
+                frames: 0,
+                wire_bytes: 0,
+                first_ns: 0,
+                last_ns: 0,
+            };
+            let mut batches: Vec<Vec<Pkt>> = (0..n).map(|_| Vec::new()).collect();
+            while let Some(chunk) = chunk_rx.recv() {
+                for f in &chunk.frames {
+                    r.frames += 1;
+                    r.wire_bytes += f.orig_len as u64;
+                    if r.first_ns == 0 {
+                        r.first_ns = f.ts_ns;
+                    }
+                    r.last_ns = r.last_ns.max(f.ts_ns);
+                    let d = dec.decode(f.link, chunk.data(f), f.ts_ns);
+                    if d.l4 == L4::None {
+                        r.non_ip += 1;
+                        continue;
+                    }
+                    let (key, src_is_lo) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
+                    let hash = hasher.hash(&key);
+                    let w = FlowHasher::worker_of(hash, n);
+                    batches[w].push(Pkt {
+                        ts_ns: f.ts_ns,
+                        wire_len: f.orig_len,
+                        caplen: f.caplen,
+                        offset: f.offset,
+                        hash,
+                        key,
+                        src_is_lo,
+                        dec: d,
+                    });
+                }
+                for (w, b) in batches.iter_mut().enumerate() {
+                    if !b.is_empty() {
+                        let pkts = std::mem::replace(b, Vec::with_capacity(b.capacity()));
+                        let msg = Msg::Batch(Batch { backing: chunk.backing.clone(), pkts });
+                        if worker_tx[w].send(msg).is_err() {
+                            return r;
+                        }
+                    }
+                }
+            }
+            for tx in &mut worker_tx {
+                let _ = tx.send(Msg::End(r.last_ns));
+            }
+            r.anomalies = dec.anomalies.clone();
+            r
+        })
+        .expect("spawning a thread succeeds");
+
+    // The reader runs on this thread: it owns the source (which need not be Send
+    // across more than this hand-off) and watches the stop flag.
+    let mut read_err = None;
+    let mut interrupted = false;
+    let p0 = source.progress();
+    progress.bytes_total.store(p0.bytes_total.unwrap_or(0), Ordering::Relaxed);
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        match source.next_chunk(cfg.chunk_frames) {
+            Ok(Some(chunk)) => {
+                progress.packets.fetch_add(chunk.frames.len() as u64, Ordering::Relaxed);
+                progress.bytes_read.store(source.progress().bytes_read, Ordering::Relaxed);
+                if chunk_tx.send(chunk).is_err() {
+                    break;
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                read_err = Some(e);
+                break;
+            }
+        }
+    }
+    drop(chunk_tx);
+    let disp = dispatcher.join().map_err(|_| EngineError::Thread("dispatcher"))?;
+    let mut stats = TrackerStats::default();
+    let mut records = [0u64; 4];
+    for h in workers {
+        let r = h.join().map_err(|_| EngineError::Thread("worker"))?;
+        stats.merge(&r.stats);
+        for i in 0..4 {
+            records[i] += r.records[i];
+        }
+    }
+    writer.join().map_err(|_| EngineError::Thread("writer"))??;
+    if let Some(e) = read_err {
+        // The flows seen so far were written; the error still stops the run.
+        return Err(e.into());
+    }
+    let mut warnings = source.take_warnings();
+    warnings.shrink_to_fit();
+    Ok(Summary::new(
+        cfg,
+        n,
+        seed,
+        &disp.anomalies,
+        disp.non_ip,
+        disp.frames,
+        disp.wire_bytes,
+        disp.first_ns,
+        disp.last_ns,
+        &stats,
+        &records,
+        source.stats(),
+        warnings,
+        interrupted,
+        started.elapsed().as_secs_f64(),
+        cpu_seconds() - cpu0,
+    ))
+}
+
+fn random_seed() -> u64 {
+    let mut b = [0u8; 8];
+    if getrandom::getrandom(&mut b).is_err() {
+        // No entropy source: fall back to the clock, still not predictable from the
+        // traffic.
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        return t.as_nanos() as u64 ^ 0x5DEE_CE66_D1CE_5EED;
+    }
+    u64::from_le_bytes(b)
+}

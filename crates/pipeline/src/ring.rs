@@ -1,0 +1,153 @@
+//! Bounded lock-free single-producer/single-consumer rings between threads.
+//!
+//! The ring itself is `rtrb`'s (wait-free push and pop). What it lacks is a way to
+//! wait: a consumer that finds it empty spins briefly, then parks until the producer
+//! unparks it (or 1 ms passes, so a lost wake-up costs at most that); a producer that
+//! finds it full does the same. Parking instead of spinning keeps idle threads from
+//! burning the CPU that the measure "packets per CPU-second" counts.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::Thread;
+use std::time::Duration;
+
+struct Shared {
+    consumer_waiting: AtomicBool,
+    producer_waiting: AtomicBool,
+    consumer: std::sync::OnceLock<Thread>,
+    producer: std::sync::OnceLock<Thread>,
+}
+
+pub struct Sender<T> {
+    inner: rtrb::Producer<T>,
+    shared: Arc<Shared>,
+}
+
+pub struct Receiver<T> {
+    inner: rtrb::Consumer<T>,
+    shared: Arc<Shared>,
+}
+
+/// A ring of `capacity` slots.
+pub fn ring<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
+    let (p, c) = rtrb::RingBuffer::new(capacity.max(1));
+    let shared = Arc::new(Shared {
+        consumer_waiting: AtomicBool::new(false),
+        producer_waiting: AtomicBool::new(false),
+        consumer: std::sync::OnceLock::new(),
+        producer: std::sync::OnceLock::new(),
+    });
+    (Sender { inner: p, shared: shared.clone() }, Receiver { inner: c, shared })
+}
+
+const SPINS: u32 = 64;
+const PARK: Duration = Duration::from_millis(1);
+
+impl<T> Sender<T> {
+    /// Pushes `v`, waiting while the ring is full. Returns `Err(v)` if the receiver is
+    /// gone.
+    pub fn send(&mut self, mut v: T) -> Result<(), T> {
+        let _ = self.shared.producer.set(std::thread::current());
+        let mut spins = 0;
+        loop {
+            match self.inner.push(v) {
+                Ok(()) => {
+                    if self.shared.consumer_waiting.load(Ordering::SeqCst) {
+                        if let Some(t) = self.shared.consumer.get() {
+                            t.unpark();
+                        }
+                    }
+                    return Ok(());
+                }
+                Err(rtrb::PushError::Full(back)) => {
+                    v = back;
+                    if self.inner.is_abandoned() {
+                        return Err(v);
+                    }
+                    spins += 1;
+                    if spins < SPINS {
+                        std::hint::spin_loop();
+                    } else {
+                        self.shared.producer_waiting.store(true, Ordering::SeqCst);
+                        if self.inner.is_full() {
+                            std::thread::park_timeout(PARK);
+                        }
+                        self.shared.producer_waiting.store(false, Ordering::SeqCst);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<T> Receiver<T> {
+    /// Pops the next value, waiting while the ring is empty; `None` once the sender is
+    /// gone and the ring is drained.
+    pub fn recv(&mut self) -> Option<T> {
+        let _ = self.shared.consumer.set(std::thread::current());
+        let mut spins = 0;
+        loop {
+            if let Ok(v) = self.inner.pop() {
+                if self.shared.producer_waiting.load(Ordering::SeqCst) {
+                    if let Some(t) = self.shared.producer.get() {
+                        t.unpark();
+                    }
+                }
+                return Some(v);
+            }
+            if self.inner.is_abandoned() {
+                return self.inner.pop().ok();
+            }
+            spins += 1;
+            if spins < SPINS {
+                std::hint::spin_loop();
+            } else {
+                self.shared.consumer_waiting.store(true, Ordering::SeqCst);
+                if self.inner.is_empty() {
+                    std::thread::park_timeout(PARK);
+                }
+                self.shared.consumer_waiting.store(false, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Values waiting in the ring.
+    pub fn len(&self) -> usize {
+        self.inner.slots()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.inner.is_empty()
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        // Wake the consumer so it sees the ring abandoned without waiting out a park.
+        if let Some(t) = self.shared.consumer.get() {
+            t.unpark();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delivers_everything_in_order_then_ends() {
+        let (mut tx, mut rx) = ring::<u32>(4);
+        let h = std::thread::spawn(move || {
+            for i in 0..10_000 {
+                tx.send(i).unwrap();
+            }
+        });
+        let mut want = 0;
+        while let Some(v) = rx.recv() {
+            assert_eq!(v, want);
+            want += 1;
+        }
+        h.join().unwrap();
+        assert_eq!(want, 10_000);
+    }
+}

@@ -1,0 +1,172 @@
+//! `summary.json`: what a run did.
+
+use crate::EngineConfig;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use tapstat_analyze::logs::LogId;
+use tapstat_analyze::TrackerStats;
+use tapstat_capture::CaptureStats;
+use tapstat_decode::Anomalies;
+
+/// The figures of one run, written to `summary.json` and shown on stderr.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub tapstat_version: &'static str,
+    pub workers: usize,
+    pub format: &'static str,
+    pub hash_seed: u64,
+    /// Frames read from the input.
+    pub packets: u64,
+    /// Sum of the frames' original lengths.
+    pub bytes: u64,
+    /// Frames that carry no IP packet (ARP, LLDP, ...), counted but not in any flow.
+    pub non_ip_frames: u64,
+    /// Packet time of the first frame and of the latest one (epoch seconds).
+    pub first_packet_s: f64,
+    pub last_packet_s: f64,
+    /// Flows started, by kind.
+    pub flows: BTreeMap<&'static str, u64>,
+    /// Records written, by log.
+    pub records: BTreeMap<&'static str, u64>,
+    /// Why flows ended.
+    pub end_reasons: BTreeMap<&'static str, u64>,
+    /// Flows evicted because a worker's table was full.
+    pub evictions: u64,
+    /// Most flows live at once, summed over workers.
+    pub peak_flows: u64,
+    /// Decoding anomalies by name.
+    pub anomalies: BTreeMap<&'static str, u64>,
+    pub capture: CaptureSummary,
+    pub warnings: Vec<String>,
+    /// The run was stopped (Ctrl-C) before the end of the input.
+    pub interrupted: bool,
+    pub elapsed_s: f64,
+    /// CPU time of the process (user + system).
+    pub cpu_s: f64,
+    pub pkts_per_s: f64,
+    pub gbit_per_s: f64,
+    pub pkts_per_cpu_s: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CaptureSummary {
+    pub truncated_files: u64,
+    pub corrupt_records: u64,
+    pub skipped_blocks: u64,
+}
+
+impl Summary {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        cfg: &EngineConfig,
+        workers: usize,
+        seed: u64,
+        anomalies: &Anomalies,
+        non_ip: u64,
+        packets: u64,
+        bytes: u64,
+        first_ns: u64,
+        last_ns: u64,
+        t: &TrackerStats,
+        records: &[u64; 4],
+        cap: CaptureStats,
+        warnings: Vec<String>,
+        interrupted: bool,
+        elapsed_s: f64,
+        cpu_s: f64,
+    ) -> Summary {
+        let per = |x: f64, s: f64| if s > 0.0 { x / s } else { 0.0 };
+        Summary {
+            tapstat_version: env!("CARGO_PKG_VERSION"),
+            workers,
+            format: match cfg.format {
+                tapstat_sink::Format::Tsv => "tsv",
+                tapstat_sink::Format::Jsonl => "jsonl",
+            },
+            hash_seed: seed,
+            packets,
+            bytes,
+            non_ip_frames: non_ip,
+            first_packet_s: first_ns as f64 / 1e9,
+            last_packet_s: last_ns as f64 / 1e9,
+            flows: [("tcp", t.flows_tcp), ("udp", t.flows_udp), ("other", t.flows_other)].into_iter().collect(),
+            records: LogId::ALL.iter().map(|l| (l.name(), records[*l as usize])).collect(),
+            end_reasons: [
+                ("fin", t.ended_fin),
+                ("rst", t.ended_rst),
+                ("idle", t.ended_idle),
+                ("evicted", t.evictions),
+                ("end_of_input", t.ended_end_of_input),
+                ("syn_reuse", t.ended_syn_reuse),
+            ]
+            .into_iter()
+            .collect(),
+            evictions: t.evictions,
+            peak_flows: t.peak_flows,
+            anomalies: anomalies.iter().collect(),
+            capture: CaptureSummary {
+                truncated_files: cap.truncated_files,
+                corrupt_records: cap.corrupt_records,
+                skipped_blocks: cap.skipped_blocks,
+            },
+            warnings,
+            interrupted,
+            elapsed_s,
+            cpu_s,
+            pkts_per_s: per(packets as f64, elapsed_s),
+            gbit_per_s: per(bytes as f64 * 8.0 / 1e9, elapsed_s),
+            pkts_per_cpu_s: per(packets as f64, cpu_s),
+        }
+    }
+
+    /// Total records written.
+    pub fn total_records(&self) -> u64 {
+        self.records.values().sum()
+    }
+
+    /// A few lines for a person, on stderr at the end of a run.
+    pub fn human(&self) -> String {
+        let mut s = format!(
+            "tapstat: {} packets, {:.1} MB in {:.2} s ({:.2} Mpkt/s, {:.2} Gbit/s, {:.2} Mpkt per CPU-second, {} worker{})\n",
+            self.packets,
+            self.bytes as f64 / 1e6,
+            self.elapsed_s,
+            self.pkts_per_s / 1e6,
+            self.gbit_per_s,
+            self.pkts_per_cpu_s / 1e6,
+            self.workers,
+            if self.workers == 1 { "" } else { "s" }
+        );
+        s += &format!(
+            "  flows: {} tcp, {} udp, {} other; records: {}; evictions: {}; non-IP frames: {}\n",
+            self.flows["tcp"],
+            self.flows["udp"],
+            self.flows["other"],
+            self.records.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", "),
+            self.evictions,
+            self.non_ip_frames
+        );
+        if !self.anomalies.is_empty() {
+            s += &format!(
+                "  anomalies: {}\n",
+                self.anomalies.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+            );
+        }
+        if self.interrupted {
+            s += "  interrupted: the input was not read to its end; every live flow was written\n";
+        }
+        s
+    }
+}
+
+/// CPU time (user + system) used by this process so far, in seconds.
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes into the struct we pass and nothing else.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}

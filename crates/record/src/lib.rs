@@ -1,0 +1,154 @@
+//! The schema: every metric tapstat writes is declared once, as a [`Column`] of a
+//! [`Log`] — a [`Field`] (name, type, unit, meaning, group) and the function that reads
+//! its [`Value`] from a record. TSV headers, JSON keys and docs/METRICS.md are all
+//! derived from these declarations.
+//!
+//! ```
+//! use tapstat_record::{Column, Field, Log, Type, Value};
+//! struct Rec { pkts: u64 }
+//! let columns = vec![Column {
+//!     field: Field { name: "pkts", ty: Type::U64, unit: "packets", meaning: "packets seen", group: "core" },
+//!     get: |r: &Rec| Value::U64(r.pkts),
+//! }];
+//! let LOG = Log { name: "log_demo", meaning: "a demo", columns };
+//! assert_eq!(LOG.columns[0].field.name, "pkts");
+//! assert_eq!((LOG.columns[0].get)(&Rec { pkts: 3 }), Value::U64(3));
+//! ```
+//!
+//! Architecture invariant: record knows no packets, flows or files; analyzers declare
+//! their logs with it, sinks format them with it.
+
+use std::net::IpAddr;
+
+/// The type of a field's values, as written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Type {
+    /// Unsigned integer.
+    U64,
+    /// Real number; times in ms are written with 3 decimals (µs precision).
+    F64,
+    /// A short word or code (`-` when absent).
+    Str,
+    /// An IPv4 or IPv6 address.
+    Ip,
+    /// 0 or 1.
+    Bool,
+}
+
+impl Type {
+    pub fn name(self) -> &'static str {
+        match self {
+            Type::U64 => "u64",
+            Type::F64 => "f64",
+            Type::Str => "string",
+            Type::Ip => "ip",
+            Type::Bool => "bool",
+        }
+    }
+}
+
+/// The declaration of one field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    /// Column name (Tstat's where Tstat has the metric); TSV header and JSON key.
+    pub name: &'static str,
+    pub ty: Type,
+    /// Unit, e.g. `packets`, `bytes`, `ms`, `epoch ms`; empty when none.
+    pub unit: &'static str,
+    /// One sentence: what the value means.
+    pub meaning: &'static str,
+    /// The set the field belongs to (`endpoints`, `core`, `time`, `state`...).
+    pub group: &'static str,
+}
+
+/// One value of a record, borrowed from the record where it is a string.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value<'a> {
+    U64(u64),
+    /// A real number written with 3 decimals (times in ms: µs precision).
+    F64(f64),
+    Str(&'a str),
+    Ip(IpAddr),
+    Bool(bool),
+    /// No value (an event that did not happen): `-` in TSV, `null` in JSON.
+    None,
+}
+
+/// A field and how to read it from a record of type `T`.
+pub struct Column<T: 'static> {
+    pub field: Field,
+    pub get: for<'a> fn(&'a T) -> Value<'a>,
+}
+
+/// A log: a named file of records of type `T`, with its columns in order.
+pub struct Log<T: 'static> {
+    /// File stem in the output directory (`log_tcp_complete`).
+    pub name: &'static str,
+    /// One sentence: which records go here.
+    pub meaning: &'static str,
+    pub columns: Vec<Column<T>>,
+}
+
+impl<T> Log<T> {
+    pub fn fields(&self) -> impl Iterator<Item = &Field> + '_ {
+        self.columns.iter().map(|c| &c.field)
+    }
+}
+
+/// A log's description without its record type: what docs and headers need.
+pub struct LogDoc {
+    pub name: &'static str,
+    pub meaning: &'static str,
+    pub fields: Vec<Field>,
+}
+
+impl<T> From<&Log<T>> for LogDoc {
+    fn from(l: &Log<T>) -> Self {
+        LogDoc { name: l.name, meaning: l.meaning, fields: l.fields().copied().collect() }
+    }
+}
+
+/// Renders the Markdown reference of `logs` (docs/METRICS.md is this, plus a preamble).
+pub fn render_markdown(logs: &[LogDoc]) -> String {
+    let mut s = String::new();
+    for log in logs {
+        s.push_str(&format!("## `{}`\n\n{}\n\n", log.name, log.meaning));
+        s.push_str("| # | column | type | unit | group | meaning |\n|---|---|---|---|---|---|\n");
+        for (i, f) in log.fields.iter().enumerate() {
+            s.push_str(&format!(
+                "| {} | `{}` | {} | {} | {} | {} |\n",
+                i + 1,
+                f.name,
+                f.ty.name(),
+                if f.unit.is_empty() { "-" } else { f.unit },
+                f.group,
+                f.meaning
+            ));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct R {
+        n: u64,
+    }
+    fn log() -> Log<R> {
+        let columns = vec![Column {
+            field: Field { name: "n", ty: Type::U64, unit: "packets", meaning: "count", group: "g" },
+            get: |r: &R| Value::U64(r.n),
+        }];
+        Log { name: "log_x", meaning: "m", columns }
+    }
+
+    #[test]
+    fn markdown_lists_every_field() {
+        let md = render_markdown(&[LogDoc::from(&log())]);
+        assert!(md.contains("## `log_x`"));
+        assert!(md.contains("| 1 | `n` | u64 | packets | g | count |"));
+    }
+}

@@ -1,0 +1,241 @@
+//! Sinks: records to bytes ([`Format`]: TSV or JSON lines) and bytes to files
+//! ([`OutputDir`]).
+//!
+//! ```
+//! use tapstat_record::{Column, Field, Log, Type, Value};
+//! use tapstat_sink::Format;
+//! struct R { n: u64 }
+//! let log = Log { name: "log_x", meaning: "", columns: vec![Column {
+//!     field: Field { name: "n", ty: Type::U64, unit: "", meaning: "", group: "" },
+//!     get: |r: &R| Value::U64(r.n) }] };
+//! let mut out = Vec::new();
+//! Format::Tsv.header(&log, &mut out);
+//! Format::Tsv.record(&log, &R { n: 7 }, &mut out);
+//! assert_eq!(out, b"#n\n7\n");
+//! ```
+//!
+//! Formatting happens in the workers (in parallel, into per-worker buffers); only
+//! [`OutputDir`] touches files, from one writer thread.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use tapstat_record::{Log, Value};
+
+/// How records are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Tab-separated values with a `#`-prefixed header line of column names (`-` for
+    /// no value).
+    #[default]
+    Tsv,
+    /// One JSON object per line, keys = column names (`null` for no value).
+    Jsonl,
+}
+
+impl Format {
+    /// The file name of log `name` in this format.
+    pub fn file_name(self, name: &str) -> String {
+        match self {
+            Format::Tsv => name.to_string(),
+            Format::Jsonl => format!("{name}.jsonl"),
+        }
+    }
+
+    /// The header of a log's file (nothing for JSON lines, whose keys name themselves).
+    pub fn header<T>(self, log: &Log<T>, out: &mut Vec<u8>) {
+        if self == Format::Tsv {
+            out.push(b'#');
+            for (i, f) in log.fields().enumerate() {
+                if i > 0 {
+                    out.push(b'\t');
+                }
+                out.extend_from_slice(f.name.as_bytes());
+            }
+            out.push(b'\n');
+        }
+    }
+
+    /// Appends one record of `log` to `out`.
+    pub fn record<T>(self, log: &Log<T>, rec: &T, out: &mut Vec<u8>) {
+        match self {
+            Format::Tsv => {
+                for (i, c) in log.columns.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b'\t');
+                    }
+                    tsv_value((c.get)(rec), out);
+                }
+            }
+            Format::Jsonl => {
+                out.push(b'{');
+                for (i, c) in log.columns.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.push(b'"');
+                    out.extend_from_slice(c.field.name.as_bytes());
+                    out.extend_from_slice(b"\":");
+                    json_value((c.get)(rec), out);
+                }
+                out.push(b'}');
+            }
+        }
+        out.push(b'\n');
+    }
+}
+
+fn f64_value(v: f64, out: &mut Vec<u8>) -> bool {
+    if v.is_finite() {
+        // Times are in ms: three decimals are µs, the precision of the input.
+        let _ = write!(out, "{v:.3}");
+        true
+    } else {
+        false
+    }
+}
+
+fn tsv_value(v: Value<'_>, out: &mut Vec<u8>) {
+    match v {
+        Value::U64(n) => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+        Value::F64(x) => {
+            if !f64_value(x, out) {
+                out.push(b'-');
+            }
+        }
+        Value::Str(s) if s.is_empty() => out.push(b'-'),
+        Value::Str(s) => {
+            // Strings may one day come off the wire (server names...): keep one record
+            // per line and one value per column whatever they hold.
+            for b in s.bytes() {
+                match b {
+                    b'\t' => out.extend_from_slice(b"\\t"),
+                    b'\n' => out.extend_from_slice(b"\\n"),
+                    b'\r' => out.extend_from_slice(b"\\r"),
+                    b'\\' => out.extend_from_slice(b"\\\\"),
+                    _ => out.push(b),
+                }
+            }
+        }
+        Value::Ip(ip) => {
+            let _ = write!(out, "{ip}");
+        }
+        Value::Bool(b) => out.push(if b { b'1' } else { b'0' }),
+        Value::None => out.push(b'-'),
+    }
+}
+
+fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
+    match v {
+        Value::U64(n) => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+        Value::F64(x) => {
+            if !f64_value(x, out) {
+                out.extend_from_slice(b"null");
+            }
+        }
+        Value::Str(s) => {
+            let _ = serde_json::to_writer(&mut *out, s);
+        }
+        Value::Ip(ip) => {
+            let _ = write!(out, "\"{ip}\"");
+        }
+        Value::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
+        Value::None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// Errors of the output directory.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {source}")]
+pub struct SinkError {
+    pub path: PathBuf,
+    #[source]
+    pub source: io::Error,
+}
+
+/// The output directory: one file per log, written in the order blocks arrive.
+pub struct OutputDir {
+    dir: PathBuf,
+    files: Vec<(PathBuf, BufWriter<File>)>,
+}
+
+impl OutputDir {
+    /// Creates `dir` (and parents) and one file per log, each starting with `headers[i]`.
+    pub fn create(dir: &Path, names: &[String], headers: &[Vec<u8>]) -> Result<OutputDir, SinkError> {
+        let err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| SinkError { path, source }
+        };
+        std::fs::create_dir_all(dir).map_err(err(dir))?;
+        let mut files = Vec::new();
+        for (name, header) in names.iter().zip(headers) {
+            let path = dir.join(name);
+            let f = File::create(&path).map_err(err(&path))?;
+            let mut w = BufWriter::with_capacity(1 << 20, f);
+            w.write_all(header).map_err(err(&path))?;
+            files.push((path, w));
+        }
+        Ok(OutputDir { dir: dir.to_path_buf(), files })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Appends a block of formatted records to log file `i`.
+    pub fn append(&mut self, i: usize, block: &[u8]) -> Result<(), SinkError> {
+        let (path, w) = &mut self.files[i];
+        w.write_all(block).map_err(|source| SinkError { path: path.clone(), source })
+    }
+
+    /// Flushes every file.
+    pub fn finish(mut self) -> Result<(), SinkError> {
+        for (path, w) in &mut self.files {
+            w.flush().map_err(|source| SinkError { path: path.clone(), source })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tapstat_record::{Column, Field, Type};
+
+    struct R {
+        ip: std::net::IpAddr,
+        t: f64,
+        s: &'static str,
+        n: Option<u64>,
+    }
+
+    fn log() -> Log<R> {
+        let f = |name| Field { name, ty: Type::U64, unit: "", meaning: "", group: "" };
+        Log {
+            name: "log_t",
+            meaning: "",
+            columns: vec![
+                Column { field: f("ip"), get: |r: &R| Value::Ip(r.ip) },
+                Column { field: f("t"), get: |r: &R| Value::F64(r.t) },
+                Column { field: f("s"), get: |r: &R| Value::Str(r.s) },
+                Column { field: f("n"), get: |r: &R| r.n.map_or(Value::None, Value::U64) },
+            ],
+        }
+    }
+
+    #[test]
+    fn tsv_and_json_agree_on_values() {
+        let r = R { ip: "2001:db8::1".parse().unwrap(), t: 1234.5678, s: "a\tb\"", n: None };
+        let mut tsv = Vec::new();
+        Format::Tsv.header(&log(), &mut tsv);
+        Format::Tsv.record(&log(), &r, &mut tsv);
+        assert_eq!(String::from_utf8(tsv).unwrap(), "#ip\tt\ts\tn\n2001:db8::1\t1234.568\ta\\tb\"\t-\n");
+        let mut js = Vec::new();
+        Format::Jsonl.record(&log(), &r, &mut js);
+        let v: serde_json::Value = serde_json::from_slice(&js).unwrap();
+        assert_eq!(v["ip"], "2001:db8::1");
+        assert_eq!(v["t"], 1234.568);
+        assert_eq!(v["s"], "a\tb\"");
+        assert!(v["n"].is_null());
+    }
+}

@@ -10,7 +10,7 @@ use clap::Parser;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use tapstat_pipeline::{EngineConfig, Progress, Summary};
+use tapstat_pipeline::{Progress, Summary};
 
 fn main() {
     let cli = Cli::parse();

@@ -119,6 +119,10 @@ pub struct CaptureStats {
     pub corrupt_records: u64,
     /// pcapng blocks of types this reader does not use (skipped, not an error).
     pub skipped_blocks: u64,
+    /// pcapng packet blocks skipped because their content is inconsistent (captured
+    /// length beyond the block, an interface no description block declared). The
+    /// framing is intact, so reading goes on with the next block.
+    pub bad_packet_blocks: u64,
 }
 
 /// Errors that stop a source: the input cannot be opened or is not a capture.
@@ -148,4 +152,10 @@ pub trait PacketSource: Send {
 }
 
 mod file;
-pub use file::{open_files, FileSource};
+mod format;
+mod pcap;
+mod pcapng;
+#[cfg(test)]
+mod testutil;
+
+pub use file::{open_files, open_reader, FileSource, STREAM_FILL};

@@ -28,8 +28,9 @@ anomalies! {
     LinkUnsupported => "link_unsupported",
     /// The frame is shorter than its link-layer header.
     LinkTruncated => "link_truncated",
-    /// An EtherType (or SLL protocol) that is not IP: ARP, LLDP, ... (not a problem,
-    /// but the frame carries no flow).
+    /// An EtherType (or SLL protocol, GRE protocol type, BSD loopback address family,
+    /// 802.3 length field) that is not IP: ARP, LLDP, STP... (not a problem, but the
+    /// frame carries no flow of its own).
     EthertypeNotIp => "ethertype_not_ip",
     /// The IPv4 header is shorter than 20 bytes or its IHL points past the capture.
     Ipv4Truncated => "ipv4_truncated",
@@ -47,14 +48,14 @@ anomalies! {
     Ipv6ExtTruncated => "ipv6_ext_truncated",
     /// More IPv6 extension headers than the decoder follows.
     Ipv6TooManyExt => "ipv6_too_many_ext",
-    /// The TCP header is cut short or its data offset is below 5.
+    /// The TCP header is cut short (fewer than 20 bytes): `l4` is `Other`.
     TcpTruncated => "tcp_truncated",
-    /// The UDP header is cut short.
+    /// The UDP header is cut short: `l4` is `Other`.
     UdpTruncated => "udp_truncated",
-    /// The ICMP header is cut short.
+    /// The ICMP header is cut short (fewer than 4 bytes): `l4` is `Other`.
     IcmpTruncated => "icmp_truncated",
-    /// Bytes captured beyond what the IP header says the packet holds are ignored
-    /// (Ethernet padding is not counted here).
+    /// Bytes captured beyond what the outermost IP header says the packet holds are
+    /// ignored (Ethernet padding of short frames and a 4-byte FCS are not counted).
     IpLenExceedsCapture => "ip_len_exceeds_capture",
     /// A later fragment whose first fragment was not seen: counted under its IP pair.
     FragmentOrphan => "fragment_orphan",
@@ -68,6 +69,23 @@ anomalies! {
     TunnelMalformed => "tunnel_malformed",
     /// PPPoE session frame cut short or carrying a non-IP PPP protocol.
     PppoeNotIp => "pppoe_not_ip",
+    /// A PPP frame (PPP link, PPTP GRE) cut short or carrying a non-IP protocol
+    /// (LCP, compressed or encrypted data...).
+    PppNotIp => "ppp_not_ip",
+    /// What follows an MPLS label stack is neither IPv4, IPv6 nor a pseudowire control
+    /// word.
+    MplsNotIp => "mpls_not_ip",
+    /// An IP header whose version nibble is neither 4 nor 6 where either was possible
+    /// (raw IP link types, GTP-U, ERSPAN type III).
+    IpBadVersion => "ip_bad_version",
+    /// TCP data offset below 5: the header is taken as 20 bytes long.
+    TcpHlenTooSmall => "tcp_hlen_too_small",
+    /// TCP data offset longer than the segment the IP header describes.
+    TcpHlenTooLarge => "tcp_hlen_too_large",
+    /// An IPv4 authentication header cut short (or a chain of them too long).
+    AhTruncated => "ah_truncated",
+    /// UDP length field below 8 or above the IP payload: the IP payload is used.
+    UdpLenInvalid => "udp_len_invalid",
 }
 
 /// Counters of anomalies, one per [`Anomaly`].
@@ -94,10 +112,7 @@ impl Anomalies {
 
     /// Non-zero counters by name.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-        Anomaly::ALL
-            .iter()
-            .map(|&a| (a.name(), self.counts[a as usize]))
-            .filter(|&(_, n)| n > 0)
+        Anomaly::ALL.iter().map(|&a| (a.name(), self.counts[a as usize])).filter(|&(_, n)| n > 0)
     }
 
     pub fn merge(&mut self, other: &Anomalies) {

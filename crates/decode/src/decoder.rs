@@ -1,16 +1,1610 @@
-//! The frame decoder. (To be written.)
-use crate::*;
+//! The frame decoder: link layer → VLAN / MPLS / PPPoE → IP → transport, through
+//! tunnels, to the innermost flow.
+//!
+//! [`Decoder::decode`] is straight-line parsing over the frame's bytes with bounds
+//! checks; it never allocates, never fails and never panics. Its walk:
+//!
+//! 1. the link layer gives a first [`Layer`] (Ethernet, an EtherType, PPP, or IP);
+//! 2. `walk_to_ip` follows VLAN tags, MPLS labels, PPPoE and Cisco MetaData to an IP header;
+//! 3. `ipv4` / `ipv6` read the IP header (and IPv6 extension headers), handle
+//!    fragments, then `transport` reads TCP / UDP / ICMP, or finds a tunnel;
+//! 4. a tunnel gives the next [`Layer`], and the walk starts again at step 2 inside
+//!    it, up to `max_tunnel_depth` times. Each IP layer that parses replaces the
+//!    result; when what a tunnel holds is not an IP packet (ARP mirrored by ERSPAN, a
+//!    junk VXLAN payload...), the last IP layer that parsed — the outer packet — is the
+//!    flow, as in tshark's attribution (the innermost IP header is the flow's).
+//!
+//! Every problem met is counted in [`Decoder::anomalies`].
+//!
+//! Fragments: see [`crate::fragment`]. A first fragment is decoded as usual (the
+//! transport header is in it) and the flow it resolves to is remembered; a later
+//! fragment gets that flow back (addresses, protocol, ports, tunnel), `fragment:
+//! Later`, its own TTL, default [`TcpFields`] (a later fragment has no TCP header),
+//! `l4_offset` 0, `payload_offset` at the fragment's data and `payload_len` this
+//! fragment's share. A later fragment whose first was not seen is an `Orphan`: its
+//! own IP addresses, `l4` after the protocol (TCP, UDP, ICMP...) but ports 0.
 
+use crate::fragment::{FragKey, FragTable};
+use crate::wire::ethernet::{self, ethertype};
+use crate::wire::{geneve, gre, gtpu, icmp, ipv4, ipv6, mpls, null, pppoe, sll, tcp, teredo, udp, vxlan, Error};
+use crate::{Anomalies, Anomaly, DecodeConfig, Decoded, Fragment, LinkType, TcpFields, Tunnel, TunnelKind, L4};
+
+/// Most VLAN tags plus MPLS labels followed in one link layer.
+const MAX_LABELS: u32 = 8;
+/// Most IPv6 extension headers followed.
+const MAX_IPV6_EXT: u32 = 8;
+
+/// IP protocol numbers (IANA "Assigned Internet Protocol Numbers").
+mod proto {
+    pub const ICMP: u8 = 1;
+    pub const IPIP: u8 = 4;
+    pub const TCP: u8 = 6;
+    pub const UDP: u8 = 17;
+    pub const IPV6: u8 = 41;
+    pub const GRE: u8 = 47;
+    pub const ICMPV6: u8 = 58;
+}
+
+/// Link types decoded beyond those named in [`LinkType`].
+mod link {
+    /// LINKTYPE_PPP: PPP, optionally with HDLC-like address and control bytes.
+    pub const PPP: u16 = 9;
+    /// LINKTYPE_PPP_HDLC: PPP in HDLC-like framing.
+    pub const PPP_HDLC: u16 = 50;
+    /// LINKTYPE_C_HDLC: Cisco HDLC (address, control, EtherType).
+    pub const C_HDLC: u16 = 104;
+    /// LINKTYPE_IPNET: Solaris ipnet (24-byte header, family at byte 1).
+    pub const IPNET: u16 = 226;
+    /// LINKTYPE_NFLOG: Linux netfilter log (TLVs, one of which holds the IP packet).
+    pub const NFLOG: u16 = 239;
+}
+
+/// What the next header is and where it starts in the frame.
+#[derive(Clone, Copy, Debug)]
+enum Layer {
+    /// An Ethernet II header.
+    Ether(usize),
+    /// What an EtherType (or GRE / SLL / Geneve protocol type) announces.
+    EtherType(u16, usize),
+    /// A Cisco MetaData header in GRE's layout (the EtherType first).
+    CiscoMetaGre(usize),
+    /// An MPLS label stack.
+    Mpls(usize),
+    /// A PPP protocol field; `true` when it came out of PPPoE.
+    Ppp(usize, bool),
+    /// An IP header whose version nibble says which.
+    IpNibble(usize),
+    Ipv4(usize),
+    Ipv6(usize),
+}
+
+/// A tunnel found in a packet: what it is, and where its payload starts and ends.
+struct Encap {
+    kind: TunnelKind,
+    id: u32,
+    inner: Layer,
+    /// End of the tunnel payload in the frame (the outer packet's end).
+    end: usize,
+}
+
+/// Per-layer context.
+#[derive(Clone, Copy)]
+struct Ctx {
+    ts_ns: u64,
+    /// The outermost IP layer (where trailing bytes are checked).
+    outer: bool,
+}
+
+/// First fragments met in one frame (outer and inner datagrams may both be).
+type Firsts = [Option<FragKey>; 2];
+
+/// The frame decoder. One per thread: it owns the fragment table and its counters.
 pub struct Decoder {
+    /// Anomalies met so far.
     pub anomalies: Anomalies,
+    cfg: DecodeConfig,
+    frags: FragTable,
 }
 
 impl Decoder {
-    pub fn new(_cfg: DecodeConfig) -> Self {
-        Decoder { anomalies: Anomalies::default() }
+    /// A decoder; allocates the fragment table (the only allocation it makes).
+    pub fn new(cfg: DecodeConfig) -> Self {
+        Decoder {
+            anomalies: Anomalies::default(),
+            frags: FragTable::new(cfg.fragment_slots, cfg.fragment_timeout_ns),
+            cfg,
+        }
     }
 
-    pub fn decode(&mut self, _link: LinkType, _frame: &[u8], _ts_ns: u64) -> Decoded {
-        Decoded::default()
+    /// The settings this decoder was made with.
+    pub fn config(&self) -> &DecodeConfig {
+        &self.cfg
+    }
+
+    #[inline]
+    fn bad(&mut self, a: Anomaly) {
+        self.anomalies.add(a);
+    }
+
+    /// Decodes one frame of link type `link` captured at `ts_ns` (packet time, used to
+    /// expire fragment table entries). Never fails: problems are counted in
+    /// [`Decoder::anomalies`] and the result says as much as could be decoded
+    /// (`l4 == L4::None` when no IP packet was found).
+    pub fn decode(&mut self, link: LinkType, frame: &[u8], ts_ns: u64) -> Decoded {
+        let Some(first) = self.link_layer(link, frame) else {
+            return Decoded::default();
+        };
+        let mut out = Decoded::default();
+        let mut layer = first;
+        let mut buf = frame;
+        let mut tunnel = Tunnel::default();
+        let mut depth = 0u8;
+        let mut firsts: Firsts = [None, None];
+        loop {
+            let cx = Ctx { ts_ns, outer: depth == 0 };
+            let mut d = Decoded { tunnel, ..Decoded::default() };
+            let next = match self.walk_to_ip(buf, layer) {
+                Some(Layer::Ipv4(off)) => self.ipv4(buf, off, cx, &mut d, &mut firsts),
+                Some(Layer::Ipv6(off)) => self.ipv6(buf, off, cx, &mut d, &mut firsts),
+                _ => None,
+            };
+            if d.ip_version == 0 {
+                // no IP packet here: what we had (the outer packet, if any) stands
+                break;
+            }
+            out = d;
+            let Some(enc) = next else { break };
+            if depth >= self.cfg.max_tunnel_depth {
+                self.bad(Anomaly::TunnelTooDeep);
+                break;
+            }
+            depth += 1;
+            tunnel = Tunnel { kind: enc.kind, id: enc.id };
+            layer = enc.inner;
+            buf = buf.get(..enc.end).unwrap_or(buf);
+        }
+        if firsts[0].is_some() {
+            if out.fragment == Fragment::No {
+                out.fragment = Fragment::First;
+            }
+            for key in firsts.iter().flatten() {
+                if self.frags.insert(*key, &out, ts_ns) {
+                    self.bad(Anomaly::FragmentTableFull);
+                }
+            }
+        }
+        out
+    }
+
+    /// The first layer after the link-layer header.
+    #[inline]
+    fn link_layer(&mut self, link: LinkType, f: &[u8]) -> Option<Layer> {
+        let layer = match link.0 {
+            1 => Layer::Ether(0),
+            // DLT_RAW and its BSD numbers: the version nibble decides
+            12 | 14 | 101 => Layer::IpNibble(0),
+            // LINKTYPE_IPV4 / IPV6 holding the other version: counted, then decoded as
+            // the version nibble says (as tshark does)
+            228 => match f.first().map(|b| b >> 4) {
+                Some(6) => {
+                    self.bad(Anomaly::Ipv4BadVersion);
+                    Layer::Ipv6(0)
+                }
+                _ => Layer::Ipv4(0),
+            },
+            229 => match f.first().map(|b| b >> 4) {
+                Some(4) => {
+                    self.bad(Anomaly::Ipv6BadVersion);
+                    Layer::Ipv4(0)
+                }
+                _ => Layer::Ipv6(0),
+            },
+            113 => match sll::Header::new_checked(f) {
+                Ok(h) => Layer::EtherType(h.protocol(), sll::HEADER_LEN),
+                Err(_) => return self.link_short(),
+            },
+            276 => match sll::Header2::new_checked(f) {
+                Ok(h) => Layer::EtherType(h.protocol(), sll::HEADER2_LEN),
+                Err(_) => return self.link_short(),
+            },
+            0 | 108 => {
+                let fam = if link.0 == 0 { null::null_family(f) } else { null::loop_family(f) };
+                match fam {
+                    Ok(null::Family::Ipv4) => Layer::Ipv4(null::HEADER_LEN),
+                    Ok(null::Family::Ipv6) => Layer::Ipv6(null::HEADER_LEN),
+                    Ok(null::Family::Other(_)) => {
+                        self.bad(Anomaly::EthertypeNotIp);
+                        return None;
+                    }
+                    Err(_) => return self.link_short(),
+                }
+            }
+            link::PPP | link::PPP_HDLC => Layer::Ppp(0, false),
+            link::C_HDLC => match f.get(2..4) {
+                Some(t) => Layer::EtherType(u16::from_be_bytes([t[0], t[1]]), 4),
+                None => return self.link_short(),
+            },
+            link::IPNET => match f.get(1) {
+                // DL_IPNETINFO: version, family (AF_INET 2, Solaris AF_INET6 26), ...
+                Some(2) if f.len() >= 24 => Layer::Ipv4(24),
+                Some(26) if f.len() >= 24 => Layer::Ipv6(24),
+                Some(_) if f.len() >= 24 => {
+                    self.bad(Anomaly::EthertypeNotIp);
+                    return None;
+                }
+                _ => return self.link_short(),
+            },
+            link::NFLOG => return self.nflog(f),
+            _ => {
+                self.bad(Anomaly::LinkUnsupported);
+                return None;
+            }
+        };
+        Some(layer)
+    }
+
+    #[cold]
+    fn link_short(&mut self) -> Option<Layer> {
+        self.bad(Anomaly::LinkTruncated);
+        None
+    }
+
+    /// LINKTYPE_NFLOG: family (1), version (1), resource id (2), then TLVs whose length
+    /// and type are in the capturing host's byte order (little-endian in practice;
+    /// big-endian is tried when that does not walk); the packet is TLV type 9
+    /// (NFULA_PAYLOAD). Each TLV is padded to 4 bytes.
+    fn nflog(&mut self, f: &[u8]) -> Option<Layer> {
+        let Some(&family) = f.first() else { return self.link_short() };
+        for big_endian in [false, true] {
+            let mut off = 4;
+            while let Some(h) = f.get(off..off + 4) {
+                let (len, typ) = if big_endian {
+                    (u16::from_be_bytes([h[0], h[1]]), u16::from_be_bytes([h[2], h[3]]))
+                } else {
+                    (u16::from_le_bytes([h[0], h[1]]), u16::from_le_bytes([h[2], h[3]]))
+                };
+                let len = usize::from(len);
+                if len < 4 || off + len > f.len() {
+                    break;
+                }
+                if typ & 0x7fff == 9 {
+                    let at = off + 4;
+                    return match family {
+                        2 => Some(Layer::Ipv4(at)),
+                        10 => Some(Layer::Ipv6(at)),
+                        _ => Some(Layer::IpNibble(at)),
+                    };
+                }
+                off += (len + 3) & !3;
+            }
+        }
+        self.bad(Anomaly::EthertypeNotIp);
+        None
+    }
+
+    /// Follows link-level headers (Ethernet, VLAN tags, MPLS, PPPoE / PPP, Cisco
+    /// MetaData) from `layer` to an IP header: returns `Layer::Ipv4` or `Layer::Ipv6`.
+    fn walk_to_ip(&mut self, f: &[u8], mut layer: Layer) -> Option<Layer> {
+        let mut labels = 0u32;
+        loop {
+            layer = match layer {
+                Layer::Ipv4(_) | Layer::Ipv6(_) => return Some(layer),
+                Layer::IpNibble(off) => match f.get(off).map(|b| b >> 4) {
+                    Some(4) => Layer::Ipv4(off),
+                    Some(6) => Layer::Ipv6(off),
+                    Some(_) => {
+                        self.bad(Anomaly::IpBadVersion);
+                        return None;
+                    }
+                    None => {
+                        self.bad(Anomaly::LinkTruncated);
+                        return None;
+                    }
+                },
+                Layer::Ether(off) => match ethernet::Frame::new_checked(f.get(off..).unwrap_or_default()) {
+                    Ok(e) => Layer::EtherType(e.ethertype(), off + ethernet::HEADER_LEN),
+                    Err(_) => {
+                        self.bad(Anomaly::LinkTruncated);
+                        return None;
+                    }
+                },
+                Layer::EtherType(t, off) => match t {
+                    ethertype::IPV4 => Layer::Ipv4(off),
+                    ethertype::IPV6 => Layer::Ipv6(off),
+                    ethertype::VLAN | ethertype::QINQ | ethertype::QINQ_9100 | ethertype::QINQ_9200 => {
+                        // IEEE 802.1Q §9.5 / 802.1ad: TCI then the next EtherType
+                        labels += 1;
+                        if labels > MAX_LABELS {
+                            self.bad(Anomaly::TooManyLabels);
+                            return None;
+                        }
+                        match ethernet::VlanTag::new_checked(f.get(off..).unwrap_or_default()) {
+                            Ok(tag) => Layer::EtherType(tag.ethertype(), off + ethernet::VLAN_TAG_LEN),
+                            Err(_) => {
+                                self.bad(Anomaly::LinkTruncated);
+                                return None;
+                            }
+                        }
+                    }
+                    ethertype::MPLS_UC | ethertype::MPLS_MC => Layer::Mpls(off),
+                    ethertype::PPPOE_SESSION => {
+                        // RFC 2516 §5.4: session stage, code 0, then a PPP frame
+                        match pppoe::Header::new_checked(f.get(off..).unwrap_or_default()) {
+                            Ok(h) if h.code() == 0 => Layer::Ppp(off + pppoe::HEADER_LEN, true),
+                            _ => {
+                                self.bad(Anomaly::PppoeNotIp);
+                                return None;
+                            }
+                        }
+                    }
+                    ethertype::TEB => Layer::Ether(off),
+                    ethertype::CISCO_METADATA => {
+                        let b = f.get(off..).unwrap_or_default();
+                        match ethernet::cisco_metadata_ethertype(b, false) {
+                            Ok(t) => Layer::EtherType(t, off + ethernet::CISCO_METADATA_LEN),
+                            Err(_) => {
+                                self.bad(Anomaly::LinkTruncated);
+                                return None;
+                            }
+                        }
+                    }
+                    _ => {
+                        self.bad(Anomaly::EthertypeNotIp);
+                        return None;
+                    }
+                },
+                Layer::CiscoMetaGre(off) => {
+                    let b = f.get(off..).unwrap_or_default();
+                    match ethernet::cisco_metadata_ethertype(b, true) {
+                        Ok(t) => Layer::EtherType(t, off + ethernet::CISCO_METADATA_LEN),
+                        Err(_) => {
+                            self.bad(Anomaly::TunnelMalformed);
+                            return None;
+                        }
+                    }
+                }
+                Layer::Mpls(mut off) => {
+                    // RFC 3032 §2.1: entries until the bottom-of-stack bit
+                    loop {
+                        labels += 1;
+                        if labels > MAX_LABELS {
+                            self.bad(Anomaly::TooManyLabels);
+                            return None;
+                        }
+                        let Ok(e) = mpls::Entry::new_checked(f.get(off..).unwrap_or_default()) else {
+                            self.bad(Anomaly::LinkTruncated);
+                            return None;
+                        };
+                        off += mpls::ENTRY_LEN;
+                        if e.bottom_of_stack() {
+                            break;
+                        }
+                    }
+                    // no protocol field: guess from the first nibble (RFC 4928 §1); 0 is
+                    // a pseudowire control word (RFC 4385 §3) before an Ethernet frame
+                    match f.get(off).map(|b| b >> 4) {
+                        Some(4) => Layer::Ipv4(off),
+                        Some(6) => Layer::Ipv6(off),
+                        Some(0) => Layer::Ether(off + mpls::CONTROL_WORD_LEN),
+                        _ => {
+                            self.bad(Anomaly::MplsNotIp);
+                            return None;
+                        }
+                    }
+                }
+                Layer::Ppp(off, from_pppoe) => match pppoe::ppp_protocol(f.get(off..).unwrap_or_default()) {
+                    Ok((pppoe::protocol::IPV4, n)) => Layer::Ipv4(off + n),
+                    Ok((pppoe::protocol::IPV6, n)) => Layer::Ipv6(off + n),
+                    Ok((pppoe::protocol::MPLS_UC | pppoe::protocol::MPLS_MC, n)) => Layer::Mpls(off + n),
+                    _ => {
+                        self.bad(if from_pppoe { Anomaly::PppoeNotIp } else { Anomaly::PppNotIp });
+                        return None;
+                    }
+                },
+            };
+        }
+    }
+
+    /// Bytes captured past the end of the outermost IP packet: Ethernet pads frames
+    /// to 60 bytes (IEEE 802.3 §4.2.3.3: an IP packet shorter than 46 bytes is
+    /// followed by padding, whatever link header the capture shows) and may keep its
+    /// 4-byte FCS; more than that is counted.
+    #[inline]
+    fn check_trailer(&mut self, cx: Ctx, captured: usize, ip_len: usize) {
+        const MIN_PAYLOAD: usize = ethernet::MIN_FRAME_LEN - ethernet::HEADER_LEN;
+        if cx.outer && captured > ip_len + 4 {
+            let padded = ip_len < MIN_PAYLOAD && captured <= MIN_PAYLOAD + 4;
+            if !padded {
+                self.bad(Anomaly::IpLenExceedsCapture);
+            }
+        }
+    }
+
+    /// Reads the IPv4 header at `off` into `d`, then what it carries.
+    fn ipv4(&mut self, f: &[u8], off: usize, cx: Ctx, d: &mut Decoded, firsts: &mut Firsts) -> Option<Encap> {
+        let b = f.get(off..).unwrap_or_default();
+        if b.first().is_some_and(|v| v >> 4 != 4) {
+            self.bad(Anomaly::Ipv4BadVersion);
+            return None;
+        }
+        let ip = match ipv4::Packet::new_checked(b) {
+            Ok(ip) => ip,
+            Err(Error::Malformed) => {
+                self.bad(Anomaly::Ipv4HlenTooSmall);
+                return None;
+            }
+            Err(Error::Truncated) => {
+                self.bad(Anomaly::Ipv4Truncated);
+                return None;
+            }
+        };
+        let hl = ip.header_len();
+        let total = match usize::from(ip.total_length()) {
+            // segmentation offload (TSO / BIG TCP) captures: the length is what we have
+            0 => b.len(),
+            t if t < hl => {
+                self.bad(Anomaly::Ipv4TotalLenTooSmall);
+                return None;
+            }
+            t => t,
+        };
+        self.check_trailer(cx, b.len(), total);
+        let end = off + total.min(b.len());
+        let f = f.get(..end).unwrap_or(f);
+
+        let src = u128::from(u32::from_be_bytes(ip.source()));
+        let dst = u128::from(u32::from_be_bytes(ip.destination()));
+        let p = ip.protocol();
+        d.ip_version = 4;
+        d.src = src;
+        d.dst = dst;
+        d.ttl = ip.ttl();
+        d.proto = p;
+        let l4 = off + hl;
+        let len = total - hl;
+
+        // RFC 791 §3.2: offset > 0 is a later fragment; offset 0 with MF the first
+        let mut first = false;
+        if ip.more_fragments() || ip.fragment_offset() > 0 {
+            let key = FragKey { src, dst, id: u32::from(ip.identification()), proto: p, version: 4 };
+            if ip.fragment_offset() > 0 {
+                self.later_fragment(key, f, l4, len, cx, d);
+                return None;
+            }
+            note_first(firsts, key);
+            d.fragment = Fragment::First;
+            first = true;
+        }
+        // IPsec AH (RFC 4302 §3.1) sits between IPv4 and the transport header
+        let (mut p, mut l4, mut len) = (p, l4, len);
+        let mut n = 0;
+        while p == ipv6::next_header::AH {
+            n += 1;
+            match ipv6::ExtHeader::new_checked(f.get(l4..).unwrap_or_default(), p) {
+                Ok(ah) if n <= MAX_IPV6_EXT => {
+                    p = ah.next_header();
+                    l4 += ah.header_len();
+                    len = len.saturating_sub(ah.header_len());
+                }
+                _ => {
+                    self.bad(Anomaly::AhTruncated);
+                    other(d, p, l4, len, f.len());
+                    return None;
+                }
+            }
+        }
+        self.transport(f, p, l4, len, false, first, d)
+    }
+
+    /// Reads the IPv6 header at `off` and its extension headers into `d`, then what
+    /// they carry.
+    fn ipv6(&mut self, f: &[u8], off: usize, cx: Ctx, d: &mut Decoded, firsts: &mut Firsts) -> Option<Encap> {
+        let b = f.get(off..).unwrap_or_default();
+        if b.first().is_some_and(|v| v >> 4 != 6) {
+            self.bad(Anomaly::Ipv6BadVersion);
+            return None;
+        }
+        let Ok(ip) = ipv6::Packet::new_checked(b) else {
+            self.bad(Anomaly::Ipv6Truncated);
+            return None;
+        };
+        let src = u128::from_be_bytes(ip.source());
+        let dst = u128::from_be_bytes(ip.destination());
+        d.ip_version = 6;
+        d.src = src;
+        d.dst = dst;
+        d.ttl = ip.hop_limit();
+        let mut nh = ip.next_header();
+        let mut p = off + ipv6::HEADER_LEN;
+        let captured = b.len() - ipv6::HEADER_LEN;
+        let mut plen = usize::from(ip.payload_length());
+        if plen == 0 {
+            // RFC 2675 §2: a jumbogram's length is in the hop-by-hop jumbo option;
+            // otherwise (offload captures) take what was captured
+            plen = captured;
+            if nh == ipv6::next_header::HOP_BY_HOP {
+                let hbh = f.get(p..).unwrap_or_default();
+                if let Some(j) = ipv6::ExtHeader::new_checked(hbh, nh).ok().and_then(|e| e.jumbo_payload_length()) {
+                    plen = j as usize;
+                }
+            }
+        }
+        self.check_trailer(cx, captured, plen);
+        let end = p.saturating_add(plen).min(f.len());
+        let f = f.get(..end).unwrap_or(f);
+
+        // RFC 8200 §4.1: walk the extension headers to the upper-layer header
+        let mut len = plen;
+        let mut first = false;
+        let mut n = 0u32;
+        loop {
+            use ipv6::next_header as nx;
+            match nh {
+                nx::HOP_BY_HOP | nx::ROUTING | nx::DEST_OPTS | nx::AH | nx::FRAGMENT => {}
+                _ => break,
+            }
+            n += 1;
+            if n > MAX_IPV6_EXT {
+                self.bad(Anomaly::Ipv6TooManyExt);
+                other(d, nh, p, len, f.len());
+                return None;
+            }
+            let rest = f.get(p..).unwrap_or_default();
+            if nh == nx::FRAGMENT {
+                let Ok(fh) = ipv6::FragHeader::new_checked(rest) else {
+                    self.bad(Anomaly::Ipv6ExtTruncated);
+                    other(d, nh, p, len, f.len());
+                    return None;
+                };
+                p += ipv6::FRAG_HEADER_LEN;
+                len = len.saturating_sub(ipv6::FRAG_HEADER_LEN);
+                nh = fh.next_header();
+                let key = FragKey { src, dst, id: fh.identification(), proto: nh, version: 6 };
+                if fh.fragment_offset() > 0 {
+                    d.proto = nh;
+                    self.later_fragment(key, f, p, len, cx, d);
+                    return None;
+                }
+                if fh.more_fragments() {
+                    note_first(firsts, key);
+                    d.fragment = Fragment::First;
+                    first = true;
+                }
+                // offset 0 without M: an atomic fragment (RFC 6946), a whole packet
+                continue;
+            }
+            let Ok(e) = ipv6::ExtHeader::new_checked(rest, nh) else {
+                self.bad(Anomaly::Ipv6ExtTruncated);
+                other(d, nh, p, len, f.len());
+                return None;
+            };
+            nh = e.next_header();
+            p += e.header_len();
+            len = len.saturating_sub(e.header_len());
+        }
+        self.transport(f, nh, p, len, true, first, d)
+    }
+
+    /// A later fragment: the flow of its first fragment if that was seen, else an
+    /// orphan under its own IP pair. `off` is where the fragment's data starts, `len`
+    /// its length according to the IP header.
+    fn later_fragment(&mut self, key: FragKey, f: &[u8], off: usize, len: usize, cx: Ctx, d: &mut Decoded) {
+        let ttl = d.ttl;
+        let off = off.min(f.len()) as u32;
+        if let Some(flow) = self.frags.lookup(&key, cx.ts_ns) {
+            *d = *flow;
+            d.ttl = ttl;
+            d.tcp = TcpFields::default();
+            d.l4_offset = 0;
+            d.fragment = Fragment::Later;
+        } else {
+            self.bad(Anomaly::FragmentOrphan);
+            d.l4 = match (key.proto, key.version) {
+                (proto::TCP, _) => L4::Tcp,
+                (proto::UDP, _) => L4::Udp,
+                (proto::ICMP, 4) => L4::Icmp,
+                (proto::ICMPV6, 6) => L4::Icmpv6,
+                _ => L4::Other,
+            };
+            d.proto = key.proto;
+            d.sport = 0;
+            d.dport = 0;
+            d.l4_offset = 0;
+            d.fragment = Fragment::Orphan;
+        }
+        d.payload_offset = off;
+        d.payload_len = len as u32;
+    }
+
+    /// Reads the transport header of protocol `p` at `off`; `len` is the transport
+    /// length according to the IP header(s). Returns a tunnel when the packet carries
+    /// one (`d` then holds the outer flow, which stands if the inside does not parse).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn transport(
+        &mut self,
+        f: &[u8],
+        p: u8,
+        off: usize,
+        len: usize,
+        v6: bool,
+        first_frag: bool,
+        d: &mut Decoded,
+    ) -> Option<Encap> {
+        d.proto = p;
+        let b = f.get(off..).unwrap_or_default();
+        match p {
+            proto::TCP => {
+                self.tcp(b, off, len, f.len(), first_frag, d);
+                None
+            }
+            proto::UDP => self.udp(f, off, len, v6, first_frag, d),
+            proto::ICMP if !v6 => {
+                self.icmp(b, off, len, f.len(), false, d);
+                None
+            }
+            proto::ICMPV6 if v6 => {
+                self.icmp(b, off, len, f.len(), true, d);
+                None
+            }
+            proto::GRE => {
+                other(d, p, off, len, f.len());
+                self.gre(f, off, d)
+            }
+            proto::IPIP | proto::IPV6 => {
+                // RFC 2003 (IPv4 in IPv4), RFC 4213 §3.5 (IPv6 in IPv4), RFC 2473
+                // (generic IPv6 tunnels)
+                other(d, p, off, len, f.len());
+                let (kind, inner) = match (p, v6) {
+                    (proto::IPIP, false) => (TunnelKind::IpIp, Layer::Ipv4(off)),
+                    (proto::IPIP, true) => (TunnelKind::FourInSix, Layer::Ipv4(off)),
+                    (_, false) => (TunnelKind::SixInFour, Layer::Ipv6(off)),
+                    (_, true) => (TunnelKind::SixInSix, Layer::Ipv6(off)),
+                };
+                Some(Encap { kind, id: 0, inner, end: f.len() })
+            }
+            _ => {
+                other(d, p, off, len, f.len());
+                None
+            }
+        }
+    }
+
+    /// TCP (RFC 9293 §3.1). `b` starts at the header, at frame offset `off`; `end` is
+    /// the end of the IP packet in the frame.
+    #[inline]
+    fn tcp(&mut self, b: &[u8], off: usize, len: usize, end: usize, first: bool, d: &mut Decoded) {
+        let Ok(t) = tcp::Packet::new_checked(b) else {
+            self.bad(Anomaly::TcpTruncated);
+            other(d, proto::TCP, off, len, end);
+            return;
+        };
+        let hl = t.header_len();
+        let used = if hl < tcp::MIN_HEADER_LEN {
+            self.bad(Anomaly::TcpHlenTooSmall);
+            tcp::MIN_HEADER_LEN
+        } else {
+            hl
+        };
+        if used > len && !first {
+            self.bad(Anomaly::TcpHlenTooLarge);
+        }
+        d.l4 = L4::Tcp;
+        d.sport = t.source_port();
+        d.dport = t.destination_port();
+        d.tcp = TcpFields {
+            seq: t.sequence_number(),
+            ack: t.acknowledgment_number(),
+            flags: t.flags(),
+            window: t.window(),
+            hdr_len: hl as u8,
+        };
+        d.l4_offset = off as u32;
+        d.payload_offset = (off + used).min(end) as u32;
+        d.payload_len = len.saturating_sub(used) as u32;
+    }
+
+    /// ICMP (RFC 792) / ICMPv6 (RFC 4443). Errors belong to ICMP, not to the flow of
+    /// the packet they quote.
+    #[inline]
+    fn icmp(&mut self, b: &[u8], off: usize, len: usize, end: usize, v6: bool, d: &mut Decoded) {
+        let Ok(m) = icmp::Packet::new_checked(b) else {
+            self.bad(Anomaly::IcmpTruncated);
+            other(d, d.proto, off, len, end);
+            return;
+        };
+        let t = m.msg_type();
+        d.l4 = if v6 { L4::Icmpv6 } else { L4::Icmp };
+        d.icmp_type = t;
+        d.icmp_code = m.msg_code();
+        d.icmp_error = if v6 { icmp::is_v6_error(t) } else { icmp::is_v4_error(t) };
+        d.l4_offset = off as u32;
+        d.payload_offset = (off + icmp::HEADER_LEN).min(end) as u32;
+        d.payload_len = len.saturating_sub(icmp::HEADER_LEN) as u32;
+    }
+
+    /// UDP (RFC 768), and the tunnels found by UDP port.
+    fn udp(&mut self, f: &[u8], off: usize, len: usize, v6: bool, first: bool, d: &mut Decoded) -> Option<Encap> {
+        let Ok(u) = udp::Packet::new_checked(f.get(off..).unwrap_or_default()) else {
+            self.bad(Anomaly::UdpTruncated);
+            other(d, proto::UDP, off, len, f.len());
+            return None;
+        };
+        let ulen = usize::from(u.length());
+        // the UDP length when it agrees with IP's (a first fragment's UDP length is
+        // the whole datagram's, so there only IP's is this packet's)
+        let plen = if !first && (udp::HEADER_LEN..=len).contains(&ulen) {
+            ulen - udp::HEADER_LEN
+        } else {
+            // length 0 is a jumbogram's (RFC 2675 §4)
+            let jumbo = v6 && ulen == 0 && len > 0xffff;
+            if !first && !jumbo {
+                self.bad(Anomaly::UdpLenInvalid);
+            }
+            len.saturating_sub(udp::HEADER_LEN)
+        };
+        let (sp, dp) = (u.source_port(), u.destination_port());
+        let pay = off + udp::HEADER_LEN;
+        d.l4 = L4::Udp;
+        d.sport = sp;
+        d.dport = dp;
+        d.l4_offset = off as u32;
+        d.payload_offset = pay.min(f.len()) as u32;
+        d.payload_len = plen as u32;
+
+        let end = pay.saturating_add(plen).min(f.len());
+        let payload = f.get(pay..end).unwrap_or_default();
+        let encap = |kind, id, inner| Some(Encap { kind, id, inner, end });
+        if dp == udp::port::VXLAN || dp == udp::port::VXLAN_LINUX {
+            return match vxlan::Header::new_checked(payload) {
+                Ok(h) => encap(TunnelKind::Vxlan, h.vni(), Layer::Ether(pay + vxlan::HEADER_LEN)),
+                Err(_) => self.malformed(),
+            };
+        }
+        if dp == udp::port::GENEVE {
+            return match geneve::Header::new_checked(payload) {
+                Ok(h) => encap(TunnelKind::Geneve, h.vni(), Layer::EtherType(h.protocol_type(), pay + h.header_len())),
+                Err(_) => self.malformed(),
+            };
+        }
+        if dp == udp::port::GTP_U || sp == udp::port::GTP_U {
+            return match gtpu::Header::new_checked(payload) {
+                // only G-PDUs carry user packets (TS 29.281 §6.1); the rest is
+                // signalling of the UDP flow itself
+                Ok(h) if h.message_type() == gtpu::MSG_G_PDU => {
+                    encap(TunnelKind::GtpU, h.teid(), Layer::IpNibble(pay + h.header_len()))
+                }
+                Ok(_) => None,
+                Err(_) => self.malformed(),
+            };
+        }
+        if dp == udp::port::TEREDO || sp == udp::port::TEREDO {
+            // no magic number: only what really is an IPv6 packet is decapsulated
+            return match teredo::ipv6_offset(payload, plen) {
+                Ok(o) => encap(TunnelKind::Teredo, 0, Layer::Ipv6(pay + o)),
+                Err(_) => None,
+            };
+        }
+        if dp == udp::port::MPLS_UDP {
+            return encap(TunnelKind::MplsUdp, 0, Layer::Mpls(pay));
+        }
+        None
+    }
+
+    /// GRE (RFC 2784 / 2890, PPTP RFC 2637) and ERSPAN in it. `d` already holds the
+    /// outer packet as an `Other` flow.
+    fn gre(&mut self, f: &[u8], off: usize, d: &Decoded) -> Option<Encap> {
+        let end = off.saturating_add(d.payload_len as usize).min(f.len());
+        let Ok(h) = gre::Header::new_checked(f.get(off..end).unwrap_or_default()) else {
+            return self.malformed();
+        };
+        let p = off + h.header_len();
+        if p >= end {
+            // nothing inside (a PPTP acknowledgment, a keepalive cut short)
+            return None;
+        }
+        let key = h.key().unwrap_or(0);
+        let encap = |kind, id, inner| Some(Encap { kind, id, inner, end });
+        let rest = f.get(p..end).unwrap_or_default();
+        match h.protocol_type() {
+            ethertype::ERSPAN_II if !h.sequence_present() => {
+                // type I: no ERSPAN header, the mirrored frame follows
+                encap(TunnelKind::Erspan, 0, Layer::Ether(p))
+            }
+            ethertype::ERSPAN_II => match gre::Erspan2::new_checked(rest) {
+                Ok(e) => encap(TunnelKind::Erspan, u32::from(e.session_id()), Layer::Ether(p + gre::ERSPAN2_LEN)),
+                Err(_) => self.malformed(),
+            },
+            ethertype::ERSPAN_III => match gre::Erspan3::new_checked(rest) {
+                Ok(e) => {
+                    let at = p + e.header_len();
+                    let inner = match e.frame_type() {
+                        0 => Layer::Ether(at),
+                        2 => Layer::IpNibble(at),
+                        _ => return None,
+                    };
+                    encap(TunnelKind::Erspan, u32::from(e.session_id()), inner)
+                }
+                Err(_) => self.malformed(),
+            },
+            ethertype::CISCO_METADATA => encap(TunnelKind::Gre, key, Layer::CiscoMetaGre(p)),
+            ethertype::PPP => {
+                let id = if h.version() == 1 { h.call_id().map_or(0, u32::from) } else { key };
+                encap(TunnelKind::Gre, id, Layer::Ppp(p, false))
+            }
+            t => encap(TunnelKind::Gre, key, Layer::EtherType(t, p)),
+        }
+    }
+
+    #[cold]
+    fn malformed(&mut self) -> Option<Encap> {
+        self.bad(Anomaly::TunnelMalformed);
+        None
+    }
+}
+
+/// Remembers a first fragment's key (outermost and innermost kept).
+#[inline]
+fn note_first(firsts: &mut Firsts, key: FragKey) {
+    if firsts[0].is_none() {
+        firsts[0] = Some(key);
+    } else {
+        firsts[1] = Some(key);
+    }
+}
+
+/// Fills `d` for an IP payload of protocol `p` whose transport header is not read:
+/// no ports, offsets at the start of the IP payload, clamped to the packet's end.
+#[inline]
+fn other(d: &mut Decoded, p: u8, off: usize, len: usize, end: usize) {
+    d.l4 = L4::Other;
+    d.proto = p;
+    d.sport = 0;
+    d.dport = 0;
+    d.l4_offset = off.min(end) as u32;
+    d.payload_offset = off.min(end) as u32;
+    d.payload_len = len as u32;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::*;
+
+    const ETH: LinkType = LinkType::ETHERNET;
+
+    fn dec() -> Decoder {
+        Decoder::new(DecodeConfig::default())
+    }
+
+    /// Decodes one frame with a fresh decoder; asserts no anomaly was counted.
+    fn clean(link: LinkType, f: &[u8]) -> Decoded {
+        let mut x = dec();
+        let d = x.decode(link, f, 0);
+        let a: Vec<_> = x.anomalies.iter().collect();
+        assert!(a.is_empty(), "unexpected anomalies {a:?} for {d:?}");
+        d
+    }
+
+    /// Decodes one frame with a fresh decoder; returns the anomalies too.
+    fn with_anomalies(link: LinkType, f: &[u8]) -> (Decoded, Vec<(&'static str, u64)>) {
+        let mut x = dec();
+        let d = x.decode(link, f, 0);
+        (d, x.anomalies.iter().collect())
+    }
+
+    fn v4addr(a: [u8; 4]) -> u128 {
+        u128::from(u32::from_be_bytes(a))
+    }
+
+    fn v6addr(a: [u8; 16]) -> u128 {
+        u128::from_be_bytes(a)
+    }
+
+    fn tcp_v4_frame(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+        eth(0x0800, &ipv4(6, &tcp(sport, dport, payload)))
+    }
+
+    #[test]
+    fn ethernet_ipv4_tcp_all_fields() {
+        let f = tcp_v4_frame(40000, 443, b"hello");
+        let d = clean(ETH, &f);
+        assert_eq!(
+            d,
+            Decoded {
+                l4: L4::Tcp,
+                ip_version: 4,
+                proto: 6,
+                src: v4addr([192, 0, 2, 1]),
+                dst: v4addr([198, 51, 100, 2]),
+                sport: 40000,
+                dport: 443,
+                ttl: 64,
+                fragment: Fragment::No,
+                tunnel: Tunnel::default(),
+                tcp: TcpFields { seq: 1000, ack: 2000, flags: 0x18, window: 8192, hdr_len: 20 },
+                l4_offset: 34,
+                payload_offset: 54,
+                payload_len: 5,
+                icmp_error: false,
+                icmp_type: 0,
+                icmp_code: 0,
+            }
+        );
+        assert_eq!(std::net::Ipv4Addr::from(d.src as u32), std::net::Ipv4Addr::new(192, 0, 2, 1));
+        assert_eq!(&f[d.payload_offset as usize..][..5], b"hello");
+        // Ethernet padding (60-byte minimum) is not an anomaly: checked by `clean`
+        assert_eq!(f.len(), 60);
+    }
+
+    #[test]
+    fn ipv4_options_and_tcp_options() {
+        let t = Tcp { options: vec![2, 4, 5, 0xb4, 1, 1, 1, 0, 1, 1, 1, 0], ..Tcp::new(1, 2) };
+        let ip = V4 { options: vec![1, 1, 1, 0], ..V4::new(6) }.build(&t.build(&[7; 100]));
+        let d = clean(ETH, &eth(0x0800, &ip));
+        assert_eq!((d.l4_offset, d.tcp.hdr_len, d.payload_offset, d.payload_len), (38, 32, 70, 100));
+    }
+
+    #[test]
+    fn ethernet_ipv6_udp() {
+        let f = eth(0x86dd, &ipv6(17, &udp(5353, 53, &[1; 12])));
+        let d = clean(ETH, &f);
+        assert_eq!((d.l4, d.ip_version, d.proto), (L4::Udp, 6, 17));
+        assert_eq!((d.src, d.dst), (v6addr(v6(1)), v6addr(v6(2))));
+        assert_eq!((d.sport, d.dport, d.ttl), (5353, 53, 61));
+        assert_eq!((d.l4_offset, d.payload_offset, d.payload_len), (54, 62, 12));
+    }
+
+    #[test]
+    fn vlan_stacks() {
+        let ip = ipv4(6, &tcp(1, 80, b""));
+        // 802.1Q
+        let d = clean(ETH, &eth(0x8100, &cat(&[&tag(10, 0x0800), &ip])));
+        assert_eq!((d.l4, d.dport, d.l4_offset), (L4::Tcp, 80, 38));
+        // 802.1ad QinQ, and the pre-standard 0x9100
+        for outer in [0x88a8, 0x9100, 0x9200] {
+            let inner = cat(&[&tag(20, 0x8100), &tag(10, 0x86dd), &ipv6(6, &tcp(1, 80, b""))]);
+            let d = clean(ETH, &eth(outer, &inner));
+            assert_eq!((d.l4, d.ip_version, d.dport, d.l4_offset), (L4::Tcp, 6, 80, 62));
+        }
+        // more tags than followed
+        let mut many = Vec::new();
+        for _ in 0..9 {
+            many.extend(tag(1, 0x8100));
+        }
+        many.extend(ip);
+        let (d, a) = with_anomalies(ETH, &eth(0x8100, &many));
+        assert_eq!(d.l4, L4::None);
+        assert_eq!(a, vec![("too_many_labels", 1)]);
+    }
+
+    #[test]
+    fn mpls() {
+        let ip4 = ipv4(17, &udp(1, 2, b"x"));
+        let f = eth(0x8847, &cat(&[&label(100, false), &label(200, true), &ip4]));
+        let d = clean(ETH, &f);
+        assert_eq!((d.l4, d.sport, d.l4_offset), (L4::Udp, 1, 42));
+        let f = eth(0x8848, &cat(&[&label(100, true), &ipv6(17, &udp(1, 2, b"x"))]));
+        assert_eq!(clean(ETH, &f).ip_version, 6);
+        // pseudowire control word, then an Ethernet frame
+        let inner = eth(0x0800, &ip4);
+        let f = eth(0x8847, &cat(&[&label(16, true), &[0, 0, 0, 0], &inner]));
+        let d = clean(ETH, &f);
+        assert_eq!((d.l4, d.sport, d.l4_offset), (L4::Udp, 1, 14 + 4 + 4 + 14 + 20));
+        // something else after the stack
+        let f = eth(0x8847, &cat(&[&label(16, true), &[0x99; 30]]));
+        assert_eq!(with_anomalies(ETH, &f).1, vec![("mpls_not_ip", 1)]);
+        // a stack that never ends
+        let f = eth(0x8847, &[0u8; 46]);
+        assert_eq!(with_anomalies(ETH, &f).1, vec![("too_many_labels", 1)]);
+    }
+
+    #[test]
+    fn pppoe_session() {
+        let f = eth(0x8864, &pppoe(0x0021, &ipv4(6, &tcp(50000, 80, b"GET /"))));
+        let d = clean(ETH, &f);
+        assert_eq!((d.l4, d.dport, d.payload_len, d.l4_offset), (L4::Tcp, 80, 5, 42));
+        let f = eth(0x8864, &pppoe(0x0057, &ipv6(17, &udp(546, 547, b""))));
+        assert_eq!(clean(ETH, &f).dport, 547);
+        let f = eth(0x8864, &pppoe(0xc021, &[1, 2, 3, 4]));
+        assert_eq!(with_anomalies(ETH, &f).1, vec![("pppoe_not_ip", 1)]);
+        let f = eth(0x8863, &[0x11, 0x09, 0, 0, 0, 0]);
+        assert_eq!(with_anomalies(ETH, &f).1, vec![("ethertype_not_ip", 1)]);
+    }
+
+    #[test]
+    fn link_types() {
+        let ip4 = ipv4(17, &udp(7, 9, b"abc"));
+        let ip6 = ipv6(17, &udp(7, 9, b"abc"));
+        for link in [LinkType::RAW, LinkType::RAW_BSD12, LinkType::RAW_BSD14] {
+            let d = clean(link, &ip4);
+            assert_eq!((d.ip_version, d.l4_offset, d.payload_len), (4, 20, 3));
+            assert_eq!(clean(link, &ip6).ip_version, 6);
+        }
+        assert_eq!(clean(LinkType::IPV4, &ip4).sport, 7);
+        assert_eq!(clean(LinkType::IPV6, &ip6).sport, 7);
+        // IPv6 where IPv4 is promised: counted, decoded as what it is
+        let (d, a) = with_anomalies(LinkType::IPV4, &ip6);
+        assert_eq!((d.ip_version, d.sport, a), (6, 7, vec![("ipv4_bad_version", 1)]));
+        let (d, a) = with_anomalies(LinkType::IPV6, &ip4);
+        assert_eq!((d.ip_version, d.sport, a), (4, 7, vec![("ipv6_bad_version", 1)]));
+        let (d, a) = with_anomalies(LinkType::IPV6, &[0x50; 40]);
+        assert_eq!((d.l4, a), (L4::None, vec![("ipv6_bad_version", 1)]));
+        assert_eq!(with_anomalies(LinkType::RAW, &[0x50; 30]).1, vec![("ip_bad_version", 1)]);
+
+        // Linux cooked v1 and v2
+        let mut sll = vec![0, 0, 0, 1, 0, 6, 1, 2, 3, 4, 5, 6, 0, 0, 0x86, 0xdd];
+        sll.extend(&ip6);
+        let d = clean(LinkType::LINUX_SLL, &sll);
+        assert_eq!((d.ip_version, d.l4_offset), (6, 56));
+        let mut sll2 = vec![0x08, 0, 0, 0, 0, 0, 0, 2, 0, 1, 0, 6, 1, 2, 3, 4, 5, 6, 0, 0];
+        sll2.extend(&ip4);
+        let d = clean(LinkType::LINUX_SLL2, &sll2);
+        assert_eq!((d.ip_version, d.l4_offset), (4, 40));
+        assert_eq!(with_anomalies(LinkType::LINUX_SLL2, &sll2[..19]).1, vec![("link_truncated", 1)]);
+
+        // BSD loopback: host order (either) for NULL, network order for LOOP
+        for (link, af) in
+            [(LinkType::NULL, [2u8, 0, 0, 0]), (LinkType::NULL, [0, 0, 0, 2]), (LinkType::LOOP, [0, 0, 0, 2])]
+        {
+            let d = clean(link, &cat(&[&af, &ip4]));
+            assert_eq!((d.ip_version, d.l4_offset), (4, 24));
+        }
+        for af in [10u8, 24, 28, 30] {
+            let d = clean(LinkType::NULL, &cat(&[&[af, 0, 0, 0], &ip6]));
+            assert_eq!(d.ip_version, 6);
+            let d = clean(LinkType::LOOP, &cat(&[&[0, 0, 0, af], &ip6]));
+            assert_eq!(d.ip_version, 6);
+        }
+        let (d, a) = with_anomalies(LinkType::NULL, &cat(&[&[7, 0, 0, 0], &ip4]));
+        assert_eq!((d.l4, a), (L4::None, vec![("ethertype_not_ip", 1)]));
+
+        // PPP with and without HDLC-like framing, Cisco HDLC
+        assert_eq!(clean(LinkType(9), &cat(&[&[0xff, 0x03, 0x00, 0x21], &ip4])).l4_offset, 24);
+        assert_eq!(clean(LinkType(9), &cat(&[&[0x00, 0x57], &ip6])).ip_version, 6);
+        assert_eq!(clean(LinkType(104), &cat(&[&[0x0f, 0x00, 0x08, 0x00], &ip4])).sport, 7);
+
+        // unsupported
+        let (d, a) = with_anomalies(LinkType(147), &ip4);
+        assert_eq!((d, a), (Decoded::default(), vec![("link_unsupported", 1)]));
+    }
+
+    #[test]
+    fn ipv4_fragments_first_later_orphan() {
+        let mut x = dec();
+        // a UDP datagram of 8 + 2000 bytes in three fragments (1480 + 528)
+        let payload = udp(5000, 53, &[0x55; 2000]);
+        let (a, b) = payload.split_at(1480);
+        let first = eth(0x0800, &V4 { id: 77, mf: true, ..V4::new(17) }.build(a));
+        let later = eth(0x0800, &V4 { id: 77, frag_off: 1480, ttl: 60, ..V4::new(17) }.build(b));
+        let d1 = x.decode(ETH, &first, 1_000);
+        assert_eq!((d1.l4, d1.fragment, d1.sport, d1.dport), (L4::Udp, Fragment::First, 5000, 53));
+        assert_eq!((d1.l4_offset, d1.payload_offset, d1.payload_len), (34, 42, 1472));
+        let d2 = x.decode(ETH, &later, 2_000);
+        assert_eq!((d2.l4, d2.fragment, d2.sport, d2.dport), (L4::Udp, Fragment::Later, 5000, 53));
+        assert_eq!((d2.src, d2.dst, d2.proto), (d1.src, d1.dst, 17));
+        assert_eq!((d2.l4_offset, d2.payload_offset, d2.payload_len, d2.ttl), (0, 34, 528, 60));
+        assert_eq!(d1.payload_len + d2.payload_len, 2000);
+        assert_eq!(x.anomalies.total(), 0);
+
+        // another datagram id: orphan, counted
+        let orphan = eth(0x0800, &V4 { id: 78, frag_off: 1480, ..V4::new(17) }.build(b));
+        let d3 = x.decode(ETH, &orphan, 3_000);
+        assert_eq!((d3.l4, d3.fragment, d3.sport, d3.dport), (L4::Udp, Fragment::Orphan, 0, 0));
+        assert_eq!((d3.src, d3.dst, d3.payload_offset, d3.payload_len), (d1.src, d1.dst, 34, 528));
+        assert_eq!(x.anomalies.get(Anomaly::FragmentOrphan), 1);
+
+        // TCP later fragments carry the ports but no TCP fields
+        let seg = tcp(1234, 80, &[1; 100]);
+        let f1 = eth(0x0800, &V4 { id: 9, mf: true, ..V4::new(6) }.build(&seg[..64]));
+        let f2 = eth(0x0800, &V4 { id: 9, frag_off: 64, ..V4::new(6) }.build(&seg[64..]));
+        let d1 = x.decode(ETH, &f1, 4_000);
+        assert_eq!((d1.fragment, d1.tcp.seq, d1.payload_len), (Fragment::First, 1000, 44));
+        let d2 = x.decode(ETH, &f2, 4_000);
+        assert_eq!((d2.l4, d2.fragment, d2.sport, d2.dport), (L4::Tcp, Fragment::Later, 1234, 80));
+        assert_eq!((d2.tcp, d2.payload_len), (TcpFields::default(), 56));
+        assert_eq!(x.anomalies.get(Anomaly::TcpHlenTooLarge), 0);
+    }
+
+    #[test]
+    fn fragment_table_timeout_and_capacity() {
+        let cfg = DecodeConfig { fragment_slots: 2, fragment_timeout_ns: 1_000, ..Default::default() };
+        let mut x = Decoder::new(cfg);
+        let frag = |id: u16, off: u16| {
+            let mf = off == 0;
+            eth(0x0800, &V4 { id, frag_off: off, mf, ..V4::new(17) }.build(&udp(id, 1, &[0; 16])))
+        };
+        x.decode(ETH, &frag(1, 0), 0);
+        assert_eq!(x.decode(ETH, &frag(1, 8), 1_000).sport, 1);
+        // expired
+        assert_eq!(x.decode(ETH, &frag(1, 16), 1_001).fragment, Fragment::Orphan);
+        // capacity 2: the third first fragment drops the oldest
+        x.decode(ETH, &frag(2, 0), 2_000);
+        x.decode(ETH, &frag(3, 0), 2_000);
+        x.decode(ETH, &frag(4, 0), 2_000);
+        assert_eq!(x.anomalies.get(Anomaly::FragmentTableFull), 1);
+        assert_eq!(x.decode(ETH, &frag(2, 8), 2_000).fragment, Fragment::Orphan);
+        assert_eq!(x.decode(ETH, &frag(3, 8), 2_000).sport, 3);
+        assert_eq!(x.decode(ETH, &frag(4, 8), 2_000).sport, 4);
+    }
+
+    #[test]
+    fn ipv6_fragments() {
+        let mut x = dec();
+        let payload = udp(4000, 53, &[9; 100]);
+        let f1 = eth(0x86dd, &ipv6(44, &cat(&[&frag6(17, 0, true, 0xdead_beef), &payload[..56]])));
+        let f2 = eth(0x86dd, &ipv6(44, &cat(&[&frag6(17, 56, false, 0xdead_beef), &payload[56..]])));
+        let d1 = x.decode(ETH, &f1, 0);
+        assert_eq!((d1.fragment, d1.sport, d1.payload_len, d1.l4_offset), (Fragment::First, 4000, 48, 62));
+        let d2 = x.decode(ETH, &f2, 0);
+        assert_eq!((d2.l4, d2.fragment, d2.sport, d2.dport), (L4::Udp, Fragment::Later, 4000, 53));
+        assert_eq!((d2.payload_offset, d2.payload_len), (62, 52));
+        // a 32-bit id that differs only in its high bits is another datagram
+        let f3 = eth(0x86dd, &ipv6(44, &cat(&[&frag6(17, 56, false, 0x0ead_beef), &payload[56..]])));
+        let d3 = x.decode(ETH, &f3, 0);
+        assert_eq!((d3.l4, d3.fragment, d3.sport), (L4::Udp, Fragment::Orphan, 0));
+        // an atomic fragment is a whole packet
+        let f4 = eth(0x86dd, &ipv6(44, &cat(&[&frag6(17, 0, false, 5), &payload])));
+        let d4 = x.decode(ETH, &f4, 0);
+        assert_eq!((d4.fragment, d4.sport, d4.payload_len), (Fragment::No, 4000, 100));
+        assert_eq!(x.anomalies.get(Anomaly::FragmentOrphan), 1);
+        assert_eq!(x.anomalies.total(), 1);
+    }
+
+    #[test]
+    fn ipv6_extension_chain_and_ah() {
+        // hop-by-hop (8) → routing (24) → destination options (16) → AH (24) → TCP
+        let seg = tcp(1, 2, &[0; 10]);
+        let chain = cat(&[&ext(43, 1), &ext(60, 3), &ext(51, 2), &ah(6, 3), &seg]);
+        let d = clean(ETH, &eth(0x86dd, &ipv6(0, &chain)));
+        assert_eq!((d.l4, d.proto, d.sport, d.dport), (L4::Tcp, 6, 1, 2));
+        assert_eq!((d.l4_offset, d.payload_len), (14 + 40 + 8 + 24 + 16 + 24, 10));
+        // AH in IPv4
+        let d = clean(ETH, &eth(0x0800, &ipv4(51, &cat(&[&ah(17, 3), &udp(3, 4, b"zz")]))));
+        assert_eq!((d.l4, d.proto, d.sport, d.l4_offset, d.payload_len), (L4::Udp, 17, 3, 58, 2));
+        // truncated chain: the IP pair with the extension header as protocol
+        let (d, a) = with_anomalies(ETH, &eth(0x86dd, &ipv6_len(v6(1), v6(2), 60, Some(64), &[6, 7])));
+        assert_eq!((d.l4, d.proto, d.ip_version), (L4::Other, 60, 6));
+        assert_eq!(a, vec![("ipv6_ext_truncated", 1)]);
+        // too many
+        let mut many = Vec::new();
+        for _ in 0..9 {
+            many.extend(ext(60, 1));
+        }
+        many.extend(udp(1, 2, b""));
+        let (d, a) = with_anomalies(ETH, &eth(0x86dd, &ipv6(60, &many)));
+        assert_eq!((d.l4, a), (L4::Other, vec![("ipv6_too_many_ext", 1)]));
+        // ESP: no further
+        let d = clean(ETH, &eth(0x86dd, &ipv6(50, &[0; 40])));
+        assert_eq!((d.l4, d.proto, d.sport, d.l4_offset, d.payload_len), (L4::Other, 50, 0, 54, 40));
+    }
+
+    #[test]
+    fn lengths_from_ip_header() {
+        // snaplen: the IP header says 1500, 80 bytes were captured
+        let full = eth(0x0800, &ipv4(6, &tcp(1, 2, &[0; 1460])));
+        let d = clean(ETH, &full[..80]);
+        assert_eq!((d.l4, d.payload_len, d.payload_offset), (L4::Tcp, 1460, 54));
+        // IPv4 total length 0 (TSO capture): the captured length
+        let ip = V4 { total_len: Some(0), ..V4::new(6) }.build(&tcp(1, 2, &[0; 3000]));
+        let d = clean(ETH, &eth(0x0800, &ip));
+        assert_eq!(d.payload_len, 3000);
+        // jumbogram: payload length 0, hop-by-hop jumbo option (RFC 2675)
+        let seg = tcp(1, 2, &[0; 70_000]);
+        let jumbo = (8 + seg.len()) as u32;
+        let hbh = cat(&[&[6, 0, 0xc2, 4], &jumbo.to_be_bytes()]);
+        let f = eth(0x86dd, &ipv6_len(v6(1), v6(2), 0, Some(0), &cat(&[&hbh, &seg])));
+        let d = clean(ETH, &f);
+        assert_eq!((d.l4, d.payload_len, d.l4_offset), (L4::Tcp, 70_000, 62));
+        // trailing bytes after a long packet are counted, Ethernet padding is not
+        let mut f = eth(0x0800, &ipv4(17, &udp(1, 2, &[0; 100])));
+        f.extend([0xee; 20]);
+        let (d, a) = with_anomalies(ETH, &f);
+        assert_eq!((d.payload_len, a), (100, vec![("ip_len_exceeds_capture", 1)]));
+        // UDP length: used when consistent, else the IP payload
+        let mut u = udp(1, 2, &[0; 50]);
+        u[4..6].copy_from_slice(&30u16.to_be_bytes());
+        assert_eq!(clean(ETH, &eth(0x0800, &ipv4(17, &u))).payload_len, 22);
+        u[4..6].copy_from_slice(&300u16.to_be_bytes());
+        let (d, a) = with_anomalies(ETH, &eth(0x0800, &ipv4(17, &u)));
+        assert_eq!((d.payload_len, a), (50, vec![("udp_len_invalid", 1)]));
+    }
+
+    #[test]
+    fn broken_headers() {
+        let ip = ipv4(6, &tcp(1, 2, b""));
+        let mut bad = ip.clone();
+        bad[0] = 0x44;
+        let (d, a) = with_anomalies(ETH, &eth(0x0800, &bad));
+        assert_eq!((d.l4, a), (L4::None, vec![("ipv4_hlen_too_small", 1)]));
+        let (d, a) = with_anomalies(LinkType::RAW, &ip[..19]);
+        assert_eq!((d.l4, a), (L4::None, vec![("ipv4_truncated", 1)]));
+        let mut bad = ip.clone();
+        bad[2..4].copy_from_slice(&10u16.to_be_bytes());
+        assert_eq!(with_anomalies(LinkType::RAW, &bad).1, vec![("ipv4_total_len_too_small", 1)]);
+        let (d, a) = with_anomalies(LinkType::RAW, &ipv6(6, &[])[..39]);
+        assert_eq!((d.l4, a), (L4::None, vec![("ipv6_truncated", 1)]));
+        let mut v5 = ip.clone();
+        v5[0] = 0x55;
+        let (d, a) = with_anomalies(ETH, &eth(0x86dd, &v5));
+        assert_eq!((d.l4, a), (L4::None, vec![("ipv6_bad_version", 1)]));
+        // transport headers cut short: the IP pair, l4 Other
+        let ip = V4 { total_len: Some(40), ..V4::new(6) }.build(&[0; 10]);
+        let (d, a) = with_anomalies(LinkType::RAW, &ip);
+        assert_eq!((d.l4, d.proto, d.payload_len, a), (L4::Other, 6, 20, vec![("tcp_truncated", 1)]));
+        let (d, a) = with_anomalies(LinkType::RAW, &ipv4(17, &[0; 4]));
+        assert_eq!((d.l4, a), (L4::Other, vec![("udp_truncated", 1)]));
+        let (d, a) = with_anomalies(LinkType::RAW, &ipv4(1, &[8, 0]));
+        assert_eq!((d.l4, a), (L4::Other, vec![("icmp_truncated", 1)]));
+        // TCP data offset below 5 or beyond the segment
+        let mut t = tcp(1, 2, &[0; 8]);
+        t[12] = 0x40;
+        let (d, a) = with_anomalies(LinkType::RAW, &ipv4(6, &t));
+        assert_eq!((d.l4, d.tcp.hdr_len, d.payload_len), (L4::Tcp, 16, 8));
+        assert_eq!(a, vec![("tcp_hlen_too_small", 1)]);
+        t[12] = 0xf0;
+        let (d, a) = with_anomalies(LinkType::RAW, &ipv4(6, &t));
+        assert_eq!((d.l4, d.payload_len, d.payload_offset), (L4::Tcp, 0, 48));
+        assert_eq!(a, vec![("tcp_hlen_too_large", 1)]);
+        // empty and tiny frames
+        for n in 0..14 {
+            let (d, a) = with_anomalies(ETH, &[0u8; 14][..n]);
+            assert_eq!((d, a), (Decoded::default(), vec![("link_truncated", 1)]));
+        }
+    }
+
+    #[test]
+    fn icmp_messages() {
+        let d = clean(LinkType::RAW, &ipv4(1, &icmp(8, 0, &[0; 56])));
+        assert_eq!((d.l4, d.icmp_error, d.icmp_type, d.payload_len), (L4::Icmp, false, 8, 56));
+        // an error quoting a UDP packet belongs to ICMP
+        let quoted = ipv4(17, &udp(1111, 53, b""));
+        for t in [3, 4, 5, 11, 12] {
+            let d = clean(LinkType::RAW, &ipv4(1, &icmp(t, 1, &quoted)));
+            assert_eq!((d.l4, d.icmp_error, d.sport, d.dport), (L4::Icmp, true, 0, 0));
+            assert_eq!((d.icmp_type, d.icmp_code), (t, 1));
+        }
+        for (t, err) in [(1, true), (2, true), (3, true), (4, true), (128, false), (135, false)] {
+            let d = clean(LinkType::RAW, &ipv6(58, &icmp(t, 0, &[0; 8])));
+            assert_eq!((d.l4, d.icmp_error), (L4::Icmpv6, err));
+        }
+        // ICMP number in IPv6 / ICMPv6 number in IPv4: other protocols there
+        assert_eq!(clean(LinkType::RAW, &ipv4(58, &[0; 8])).l4, L4::Other);
+        assert_eq!(clean(LinkType::RAW, &ipv6(1, &[0; 8])).l4, L4::Other);
+    }
+
+    fn inner_v4_tcp() -> Vec<u8> {
+        ipv4_addrs([10, 0, 0, 1], [10, 0, 0, 2], 6, &tcp(33000, 22, b"ssh"))
+    }
+
+    /// Checks that `d` is the inner TCP flow of [`inner_v4_tcp`] out of `kind`/`id`.
+    fn assert_inner(d: &Decoded, kind: TunnelKind, id: u32) {
+        assert_eq!((d.l4, d.ip_version), (L4::Tcp, 4), "{d:?}");
+        assert_eq!((d.src, d.dst), (v4addr([10, 0, 0, 1]), v4addr([10, 0, 0, 2])));
+        assert_eq!((d.sport, d.dport, d.payload_len), (33000, 22, 3));
+        assert_eq!(d.tunnel, Tunnel { kind, id });
+    }
+
+    #[test]
+    fn tunnel_gre() {
+        let inner = inner_v4_tcp();
+        let d = clean(ETH, &eth(0x0800, &ipv4(47, &gre(0x0800, false, Some(0x77), None, &inner))));
+        assert_inner(&d, TunnelKind::Gre, 0x77);
+        assert_eq!(d.l4_offset, 14 + 20 + 8 + 20);
+        let d = clean(ETH, &eth(0x0800, &ipv4(47, &gre(0x0800, true, Some(5), Some(9), &inner))));
+        assert_inner(&d, TunnelKind::Gre, 5);
+        let d = clean(ETH, &eth(0x86dd, &ipv6(47, &gre(0x0800, false, None, None, &inner))));
+        assert_inner(&d, TunnelKind::Gre, 0);
+        // transparent Ethernet bridging, with a VLAN tag inside
+        let teb = eth(0x8100, &cat(&[&tag(3, 0x0800), &inner]));
+        let d = clean(ETH, &eth(0x0800, &ipv4(47, &gre(0x6558, false, Some(1), None, &teb))));
+        assert_inner(&d, TunnelKind::Gre, 1);
+        // Cisco MetaData in GRE (EtherType first), and on Ethernet (EtherType last)
+        let cmd = cat(&[&[0x08, 0x00, 1, 1, 0, 1, 0, 0], &inner]);
+        let d = clean(ETH, &eth(0x0800, &ipv4(47, &gre(0x8909, false, Some(40), None, &cmd))));
+        assert_inner(&d, TunnelKind::Gre, 40);
+        let d = clean(ETH, &eth(0x8909, &cat(&[&[1, 1, 0, 1, 0, 0, 0x08, 0x00], &inner])));
+        assert_eq!((d.l4, d.dport, d.l4_offset), (L4::Tcp, 22, 42));
+        // GRE carrying something that is not IP: the outer packet is the flow
+        let arp = eth(0x0806, &[0; 28]);
+        let (d, a) = with_anomalies(ETH, &eth(0x0800, &ipv4(47, &gre(0x6558, false, None, None, &arp))));
+        assert_eq!((d.l4, d.proto, d.tunnel.kind), (L4::Other, 47, TunnelKind::None));
+        assert_eq!(a, vec![("ethertype_not_ip", 1)]);
+        // a GRE header that does not parse
+        let (d, a) = with_anomalies(ETH, &eth(0x0800, &ipv4(47, &[0x00, 0x03, 8, 0, 1, 2])));
+        assert_eq!((d.l4, d.proto, a), (L4::Other, 47, vec![("tunnel_malformed", 1)]));
+    }
+
+    #[test]
+    fn pptp_gre_v1() {
+        let ppp = cat(&[&[0xff, 0x03, 0x00, 0x21], &inner_v4_tcp()]);
+        let len = (ppp.len() as u16).to_be_bytes();
+        let hdr = [0x30, 0x81, 0x88, 0x0b, len[0], len[1], 0x98, 0x50, 0, 0, 0, 1, 0, 0, 0, 0];
+        let d = clean(ETH, &eth(0x0800, &ipv4(47, &cat(&[&hdr, &ppp]))));
+        assert_inner(&d, TunnelKind::Gre, 0x9850);
+        // acknowledgment only: the GRE packet itself
+        let ack = [0x20, 0x81, 0x88, 0x0b, 0, 0, 0x98, 0x50, 0, 0, 0, 1];
+        let d = clean(ETH, &eth(0x0800, &ipv4(47, &ack)));
+        assert_eq!((d.l4, d.proto, d.tunnel.kind), (L4::Other, 47, TunnelKind::None));
+        // compressed / encrypted PPP payload
+        let ccp = cat(&[&hdr[..12], &[0xff, 0x03, 0x00, 0xfd, 1, 2, 3]]);
+        assert_eq!(with_anomalies(ETH, &eth(0x0800, &ipv4(47, &ccp))).1, vec![("ppp_not_ip", 1)]);
+    }
+
+    #[test]
+    fn tunnel_erspan() {
+        let mirrored = eth(0x0800, &inner_v4_tcp());
+        // type II: GRE with S set, 8-byte header, session id 101
+        let e2 = cat(&[&[0x10, 0x01, 0x10, 0x65, 0, 0, 0xab, 0xc5], &mirrored]);
+        let f = eth(0x0800, &ipv4(47, &gre(0x88be, false, None, Some(7), &e2)));
+        assert_inner(&clean(ETH, &f), TunnelKind::Erspan, 101);
+        // type I: no sequence number, no ERSPAN header
+        let f = eth(0x0800, &ipv4(47, &gre(0x88be, false, None, None, &mirrored)));
+        assert_inner(&clean(ETH, &f), TunnelKind::Erspan, 0);
+        // type III with the optional subheader (O bit), session 300
+        let mut e3 = vec![0x20, 0x01, 0x01, 0x2c, 0, 0, 0, 1, 0, 0, 0x00, 0x01];
+        e3.extend([0; 8]);
+        e3.extend(&mirrored);
+        let f = eth(0x0800, &ipv4(47, &gre(0x22eb, false, None, Some(1), &e3)));
+        assert_inner(&clean(ETH, &f), TunnelKind::Erspan, 300);
+        // type II header with the wrong version
+        let bad = cat(&[&[0x70, 0x01, 0x10, 0x65, 0, 0, 0, 0], &mirrored]);
+        let f = eth(0x0800, &ipv4(47, &gre(0x88be, false, None, Some(7), &bad)));
+        let (d, a) = with_anomalies(ETH, &f);
+        assert_eq!((d.l4, d.proto, a), (L4::Other, 47, vec![("tunnel_malformed", 1)]));
+    }
+
+    fn outer_udp(dport: u16, payload: &[u8]) -> Vec<u8> {
+        eth(0x0800, &ipv4(17, &udp(49999, dport, payload)))
+    }
+
+    #[test]
+    fn tunnel_vxlan() {
+        let inner = eth(0x0800, &inner_v4_tcp());
+        assert_inner(&clean(ETH, &outer_udp(4789, &vxlan(1111, &inner))), TunnelKind::Vxlan, 1111);
+        assert_inner(&clean(ETH, &outer_udp(8472, &vxlan(42, &inner))), TunnelKind::Vxlan, 42);
+        // junk to port 4789: the UDP flow itself
+        let (d, a) = with_anomalies(ETH, &outer_udp(4789, &[0u8; 30]));
+        assert_eq!((d.l4, d.dport, d.tunnel.kind), (L4::Udp, 4789, TunnelKind::None));
+        assert_eq!(d.payload_len, 30);
+        assert_eq!(a, vec![("tunnel_malformed", 1)]);
+        // ARP inside: the UDP flow
+        let arp = eth(0x0806, &[0; 28]);
+        let (d, a) = with_anomalies(ETH, &outer_udp(4789, &vxlan(5, &arp)));
+        assert_eq!((d.l4, d.dport, a), (L4::Udp, 4789, vec![("ethertype_not_ip", 1)]));
+        // only the destination port selects VXLAN
+        let f = eth(0x0800, &ipv4(17, &udp(4789, 5000, &vxlan(1, &inner))));
+        assert_eq!((clean(ETH, &f).l4, clean(ETH, &f).sport), (L4::Udp, 4789));
+    }
+
+    #[test]
+    fn tunnel_geneve() {
+        let inner = eth(0x0800, &inner_v4_tcp());
+        let f = outer_udp(6081, &geneve(0x6558, 10, 2, &inner));
+        assert_inner(&clean(ETH, &f), TunnelKind::Geneve, 10);
+        let f = outer_udp(6081, &geneve(0x0800, 11, 0, &inner_v4_tcp()));
+        assert_inner(&clean(ETH, &f), TunnelKind::Geneve, 11);
+        let mut bad = geneve(0x6558, 10, 0, &inner);
+        bad[0] = 0x80; // version 2
+        assert_eq!(with_anomalies(ETH, &outer_udp(6081, &bad)).1, vec![("tunnel_malformed", 1)]);
+    }
+
+    #[test]
+    fn tunnel_gtpu() {
+        let f = outer_udp(2152, &gtpu(255, 0xabcdef, None, &inner_v4_tcp()));
+        assert_inner(&clean(ETH, &f), TunnelKind::GtpU, 0xabcdef);
+        let inner6 = ipv6(17, &udp(1, 2, b"q"));
+        let f = outer_udp(2152, &gtpu(255, 7, Some(3), &inner6));
+        let d = clean(ETH, &f);
+        assert_eq!((d.ip_version, d.sport, d.tunnel.kind, d.tunnel.id), (6, 1, TunnelKind::GtpU, 7));
+        // E flag with a PDU session container extension header
+        let mut g = vec![0x34, 255, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0x85, 1, 0x10, 0x01, 0x00];
+        let n = (g.len() - 8 + inner6.len()) as u16;
+        g[2..4].copy_from_slice(&n.to_be_bytes());
+        g.extend(&inner6);
+        let d = clean(ETH, &outer_udp(2152, &g));
+        assert_eq!((d.ip_version, d.tunnel.id), (6, 9));
+        // echo request: GTP signalling, the UDP flow
+        let d = clean(ETH, &outer_udp(2152, &gtpu(1, 0, Some(1), &[])));
+        assert_eq!((d.l4, d.dport, d.tunnel.kind), (L4::Udp, 2152, TunnelKind::None));
+        // GTP version 2 on the GTP-U port
+        let (d, a) = with_anomalies(ETH, &outer_udp(2152, &[0x48, 255, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0]));
+        assert_eq!((d.l4, a), (L4::Udp, vec![("tunnel_malformed", 1)]));
+    }
+
+    #[test]
+    fn tunnel_teredo() {
+        let inner = ipv6(17, &udp(1, 2, b"teredo"));
+        let d = clean(ETH, &outer_udp(3544, &inner));
+        assert_eq!((d.ip_version, d.sport, d.tunnel.kind), (6, 1, TunnelKind::Teredo));
+        // origin indication, then authentication + origin, from the server port
+        let origin = [0u8, 0, 0xf2, 0x27, 0x3f, 0x57, 0xfe, 0xfe];
+        let f = eth(0x0800, &ipv4(17, &udp(3544, 40000, &cat(&[&origin, &inner]))));
+        assert_eq!(clean(ETH, &f).tunnel.kind, TunnelKind::Teredo);
+        let auth = [0u8, 1, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0];
+        let f = outer_udp(3544, &cat(&[&auth, &origin, &inner]));
+        let d = clean(ETH, &f);
+        assert_eq!((d.sport, d.l4_offset), (1, 42 + 13 + 8 + 40));
+        // not really IPv6 (payload length disagrees): the UDP flow, no anomaly
+        let mut fake = inner.clone();
+        fake[5] += 1;
+        let d = clean(ETH, &outer_udp(3544, &fake));
+        assert_eq!((d.l4, d.dport, d.tunnel.kind), (L4::Udp, 3544, TunnelKind::None));
+    }
+
+    #[test]
+    fn ip_in_ip() {
+        let in4 = inner_v4_tcp();
+        let in6 = ipv6_len(v6(7), v6(8), 6, None, &tcp(33000, 22, b"ssh"));
+        let d = clean(ETH, &eth(0x0800, &ipv4(4, &in4)));
+        assert_inner(&d, TunnelKind::IpIp, 0);
+        let d = clean(ETH, &eth(0x86dd, &ipv6(4, &in4)));
+        assert_inner(&d, TunnelKind::FourInSix, 0);
+        let d = clean(ETH, &eth(0x0800, &ipv4(41, &in6)));
+        assert_eq!((d.ip_version, d.src, d.tunnel.kind), (6, v6addr(v6(7)), TunnelKind::SixInFour));
+        let d = clean(ETH, &eth(0x86dd, &ipv6(41, &in6)));
+        assert_eq!((d.ip_version, d.dport, d.tunnel.kind), (6, 22, TunnelKind::SixInSix));
+        // proto 41 with an IPv4 packet inside: the outer packet
+        let (d, a) = with_anomalies(ETH, &eth(0x0800, &ipv4(41, &in4)));
+        assert_eq!((d.l4, d.proto, a), (L4::Other, 41, vec![("ipv6_bad_version", 1)]));
+    }
+
+    #[test]
+    fn mpls_over_udp() {
+        let p = cat(&[&label(1000, true), &inner_v4_tcp()]);
+        assert_inner(&clean(ETH, &outer_udp(6635, &p)), TunnelKind::MplsUdp, 0);
+    }
+
+    #[test]
+    fn nesting_and_depth() {
+        // Ethernet / IPv4 / GRE key 3 / IPv4 / UDP / VXLAN 9 / Ethernet / IPv4 / TCP
+        let vx =
+            ipv4_addrs([172, 16, 0, 1], [172, 16, 0, 2], 17, &udp(1, 4789, &vxlan(9, &eth(0x0800, &inner_v4_tcp()))));
+        let f = eth(0x0800, &ipv4(47, &gre(0x0800, false, Some(3), None, &vx)));
+        assert_inner(&clean(ETH, &f), TunnelKind::Vxlan, 9);
+        // depth 1: taken at the first tunnel's inside
+        let cfg = DecodeConfig { max_tunnel_depth: 1, ..Default::default() };
+        let mut x = Decoder::new(cfg);
+        let d = x.decode(ETH, &f, 0);
+        assert_eq!((d.l4, d.dport, d.tunnel), (L4::Udp, 4789, Tunnel { kind: TunnelKind::Gre, id: 3 }));
+        assert_eq!(x.anomalies.get(Anomaly::TunnelTooDeep), 1);
+        // depth 0: no decapsulation at all
+        let mut x = Decoder::new(DecodeConfig { max_tunnel_depth: 0, ..Default::default() });
+        assert_eq!(x.decode(ETH, &f, 0).proto, 47);
+        // IPv4-in-IPv4 nested beyond the default depth
+        let mut p = inner_v4_tcp();
+        for _ in 0..6 {
+            p = ipv4(4, &p);
+        }
+        let mut x = dec();
+        let d = x.decode(LinkType::RAW, &p, 0);
+        assert_eq!((d.l4, d.proto, d.tunnel.kind), (L4::Other, 4, TunnelKind::IpIp));
+        assert_eq!(x.anomalies.get(Anomaly::TunnelTooDeep), 1);
+    }
+
+    #[test]
+    fn fragmented_tunnel_attributes_later_fragments_to_the_inner_flow() {
+        let mut x = dec();
+        let vx = udp(
+            1,
+            4789,
+            &vxlan(77, &eth(0x0800, &ipv4_addrs([10, 0, 0, 1], [10, 0, 0, 2], 6, &tcp(33000, 22, &[0; 200])))),
+        );
+        let first = eth(0x0800, &V4 { id: 5, mf: true, ..V4::new(17) }.build(&vx[..96]));
+        let later = eth(0x0800, &V4 { id: 5, frag_off: 96, ..V4::new(17) }.build(&vx[96..]));
+        let d1 = x.decode(ETH, &first, 0);
+        assert_eq!((d1.dport, d1.fragment, d1.tunnel.kind), (22, Fragment::First, TunnelKind::Vxlan));
+        let d2 = x.decode(ETH, &later, 0);
+        assert_eq!((d2.src, d2.dport, d2.fragment), (v4addr([10, 0, 0, 1]), 22, Fragment::Later));
+        assert_eq!((d2.tunnel.id, d2.payload_len), (77, vx.len() as u32 - 96));
+        assert_eq!(x.anomalies.total(), 0);
+    }
+
+    /// Structural promises of `Decoded` (shared with the property tests).
+    pub(crate) fn check_invariants(d: &Decoded, frame: &[u8]) {
+        assert!(d.payload_offset as usize <= frame.len());
+        assert!(d.l4_offset as usize <= frame.len());
+        if d.l4 != L4::None {
+            assert!(matches!(d.ip_version, 4 | 6));
+        }
+        if d.ip_version == 4 {
+            assert!(d.src >> 32 == 0 && d.dst >> 32 == 0);
+        }
+        if !matches!(d.l4, L4::Tcp | L4::Udp) {
+            assert_eq!((d.sport, d.dport), (0, 0));
+        }
+        if d.icmp_error {
+            assert!(matches!(d.l4, L4::Icmp | L4::Icmpv6));
+        }
+    }
+
+    /// One valid frame of each encapsulation, for mutation.
+    pub(crate) fn sample_frames() -> Vec<(LinkType, Vec<u8>)> {
+        let inner = inner_v4_tcp();
+        let inner_eth = eth(0x0800, &inner);
+        let seg = tcp(1, 2, &[3; 40]);
+        vec![
+            (ETH, tcp_v4_frame(1, 2, b"x")),
+            (ETH, eth(0x8100, &cat(&[&tag(5, 0x86dd), &ipv6(17, &udp(1, 2, b"x"))]))),
+            (ETH, eth(0x8847, &cat(&[&label(1, false), &label(2, true), &inner]))),
+            (ETH, eth(0x8864, &pppoe(0x21, &inner))),
+            (ETH, eth(0x0800, &ipv4(47, &gre(0x6558, true, Some(1), Some(2), &inner_eth)))),
+            (
+                ETH,
+                eth(
+                    0x0800,
+                    &ipv4(47, &gre(0x88be, false, None, Some(2), &cat(&[&[0x10, 1, 0, 5, 0, 0, 0, 0], &inner_eth]))),
+                ),
+            ),
+            (ETH, outer_udp(4789, &vxlan(1, &inner_eth))),
+            (ETH, outer_udp(6081, &geneve(0x6558, 1, 1, &inner_eth))),
+            (ETH, outer_udp(2152, &gtpu(255, 1, Some(1), &inner))),
+            (ETH, outer_udp(3544, &ipv6(59, &[]))),
+            (ETH, outer_udp(6635, &cat(&[&label(1, true), &inner]))),
+            (ETH, eth(0x86dd, &ipv6(0, &cat(&[&ext(44, 1), &frag6(6, 0, true, 1), &seg])))),
+            (ETH, eth(0x0800, &V4 { mf: true, ..V4::new(6) }.build(&seg))),
+            (ETH, eth(0x0800, &V4 { frag_off: 8, ..V4::new(6) }.build(&seg))),
+            (ETH, eth(0x86dd, &ipv6(41, &ipv6(4, &inner)))),
+            (LinkType::LINUX_SLL, cat(&[&[0, 0, 0, 1, 0, 6, 1, 2, 3, 4, 5, 6, 0, 0, 8, 0], &inner])),
+            (LinkType::NULL, cat(&[&[2, 0, 0, 0], &inner])),
+            (LinkType::RAW, ipv4(1, &icmp(3, 3, &inner))),
+        ]
+    }
+
+    #[test]
+    fn samples_decode_cleanly() {
+        for (link, f) in sample_frames() {
+            let (d, a) = with_anomalies(link, &f);
+            let orphan = d.fragment == Fragment::Orphan;
+            assert!(a.is_empty() || (orphan && a == vec![("fragment_orphan", 1)]), "{a:?}");
+            check_invariants(&d, &f);
+            assert_ne!(d.l4, L4::None);
+        }
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        const LINKS: &[u16] = &[0, 1, 9, 12, 14, 50, 101, 104, 108, 113, 226, 228, 229, 239, 276, 147];
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+
+            #[test]
+            fn never_panics_on_arbitrary_bytes(
+                li in 0..LINKS.len(),
+                bytes in proptest::collection::vec(any::<u8>(), 0..256),
+                ts in any::<u64>(),
+            ) {
+                let mut x = dec();
+                let link = LinkType(LINKS[li]);
+                let d = x.decode(link, &bytes, ts);
+                check_invariants(&d, &bytes);
+            }
+
+            #[test]
+            fn never_panics_on_mutated_frames(
+                which in any::<proptest::sample::Index>(),
+                flips in proptest::collection::vec((any::<proptest::sample::Index>(), any::<u8>()), 1..8),
+                cut in any::<proptest::sample::Index>(),
+                do_cut in any::<bool>(),
+            ) {
+                let samples = sample_frames();
+                let (link, mut f) = samples[which.index(samples.len())].clone();
+                for (at, v) in flips {
+                    let i = at.index(f.len());
+                    f[i] = v;
+                }
+                if do_cut {
+                    f.truncate(cut.index(f.len() + 1));
+                }
+                let mut x = Decoder::new(DecodeConfig { fragment_slots: 4, ..Default::default() });
+                for ts in 0..3 {
+                    let d = x.decode(link, &f, ts);
+                    check_invariants(&d, &f);
+                }
+            }
+        }
     }
 }

@@ -15,6 +15,23 @@
 //!
 //! Architecture invariant: `decode` never panics and never fails on any input; every
 //! problem is an [`Anomaly`] counted in [`Decoder::anomalies`].
+//!
+//! What is decoded:
+//!
+//! - link types: Ethernet, raw IP (101, 12, 14), IPv4 (228), IPv6 (229), Linux SLL and
+//!   SLL2, BSD NULL and LOOP, PPP (9, 50), Cisco HDLC (104), Solaris ipnet (226),
+//!   NFLOG (239);
+//! - 802.1Q / 802.1ad / QinQ tags, MPLS label stacks (with a pseudowire control word
+//!   before Ethernet), PPPoE sessions, Cisco MetaData;
+//! - IPv4 with options and AH, IPv6 with hop-by-hop, routing, destination options,
+//!   fragment and AH extension headers, jumbograms; IP fragments (see [`Fragment`]);
+//! - TCP, UDP, ICMP, ICMPv6; other protocols as [`L4::Other`];
+//! - tunnels (the innermost flow is the flow, see [`TunnelKind`]): GRE (keys,
+//!   sequence numbers, checksums, RFC 1701 routing, PPTP's version 1 with PPP),
+//!   ERSPAN I / II / III, VXLAN (UDP 4789, 8472), Geneve (6081), GTP-U G-PDUs (2152),
+//!   Teredo (3544, only what really is IPv6), MPLS in UDP (6635), IP in IP (4, 41).
+//!
+//! [`wire`] has the zero-copy header views the decoder is built on.
 
 pub use tapstat_capture::LinkType;
 
@@ -28,8 +45,8 @@ pub enum L4 {
     Udp,
     Icmp,
     Icmpv6,
-    /// Another IP protocol (`Decoded::proto` says which), or a later fragment whose
-    /// first fragment was never seen.
+    /// Another IP protocol (`Decoded::proto` says which), or a TCP / UDP / ICMP
+    /// packet whose transport header is cut short (an anomaly is counted). Ports are 0.
     Other,
 }
 
@@ -76,7 +93,11 @@ impl TunnelKind {
 }
 
 /// The innermost tunnel a packet came out of, with its id where the tunnel has one
-/// (VXLAN/Geneve VNI, GTP-U TEID, GRE key, ERSPAN session id), else 0.
+/// (VXLAN/Geneve VNI, GTP-U TEID, GRE key, PPTP call id, ERSPAN session id), else 0.
+///
+/// When what a tunnel carries is not an IP packet (ARP or STP mirrored by ERSPAN, a
+/// VXLAN payload that does not parse...), the packet is the flow of the last IP header
+/// that parsed — the outer one — and `tunnel` is the tunnel *that* header came out of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Tunnel {
     pub kind: TunnelKind,
@@ -93,11 +114,14 @@ pub enum Fragment {
     First,
     /// A later fragment whose first fragment was seen: ports filled in from the table.
     Later,
-    /// A later fragment whose first was not seen (yet): no ports, `l4` is `Other`.
+    /// A later fragment whose first was not seen (yet): its own IP pair, `l4` after
+    /// its protocol (`Tcp`, `Udp`, `Icmp`, ..., `Other`) but ports 0, default `tcp`.
     Orphan,
 }
 
-/// TCP header fields the analyzers need (valid when `Decoded::l4 == L4::Tcp`).
+/// TCP header fields the analyzers need (valid when `Decoded::l4 == L4::Tcp` and
+/// `Decoded::fragment` is `No` or `First`; all zero for later / orphan fragments,
+/// which carry no TCP header).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct TcpFields {
     pub seq: u32,
@@ -107,7 +131,9 @@ pub struct TcpFields {
     pub flags: u8,
     /// Raw (unscaled) window.
     pub window: u16,
-    /// Header length in bytes (data offset × 4).
+    /// Header length in bytes (data offset × 4), as on the wire (may be below 20 in
+    /// a bad segment; the payload is then taken to start 20 bytes in). Options are at
+    /// `frame[l4_offset + 20 .. payload_offset]`.
     pub hdr_len: u8,
 }
 
@@ -124,6 +150,16 @@ impl TcpFields {
 /// Addresses are the innermost IP header's. IPv4 addresses are stored in the low 32
 /// bits of the `u128` (network order read as a big-endian integer), so
 /// `Ipv4Addr::from(src as u32)` gives the address back.
+///
+/// Offsets are into the frame given to [`Decoder::decode`] and never past its end
+/// (nor past the end of the IP packet), so `&frame[payload_offset as usize..]` is
+/// always valid; the captured payload is its first `payload_len` bytes at most (a
+/// snaplen may have cut it).
+///
+/// Later fragments (`fragment == Later`) carry the flow of their first fragment
+/// (addresses, protocol, ports, tunnel: the innermost flow even when the outer
+/// datagram was the fragmented one), their own TTL, `l4_offset` 0 and
+/// `payload_offset` at the fragment's data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Decoded {
     pub l4: L4,
@@ -141,15 +177,19 @@ pub struct Decoded {
     pub fragment: Fragment,
     pub tunnel: Tunnel,
     pub tcp: TcpFields,
-    /// Offset in the frame of the L4 header (0 when there is none).
+    /// Offset in the frame of the L4 header (0 when there is none; for `L4::Other`,
+    /// the start of the IP payload).
     pub l4_offset: u32,
-    /// Offset in the frame of the L4 payload.
+    /// Offset in the frame of the L4 payload (for `L4::Other`, of the IP payload).
     pub payload_offset: u32,
     /// L4 payload length according to the IP header (so it is right even when the
     /// capture was cut by a snaplen); for fragments, this fragment's share.
     pub payload_len: u32,
     /// The innermost packet is an ICMP error quoting another packet.
     pub icmp_error: bool,
+    /// ICMP / ICMPv6 type and code (when `l4` is `Icmp` / `Icmpv6`), else 0.
+    pub icmp_type: u8,
+    pub icmp_code: u8,
 }
 
 /// Settings of the decoder.
@@ -165,15 +205,13 @@ pub struct DecodeConfig {
 
 impl Default for DecodeConfig {
     fn default() -> Self {
-        DecodeConfig {
-            fragment_slots: 1024,
-            fragment_timeout_ns: 30_000_000_000,
-            max_tunnel_depth: 4,
-        }
+        DecodeConfig { fragment_slots: 1024, fragment_timeout_ns: 30_000_000_000, max_tunnel_depth: 4 }
     }
 }
 
 mod anomaly;
+#[cfg(test)]
+mod build;
 mod decoder;
 mod fragment;
 pub mod wire;

@@ -53,6 +53,7 @@ pub struct CaptureSummary {
     pub truncated_files: u64,
     pub corrupt_records: u64,
     pub skipped_blocks: u64,
+    pub bad_packet_blocks: u64,
 }
 
 impl Summary {
@@ -108,6 +109,7 @@ impl Summary {
                 truncated_files: cap.truncated_files,
                 corrupt_records: cap.corrupt_records,
                 skipped_blocks: cap.skipped_blocks,
+                bad_packet_blocks: cap.bad_packet_blocks,
             },
             warnings,
             interrupted,

@@ -140,11 +140,8 @@ impl Flow {
             (ClientRule::FirstPacket, true)
         };
         let mut dir: [Dir; 2] = Default::default();
-        let (ci, cp, si, sp) = if src_is_client {
-            (d.src, d.sport, d.dst, d.dport)
-        } else {
-            (d.dst, d.dport, d.src, d.sport)
-        };
+        let (ci, cp, si, sp) =
+            if src_is_client { (d.src, d.sport, d.dst, d.dport) } else { (d.dst, d.dport, d.src, d.sport) };
         dir[0].ip = ci;
         dir[0].port = cp;
         dir[1].ip = si;

@@ -36,19 +36,21 @@ fn ip(f: &Flow, d: &Dir) -> Value<'static> {
 
 macro_rules! col {
     ($name:expr, $ty:ident, $unit:literal, $group:literal, $meaning:expr, $get:expr) => {
-        Column {
-            field: Field { name: $name, ty: Type::$ty, unit: $unit, meaning: $meaning, group: $group },
-            get: $get,
-        }
+        Column { field: Field { name: $name, ty: Type::$ty, unit: $unit, meaning: $meaning, group: $group }, get: $get }
     };
 }
 
 /// A per-direction counter `$field` of [`Dir`] as column `<c|s>_$field`.
 macro_rules! dir_u64 {
     ($p:literal, $i:tt, $who:literal, $field:ident, $unit:literal, $group:literal, $meaning:literal) => {
-        col!(concat!($p, "_", stringify!($field)), U64, $unit, $group, concat!($meaning, " (", $who, ")"), |f: &Flow| {
-            Value::U64(f.dir[$i].$field)
-        })
+        col!(
+            concat!($p, "_", stringify!($field)),
+            U64,
+            $unit,
+            $group,
+            concat!($meaning, " (", $who, ")"),
+            |f: &Flow| { Value::U64(f.dir[$i].$field) }
+        )
     };
 }
 
@@ -56,18 +58,46 @@ macro_rules! dir_u64 {
 macro_rules! tcp_side {
     ($v:ident, $p:literal, $i:tt, $who:literal) => {
         $v.extend([
-            col!(concat!($p, "_ip"), Ip, "", "endpoints", concat!("IP address of the ", $who), |f: &Flow| ip(f, &f.dir[$i])),
-            col!(concat!($p, "_port"), U64, "", "endpoints", concat!("TCP port of the ", $who), |f: &Flow| Value::U64(f.dir[$i].port as u64)),
+            col!(concat!($p, "_ip"), Ip, "", "endpoints", concat!("IP address of the ", $who), |f: &Flow| ip(
+                f, &f.dir[$i]
+            )),
+            col!(concat!($p, "_port"), U64, "", "endpoints", concat!("TCP port of the ", $who), |f: &Flow| Value::U64(
+                f.dir[$i].port as u64
+            )),
             dir_u64!($p, $i, $who, pkts_all, "packets", "core", "packets sent"),
             dir_u64!($p, $i, $who, rst_cnt, "packets", "core", "segments with RST"),
             dir_u64!($p, $i, $who, ack_cnt, "packets", "core", "segments with ACK"),
             dir_u64!($p, $i, $who, ack_cnt_p, "packets", "core", "pure ACKs: ACK set, no payload, no SYN/FIN/RST"),
-            dir_u64!($p, $i, $who, bytes_uniq, "bytes", "core", "payload bytes new to the sequence space, retransmissions not counted"),
+            dir_u64!(
+                $p,
+                $i,
+                $who,
+                bytes_uniq,
+                "bytes",
+                "core",
+                "payload bytes new to the sequence space, retransmissions not counted"
+            ),
             dir_u64!($p, $i, $who, pkts_data, "packets", "core", "segments with payload"),
             dir_u64!($p, $i, $who, bytes_all, "bytes", "core", "payload bytes, retransmissions included"),
-            dir_u64!($p, $i, $who, pkts_retx, "packets", "core", "segments whose payload had all been seen before (retransmissions)"),
+            dir_u64!(
+                $p,
+                $i,
+                $who,
+                pkts_retx,
+                "packets",
+                "core",
+                "segments whose payload had all been seen before (retransmissions)"
+            ),
             dir_u64!($p, $i, $who, bytes_retx, "bytes", "core", "payload bytes of retransmitted segments"),
-            dir_u64!($p, $i, $who, pkts_ooo, "packets", "core", "segments that filled a gap of the sequence space: out of sequence at the probe"),
+            dir_u64!(
+                $p,
+                $i,
+                $who,
+                pkts_ooo,
+                "packets",
+                "core",
+                "segments that filled a gap of the sequence space: out of sequence at the probe"
+            ),
             dir_u64!($p, $i, $who, syn_cnt, "packets", "core", "segments with SYN"),
             dir_u64!($p, $i, $who, fin_cnt, "packets", "core", "segments with FIN"),
         ]);
@@ -92,7 +122,9 @@ fn time_cols() -> [Column<Flow>; 3] {
     [
         col!("first", F64, "epoch ms", "time", "time of the flow's first packet", |f: &Flow| abs_ms(f.first_ns)),
         col!("last", F64, "epoch ms", "time", "time of the flow's last packet", |f: &Flow| abs_ms(f.last_ns)),
-        col!("durat", F64, "ms", "time", "last - first", |f: &Flow| Value::F64(f.last_ns.saturating_sub(f.first_ns) as f64 / 1e6)),
+        col!("durat", F64, "ms", "time", "last - first", |f: &Flow| Value::F64(
+            f.last_ns.saturating_sub(f.first_ns) as f64 / 1e6
+        )),
     ]
 }
 
@@ -104,15 +136,51 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
     tcp_side!(v, "s", 1, "server");
     v.extend(time_cols());
     v.extend([
-        col!("c_first", F64, "ms", "time", "first client segment with payload, from `first`", |f: &Flow| rel_ms(f, f.dir[0].first_payload_ns)),
-        col!("s_first", F64, "ms", "time", "first server segment with payload, from `first`", |f: &Flow| rel_ms(f, f.dir[1].first_payload_ns)),
-        col!("c_last", F64, "ms", "time", "last client segment with payload, from `first`", |f: &Flow| rel_ms(f, f.dir[0].last_payload_ns)),
-        col!("s_last", F64, "ms", "time", "last server segment with payload, from `first`", |f: &Flow| rel_ms(f, f.dir[1].last_payload_ns)),
-        col!("c_first_ack", F64, "ms", "time", "first client ACK (without SYN), from `first`", |f: &Flow| rel_ms(f, f.dir[0].first_ack_ns)),
-        col!("s_first_ack", F64, "ms", "time", "first server ACK (without SYN), from `first`", |f: &Flow| rel_ms(f, f.dir[1].first_ack_ns)),
-        dir_u64!("c", 0, "client", bytes_wire, "bytes", "core", "sum of the frames' lengths on the wire (pcap orig_len), headers included"),
-        dir_u64!("s", 1, "server", bytes_wire, "bytes", "core", "sum of the frames' lengths on the wire (pcap orig_len), headers included"),
-        col!("ip_version", U64, "", "endpoints", "4 or 6 (the innermost IP header)", |f: &Flow| Value::U64(f.ip_version as u64)),
+        col!("c_first", F64, "ms", "time", "first client segment with payload, from `first`", |f: &Flow| rel_ms(
+            f,
+            f.dir[0].first_payload_ns
+        )),
+        col!("s_first", F64, "ms", "time", "first server segment with payload, from `first`", |f: &Flow| rel_ms(
+            f,
+            f.dir[1].first_payload_ns
+        )),
+        col!("c_last", F64, "ms", "time", "last client segment with payload, from `first`", |f: &Flow| rel_ms(
+            f,
+            f.dir[0].last_payload_ns
+        )),
+        col!("s_last", F64, "ms", "time", "last server segment with payload, from `first`", |f: &Flow| rel_ms(
+            f,
+            f.dir[1].last_payload_ns
+        )),
+        col!("c_first_ack", F64, "ms", "time", "first client ACK (without SYN), from `first`", |f: &Flow| rel_ms(
+            f,
+            f.dir[0].first_ack_ns
+        )),
+        col!("s_first_ack", F64, "ms", "time", "first server ACK (without SYN), from `first`", |f: &Flow| rel_ms(
+            f,
+            f.dir[1].first_ack_ns
+        )),
+        dir_u64!(
+            "c",
+            0,
+            "client",
+            bytes_wire,
+            "bytes",
+            "core",
+            "sum of the frames' lengths on the wire (pcap orig_len), headers included"
+        ),
+        dir_u64!(
+            "s",
+            1,
+            "server",
+            bytes_wire,
+            "bytes",
+            "core",
+            "sum of the frames' lengths on the wire (pcap orig_len), headers included"
+        ),
+        col!("ip_version", U64, "", "endpoints", "4 or 6 (the innermost IP header)", |f: &Flow| Value::U64(
+            f.ip_version as u64
+        )),
     ]);
     v.extend(tunnel_cols());
     v.extend([
@@ -129,20 +197,48 @@ pub static UDP: LazyLock<Log<Flow>> = LazyLock::new(|| {
     macro_rules! udp_side {
         ($p:literal, $i:tt, $who:literal) => {
             v.extend([
-                col!(concat!($p, "_ip"), Ip, "", "endpoints", concat!("IP address of the ", $who), |f: &Flow| ip(f, &f.dir[$i])),
-                col!(concat!($p, "_port"), U64, "", "endpoints", concat!("UDP port of the ", $who), |f: &Flow| Value::U64(f.dir[$i].port as u64)),
-                col!(concat!($p, "_first_abs"), F64, "epoch ms", "time", concat!("time of the first packet of the ", $who), |f: &Flow| abs_ms(f.dir[$i].first_ns)),
-                col!(concat!($p, "_durat"), F64, "ms", "time", concat!("time between the first and last packet of the ", $who), |f: &Flow| dir_durat(&f.dir[$i])),
+                col!(concat!($p, "_ip"), Ip, "", "endpoints", concat!("IP address of the ", $who), |f: &Flow| ip(
+                    f, &f.dir[$i]
+                )),
+                col!(concat!($p, "_port"), U64, "", "endpoints", concat!("UDP port of the ", $who), |f: &Flow| {
+                    Value::U64(f.dir[$i].port as u64)
+                }),
+                col!(
+                    concat!($p, "_first_abs"),
+                    F64,
+                    "epoch ms",
+                    "time",
+                    concat!("time of the first packet of the ", $who),
+                    |f: &Flow| abs_ms(f.dir[$i].first_ns)
+                ),
+                col!(
+                    concat!($p, "_durat"),
+                    F64,
+                    "ms",
+                    "time",
+                    concat!("time between the first and last packet of the ", $who),
+                    |f: &Flow| dir_durat(&f.dir[$i])
+                ),
                 dir_u64!($p, $i, $who, bytes_all, "bytes", "core", "UDP payload bytes"),
                 dir_u64!($p, $i, $who, pkts_all, "packets", "core", "packets sent"),
-                dir_u64!($p, $i, $who, bytes_wire, "bytes", "core", "sum of the frames' lengths on the wire (pcap orig_len)"),
+                dir_u64!(
+                    $p,
+                    $i,
+                    $who,
+                    bytes_wire,
+                    "bytes",
+                    "core",
+                    "sum of the frames' lengths on the wire (pcap orig_len)"
+                ),
             ]);
         };
     }
     udp_side!("c", 0, "client");
     udp_side!("s", 1, "server");
     v.extend(time_cols());
-    v.push(col!("ip_version", U64, "", "endpoints", "4 or 6 (the innermost IP header)", |f: &Flow| Value::U64(f.ip_version as u64)));
+    v.push(col!("ip_version", U64, "", "endpoints", "4 or 6 (the innermost IP header)", |f: &Flow| Value::U64(
+        f.ip_version as u64
+    )));
     v.extend(tunnel_cols());
     v.extend(end_cols());
     Log { name: "log_udp_complete", meaning: "UDP flows; the client is the sender of the first packet.", columns: v }
@@ -154,7 +250,14 @@ pub static OTHER: LazyLock<Log<Flow>> = LazyLock::new(|| {
     let mut v = vec![
         col!("c_ip", Ip, "", "endpoints", "IP address of the sender of the first packet", |f: &Flow| ip(f, &f.dir[0])),
         col!("s_ip", Ip, "", "endpoints", "IP address of the other side", |f: &Flow| ip(f, &f.dir[1])),
-        col!("proto", U64, "", "endpoints", "IP protocol number (1 ICMP, 58 ICMPv6, 47 GRE, 50 ESP, ...)", |f: &Flow| Value::U64(f.proto as u64)),
+        col!(
+            "proto",
+            U64,
+            "",
+            "endpoints",
+            "IP protocol number (1 ICMP, 58 ICMPv6, 47 GRE, 50 ESP, ...)",
+            |f: &Flow| Value::U64(f.proto as u64)
+        ),
         dir_u64!("c", 0, "client", pkts_all, "packets", "core", "packets sent"),
         dir_u64!("c", 0, "client", bytes_all, "bytes", "core", "IP payload bytes"),
         dir_u64!("c", 0, "client", bytes_wire, "bytes", "core", "sum of the frames' lengths on the wire"),
@@ -163,9 +266,18 @@ pub static OTHER: LazyLock<Log<Flow>> = LazyLock::new(|| {
         dir_u64!("s", 1, "server", bytes_wire, "bytes", "core", "sum of the frames' lengths on the wire"),
     ];
     v.extend(time_cols());
-    v.push(col!("ip_version", U64, "", "endpoints", "4 or 6 (the innermost IP header)", |f: &Flow| Value::U64(f.ip_version as u64)));
+    v.push(col!("ip_version", U64, "", "endpoints", "4 or 6 (the innermost IP header)", |f: &Flow| Value::U64(
+        f.ip_version as u64
+    )));
     v.extend(tunnel_cols());
-    v.push(col!("end_reason", Str, "", "state", "why the record was written: idle, evicted, end_of_input", |f: &Flow| Value::Str(f.end.name())));
+    v.push(col!(
+        "end_reason",
+        Str,
+        "",
+        "state",
+        "why the record was written: idle, evicted, end_of_input",
+        |f: &Flow| Value::Str(f.end.name())
+    ));
     Log { name: "log_other", meaning: "ICMP, ICMPv6 and other IP protocols (and IP fragments whose first fragment was not seen), per address pair and protocol.", columns: v }
 });
 

@@ -9,6 +9,11 @@ use tapstat_flow::{FlowKey, FlowTable, Gc, GcConfig};
 #[derive(Clone, Copy, Debug)]
 pub struct Packet<'a> {
     pub ts_ns: u64,
+    /// The latest packet time of the whole input up to this packet (the dispatcher's
+    /// clock). Expiry is judged against it, not against `ts_ns` or a worker's own
+    /// clock: capture clocks step backwards, and a worker sees only its share of the
+    /// packets, so only the input's clock gives every worker count the same answer.
+    pub now_ns: u64,
     pub wire_len: u32,
     pub key: FlowKey,
     pub hash: u64,
@@ -62,6 +67,11 @@ impl Default for TrackerConfig {
 }
 
 impl TrackerConfig {
+    /// The shortest timeout of any flow: one used more recently has not expired.
+    fn min_idle_ns(&self) -> u64 {
+        self.tcp_idle_ns.min(self.udp_idle_ns).min(self.other_idle_ns).min(self.singleton_ns).min(self.closed_ns)
+    }
+
     /// Has `f`, last seen at `last_ns`, ended by `now_ns`? Returns why.
     #[inline]
     fn expiry(&self, f: &Flow, last_ns: u64, now_ns: u64) -> Option<EndReason> {
@@ -140,7 +150,13 @@ pub struct Tracker {
 
 impl Tracker {
     pub fn new(cfg: TrackerConfig) -> Self {
-        Tracker { table: FlowTable::new(cfg.capacity), gc: Gc::new(cfg.gc), cfg, now_ns: 0, stats: TrackerStats::default() }
+        Tracker {
+            table: FlowTable::new(cfg.capacity),
+            gc: Gc::new(cfg.gc),
+            cfg,
+            now_ns: 0,
+            stats: TrackerStats::default(),
+        }
     }
 
     /// Flows in the table now.
@@ -153,7 +169,7 @@ impl Tracker {
     pub fn on_packet(&mut self, p: &Packet<'_>, out: &mut impl FlowSink) {
         self.stats.packets += 1;
         self.stats.wire_bytes += p.wire_len as u64;
-        self.now_ns = self.now_ns.max(p.ts_ns);
+        self.now_ns = self.now_ns.max(p.now_ns).max(p.ts_ns);
         let scan = self.gc.poll(self.now_ns, self.table.slab_len());
         if scan > 0 {
             self.collect(scan, out);
@@ -165,7 +181,7 @@ impl Tracker {
             // 5-tuple into flows depends on packet times only — not on when the
             // collector happened to pass (which depends on the number of workers).
             let f = self.table.get(id);
-            let why = self.cfg.expiry(f, self.table.last_ns(id), p.ts_ns).or_else(|| reuse(f, p));
+            let why = self.cfg.expiry(f, self.table.last_ns(id), self.now_ns).or_else(|| reuse(f, p));
             if let Some(why) = why {
                 self.end(id, why, out);
                 slot = None;
@@ -202,8 +218,11 @@ impl Tracker {
         let now = final_ns.max(self.now_ns);
         let cfg = self.cfg;
         let stats = &mut self.stats;
+        let min_idle = cfg.min_idle_ns();
         self.table.scan(
             usize::MAX,
+            now,
+            min_idle,
             |_, f, last| cfg.expiry(f, last, now).is_some(),
             |_, mut f| {
                 f.end = cfg.expiry(&f, f.last_ns, now).unwrap_or(EndReason::Idle);
@@ -222,8 +241,11 @@ impl Tracker {
         let now = self.now_ns;
         let cfg = self.cfg;
         let stats = &mut self.stats;
+        let min_idle = cfg.min_idle_ns();
         self.table.scan(
             n,
+            now,
+            min_idle,
             |_, f, last| cfg.expiry(f, last, now).is_some(),
             |_, mut f| {
                 f.end = cfg.expiry(&f, f.last_ns, now).unwrap_or(EndReason::Idle);

@@ -86,10 +86,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 1 << 20)]
     pub max_flows: usize,
     /// Garbage collection period ΔT: the whole flow table is scanned once per ΔT, seconds of packet time
-    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    #[arg(long, value_name = "S", default_value_t = 5.0)]
     pub gc_period: f64,
     /// Garbage collection steps M: every ΔT/M, 1/M of the table is scanned
-    #[arg(long, value_name = "M", default_value_t = 100)]
+    #[arg(long, value_name = "M", default_value_t = 500)]
     pub gc_steps: u32,
     /// Seed of the flow hash (default: random at start-up, so crafted traffic cannot aim at buckets)
     #[arg(long, value_name = "N")]
@@ -102,10 +102,8 @@ fn ns(s: f64) -> u64 {
 
 impl RunArgs {
     pub fn engine_config(&self) -> EngineConfig {
-        let workers = self
-            .workers
-            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
-            .max(1);
+        let workers =
+            self.workers.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
         EngineConfig {
             workers,
             format: match self.format {

@@ -1,7 +1,8 @@
 //! `tapstat bench`: throughput of the whole engine on a capture, per worker count.
 
-use crate::args::{BenchArgs, FormatArg, RunArgs};
+use crate::args::{BenchArgs, RunArgs};
 use anyhow::Result;
+use clap::Parser;
 
 /// Runs the engine `runs` times per worker count (after a warm-up that brings the file
 /// into the page cache) and prints the medians: packets/s and Gbit/s on the wall clock
@@ -18,22 +19,13 @@ pub fn run(b: &BenchArgs) -> Result<()> {
         b.workers.clone()
     };
     let dir = std::env::temp_dir().join(format!("tapstat-bench-{}", std::process::id()));
-    let mut args = RunArgs {
-        read: b.read.clone(),
-        out: dir.clone(),
-        workers: Some(1),
-        format: FormatArg::Tsv,
-        quiet: true,
-        tcp_timeout: 300.0,
-        udp_timeout: 200.0,
-        other_timeout: 200.0,
-        singleton_timeout: 10.0,
-        closed_timeout: 10.0,
-        max_flows: 1 << 20,
-        gc_period: 1.0,
-        gc_steps: 100,
-        hash_seed: Some(1),
-    };
+    // The same defaults as a plain `tapstat -r FILE` run, from the one declaration.
+    let files: Vec<String> = b.read.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let mut argv = vec!["tapstat".to_string(), "-q".into(), "--hash-seed".into(), "1".into(), "-o".into()];
+    argv.push(dir.to_string_lossy().into_owned());
+    argv.push("-r".into());
+    argv.extend(files);
+    let mut args: RunArgs = crate::args::Cli::try_parse_from(argv)?.run;
     crate::analyze(&args)?; // warm-up
     println!("workers\tpackets\twall_s\tcpu_s\tMpkt/s\tGbit/s\tMpkt/CPU-s\tGbit/CPU-s\trecords");
     for &w in &counts {

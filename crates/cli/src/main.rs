@@ -74,11 +74,7 @@ fn spawn_progress(p: Arc<Progress>) -> (Arc<AtomicBool>, std::thread::JoinHandle
     let d = done.clone();
     let h = std::thread::spawn(move || {
         let total = p.bytes_total.load(Ordering::Relaxed);
-        let bar = if total > 0 {
-            indicatif::ProgressBar::new(total)
-        } else {
-            indicatif::ProgressBar::new_spinner()
-        };
+        let bar = if total > 0 { indicatif::ProgressBar::new(total) } else { indicatif::ProgressBar::new_spinner() };
         let style = indicatif::ProgressStyle::with_template(
             "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}",
         )
@@ -104,8 +100,8 @@ fn synth(s: &args::SynthArgs) -> Result<()> {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
     }
-    let truth = tapstat_lab::synth::write_pcap(&s.output, &cfg)
-        .with_context(|| format!("writing {}", s.output.display()))?;
+    let truth =
+        tapstat_lab::synth::write_pcap(&s.output, &cfg).with_context(|| format!("writing {}", s.output.display()))?;
     let pkts: u64 = truth.iter().map(|t| t.c_pkts + t.s_pkts).sum();
     eprintln!("tapstat: wrote {} ({} flows, {} packets)", s.output.display(), truth.len(), pkts);
     Ok(())

@@ -1,6 +1,6 @@
 //! The canonical bidirectional flow key and the symmetric, seeded flow hash.
 
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// A bidirectional flow key: the endpoints in canonical order ((ip, port) of `lo`
@@ -23,15 +23,9 @@ impl FlowKey {
     #[inline]
     pub fn new(ip_version: u8, proto: u8, src: u128, sport: u16, dst: u128, dport: u16) -> (FlowKey, bool) {
         let src_is_lo = (src, sport) <= (dst, dport);
-        let (lo_ip, lo_port, hi_ip, hi_port) = if src_is_lo {
-            (src, sport, dst, dport)
-        } else {
-            (dst, dport, src, sport)
-        };
-        (
-            FlowKey { lo_ip, hi_ip, lo_port, hi_port, proto, ip_version },
-            src_is_lo,
-        )
+        let (lo_ip, lo_port, hi_ip, hi_port) =
+            if src_is_lo { (src, sport, dst, dport) } else { (dst, dport, src, sport) };
+        (FlowKey { lo_ip, hi_ip, lo_port, hi_port, proto, ip_version }, src_is_lo)
     }
 
     /// An address of this key's family as a std address.
@@ -69,9 +63,7 @@ impl FlowHasher {
 
     #[inline]
     pub fn hash(&self, key: &FlowKey) -> u64 {
-        let mut h = self.state.build_hasher();
-        key.hash(&mut h);
-        h.finish()
+        self.state.hash_one(key)
     }
 
     /// The worker, of `n`, that owns flows with hash `hash`. Multiplying by an odd
@@ -83,7 +75,6 @@ impl FlowHasher {
         ((mixed * n as u64) >> 32) as usize
     }
 }
-
 
 #[cfg(test)]
 mod tests {

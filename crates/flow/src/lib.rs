@@ -24,4 +24,4 @@ mod key;
 mod table;
 
 pub use key::{ip_of, FlowHasher, FlowKey};
-pub use table::{FlowTable, GcConfig, Gc, SlotId};
+pub use table::{FlowTable, Gc, GcConfig, SlotId};

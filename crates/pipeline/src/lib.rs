@@ -87,6 +87,8 @@ pub enum EngineError {
 #[derive(Clone, Copy)]
 struct Pkt {
     ts_ns: u64,
+    /// The input's clock: the latest packet time so far (see `Packet::now_ns`).
+    now_ns: u64,
     wire_len: u32,
     /// Where the frame's bytes are in the batch's backing buffer.
     #[allow(dead_code)] // the application layer (payload inspection) will read them
@@ -200,17 +202,19 @@ pub fn run(
 
     // Workers.
     let mut worker_tx = Vec::with_capacity(n);
+    let mut recycled_rx = Vec::with_capacity(n);
     let mut workers = Vec::with_capacity(n);
     for w in 0..n {
         let (tx, mut rx) = ring::<Msg>(cfg.ring_slots);
         worker_tx.push(tx);
+        // Emptied batch vectors go back to the dispatcher: a batch is too big for the
+        // allocator's free lists, and a fresh one per chunk would cost an mmap, page
+        // faults and an munmap each time.
+        let (mut recycle_tx, recycle_rx) = ring::<Vec<Pkt>>(cfg.ring_slots + 2);
+        recycled_rx.push(recycle_rx);
         let tracker_cfg = cfg.tracker;
-        let mut rout = RecordOut {
-            format: cfg.format,
-            bufs: Default::default(),
-            records: [0; 4],
-            tx: block_tx.clone(),
-        };
+        let mut rout =
+            RecordOut { format: cfg.format, bufs: Default::default(), records: [0; 4], tx: block_tx.clone() };
         workers.push(
             std::thread::Builder::new()
                 .name(format!("tapstat-w{w}"))
@@ -223,6 +227,7 @@ pub fn run(
                                 for p in &b.pkts {
                                     let pkt = Packet {
                                         ts_ns: p.ts_ns,
+                                        now_ns: p.now_ns,
                                         wire_len: p.wire_len,
                                         key: p.key,
                                         hash: p.hash,
@@ -231,6 +236,9 @@ pub fn run(
                                     };
                                     tracker.on_packet(&pkt, &mut rout);
                                 }
+                                let mut v = b.pkts;
+                                v.clear();
+                                let _ = recycle_tx.try_send(v);
                             }
                             Msg::End(t) => final_ns = t,
                         }
@@ -280,6 +288,7 @@ pub fn run(
                     let w = FlowHasher::worker_of(hash, n);
                     batches[w].push(Pkt {
                         ts_ns: f.ts_ns,
+                        now_ns: r.last_ns,
                         wire_len: f.orig_len,
                         caplen: f.caplen,
                         offset: f.offset,
@@ -291,7 +300,8 @@ pub fn run(
                 }
                 for (w, b) in batches.iter_mut().enumerate() {
                     if !b.is_empty() {
-                        let pkts = std::mem::replace(b, Vec::with_capacity(b.capacity()));
+                        let fresh = recycled_rx[w].try_recv().unwrap_or_else(|| Vec::with_capacity(b.capacity()));
+                        let pkts = std::mem::replace(b, fresh);
                         let msg = Msg::Batch(Batch { backing: chunk.backing.clone(), pkts });
                         if worker_tx[w].send(msg).is_err() {
                             return r;
@@ -340,8 +350,8 @@ pub fn run(
     for h in workers {
         let r = h.join().map_err(|_| EngineError::Thread("worker"))?;
         stats.merge(&r.stats);
-        for i in 0..4 {
-            records[i] += r.records[i];
+        for (total, n) in records.iter_mut().zip(r.records) {
+            *total += n;
         }
     }
     writer.join().map_err(|_| EngineError::Thread("writer"))??;

@@ -80,7 +80,19 @@ impl<T> Sender<T> {
     }
 }
 
+impl<T> Sender<T> {
+    /// Pushes `v` if there is room, without waiting; gives it back otherwise.
+    pub fn try_send(&mut self, v: T) -> Result<(), T> {
+        self.inner.push(v).map_err(|rtrb::PushError::Full(v)| v)
+    }
+}
+
 impl<T> Receiver<T> {
+    /// Pops a value if one is waiting, without waiting.
+    pub fn try_recv(&mut self) -> Option<T> {
+        self.inner.pop().ok()
+    }
+
     /// Pops the next value, waiting while the ring is empty; `None` once the sender is
     /// gone and the ring is drained.
     pub fn recv(&mut self) -> Option<T> {

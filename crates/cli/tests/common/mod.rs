@@ -57,12 +57,7 @@ pub fn analyze(file: &Path, out: &Path, workers: usize, extra: &[&str]) -> Outpu
     let mut args = vec!["-r", file.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q", "-w", &w, "--hash-seed", "7"];
     args.extend_from_slice(extra);
     let o = tapstat(&args);
-    assert!(
-        o.status.success(),
-        "tapstat failed on {}: {}",
-        file.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "tapstat failed on {}: {}", file.display(), String::from_utf8_lossy(&o.stderr));
     o
 }
 
@@ -72,9 +67,7 @@ pub fn read_log(dir: &Path, log: &str) -> Vec<BTreeMap<String, String>> {
     let mut lines = text.lines();
     let Some(header) = lines.next() else { return Vec::new() };
     let cols: Vec<&str> = header.trim_start_matches('#').split('\t').collect();
-    lines
-        .map(|l| cols.iter().zip(l.split('\t')).map(|(c, v)| (c.to_string(), v.to_string())).collect())
-        .collect()
+    lines.map(|l| cols.iter().zip(l.split('\t')).map(|(c, v)| (c.to_string(), v.to_string())).collect()).collect()
 }
 
 /// The raw lines of a log, header excluded, sorted (a record set).

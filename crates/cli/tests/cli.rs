@@ -1,0 +1,165 @@
+//! The command line as a user meets it: errors, formats, stdin, several files.
+
+mod common;
+use common::*;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use tapstat_lab::synth::{synthesize, SynthConfig};
+
+fn small_sample(dir: &std::path::Path) -> std::path::PathBuf {
+    let cfg = SynthConfig { seed: 3, tcp_flows: 60, udp_dns_flows: 40, bulk_flows: 0, ..Default::default() };
+    let (bytes, _) = synthesize(&cfg);
+    let p = dir.join("small.pcap");
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+#[test]
+fn missing_file_is_a_one_line_error() {
+    let o = tapstat(&["-r", "/nonexistent/x.pcap", "-o", "/tmp/tapstat-none", "-q"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("/nonexistent/x.pcap"), "{err}");
+}
+
+#[test]
+fn a_file_that_is_not_a_capture_is_a_one_line_error() {
+    let dir = tempdir("notcap");
+    let p = dir.join("notes.txt");
+    std::fs::write(&p, "hello, this is not a capture\n").unwrap();
+    let o = tapstat(&["-r", p.to_str().unwrap(), "-o", dir.join("out").to_str().unwrap(), "-q"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("not a pcap or pcapng"), "{err}");
+}
+
+#[test]
+fn no_input_says_what_to_do() {
+    let o = tapstat(&["-o", "/tmp/tapstat-none", "-q"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("-r FILE"));
+}
+
+#[test]
+fn help_has_examples() {
+    let o = tapstat(&["--help"]);
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("Examples:") && out.contains("--format"), "{out}");
+}
+
+#[test]
+fn stdin_gives_the_same_records_as_the_file() {
+    let dir = tempdir("stdin");
+    let pcap = small_sample(&dir);
+    let a = dir.join("a");
+    analyze(&pcap, &a, 1, &[]);
+    let b = dir.join("b");
+    let mut child = Command::new(bin())
+        .args(["-r", "-", "-o", b.to_str().unwrap(), "-q", "-w", "2"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&std::fs::read(&pcap).unwrap()).unwrap();
+    assert!(child.wait().unwrap().success());
+    for log in LOGS {
+        assert_eq!(record_set(&a, log), record_set(&b, log), "{log}");
+    }
+    assert!(!record_set(&a, "log_tcp_complete").is_empty());
+}
+
+#[test]
+fn jsonl_has_the_same_values_as_tsv() {
+    let dir = tempdir("jsonl");
+    let pcap = small_sample(&dir);
+    let a = dir.join("tsv");
+    let b = dir.join("jsonl");
+    analyze(&pcap, &a, 1, &[]);
+    analyze(&pcap, &b, 1, &["--format", "jsonl"]);
+    for log in LOGS {
+        let tsv = read_log(&a, log);
+        let text = std::fs::read_to_string(b.join(format!("{log}.jsonl"))).unwrap();
+        let js: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(tsv.len(), js.len(), "{log}");
+        let mut t: Vec<String> = tsv.iter().map(|r| format!("{r:?}")).collect();
+        let mut j: Vec<String> = js
+            .iter()
+            .map(|o| {
+                let m: std::collections::BTreeMap<String, String> = o
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(k, v)| {
+                        let s = match v {
+                            serde_json::Value::Null => "-".to_string(),
+                            serde_json::Value::String(s) if s.is_empty() => "-".to_string(),
+                            serde_json::Value::String(s) => s.clone(),
+                            serde_json::Value::Number(n) if n.is_f64() => format!("{:.3}", n.as_f64().unwrap()),
+                            other => other.to_string(),
+                        };
+                        (k.clone(), s)
+                    })
+                    .collect();
+                format!("{m:?}")
+            })
+            .collect();
+        t.sort();
+        j.sort();
+        assert_eq!(t, j, "{log}");
+    }
+}
+
+#[test]
+fn several_files_are_one_stream() {
+    // Split the sample in two files at a packet boundary: flows continue across them.
+    let dir = tempdir("split");
+    let pcap = small_sample(&dir);
+    let bytes = std::fs::read(&pcap).unwrap();
+    let mut off = 24;
+    let mut n = 0;
+    let mut cut = 0;
+    while off + 16 <= bytes.len() {
+        let caplen = u32::from_le_bytes(bytes[off + 8..off + 12].try_into().unwrap()) as usize;
+        n += 1;
+        off += 16 + caplen;
+        if n == 400 {
+            cut = off;
+        }
+    }
+    assert!(cut > 0, "sample has {n} packets");
+    let p1 = dir.join("p1.pcap");
+    let p2 = dir.join("p2.pcap");
+    std::fs::write(&p1, &bytes[..cut]).unwrap();
+    let mut second = bytes[..24].to_vec();
+    second.extend_from_slice(&bytes[cut..]);
+    std::fs::write(&p2, second).unwrap();
+    let a = dir.join("a");
+    analyze(&pcap, &a, 1, &[]);
+    let b = dir.join("b");
+    let o = tapstat(&["-r", p1.to_str().unwrap(), p2.to_str().unwrap(), "-o", b.to_str().unwrap(), "-q", "-w", "1"]);
+    assert!(o.status.success());
+    for log in LOGS {
+        assert_eq!(record_set(&a, log), record_set(&b, log), "{log}");
+    }
+}
+
+#[test]
+fn a_truncated_last_record_is_a_warning_and_the_rest_is_processed() {
+    let dir = tempdir("trunc");
+    let pcap = small_sample(&dir);
+    let bytes = std::fs::read(&pcap).unwrap();
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &bytes[..bytes.len() - 7]).unwrap();
+    let out = dir.join("out");
+    let o = tapstat(&["-r", cut.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q"]);
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("warning") && err.contains("truncated"), "{err}");
+    let s = summary(&out);
+    assert_eq!(s["capture"]["truncated_files"], 1);
+    let full = dir.join("full");
+    analyze(&pcap, &full, 1, &[]);
+    assert_eq!(s["packets"].as_u64().unwrap() + 1, summary(&full)["packets"].as_u64().unwrap());
+}

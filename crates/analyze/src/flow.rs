@@ -202,3 +202,16 @@ impl Flow {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/ARCHITECTURE.md states the per-flow state's size: keep them in step.
+    #[test]
+    fn flow_state_size_is_as_documented() {
+        let size = std::mem::size_of::<Flow>();
+        eprintln!("size_of::<Flow>() = {size}");
+        assert!(size <= 640, "Flow grew to {size} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
+    }
+}

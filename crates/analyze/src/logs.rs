@@ -6,12 +6,17 @@ use crate::flow::{Dir, Flow, Kind};
 use std::sync::LazyLock;
 use tapstat_record::{Column, Field, Log, LogDoc, Type, Value};
 
+/// Nanoseconds to microseconds, rounded to the nearest.
+fn us(ns: u64) -> u64 {
+    ns.saturating_add(500) / 1000
+}
+
 /// Epoch milliseconds (µs precision) of a packet time in ns; none for 0 (no packet).
 fn abs_ms(ns: u64) -> Value<'static> {
     if ns == 0 {
         Value::None
     } else {
-        Value::F64(ns as f64 / 1e6)
+        Value::Micros(us(ns))
     }
 }
 
@@ -21,13 +26,13 @@ fn rel_ms(f: &Flow, ns: u64) -> Value<'static> {
     if ns == 0 {
         Value::None
     } else {
-        Value::F64(ns.saturating_sub(f.first_ns) as f64 / 1e6)
+        Value::Micros(us(ns.saturating_sub(f.first_ns)))
     }
 }
 
 /// Milliseconds between the first and last packet of a direction (0 with one packet).
 fn dir_durat(d: &Dir) -> Value<'static> {
-    Value::F64(d.last_ns.saturating_sub(d.first_ns) as f64 / 1e6)
+    Value::Micros(us(d.last_ns.saturating_sub(d.first_ns)))
 }
 
 fn ip(f: &Flow, d: &Dir) -> Value<'static> {
@@ -122,8 +127,8 @@ fn time_cols() -> [Column<Flow>; 3] {
     [
         col!("first", F64, "epoch ms", "time", "time of the flow's first packet", |f: &Flow| abs_ms(f.first_ns)),
         col!("last", F64, "epoch ms", "time", "time of the flow's last packet", |f: &Flow| abs_ms(f.last_ns)),
-        col!("durat", F64, "ms", "time", "last - first", |f: &Flow| Value::F64(
-            f.last_ns.saturating_sub(f.first_ns) as f64 / 1e6
+        col!("durat", F64, "ms", "time", "last - first", |f: &Flow| Value::Micros(
+            us(f.last_ns.saturating_sub(f.first_ns))
         )),
     ]
 }

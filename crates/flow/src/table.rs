@@ -253,13 +253,15 @@ impl Default for GcConfig {
 #[derive(Clone, Debug)]
 pub struct Gc {
     cfg: GcConfig,
+    /// ΔT/M, computed once: a division per packet is not free.
+    step_ns: u64,
     next_ns: Option<u64>,
 }
 
 impl Gc {
     pub fn new(cfg: GcConfig) -> Self {
         let cfg = GcConfig { period_ns: cfg.period_ns.max(1), steps: cfg.steps.max(1) };
-        Gc { cfg, next_ns: None }
+        Gc { cfg, step_ns: (cfg.period_ns / cfg.steps as u64).max(1), next_ns: None }
     }
 
     /// At packet time `now_ns`, how many of `slab_len` slots to scan (0 when no step
@@ -267,7 +269,7 @@ impl Gc {
     /// one full scan.
     #[inline]
     pub fn poll(&mut self, now_ns: u64, slab_len: usize) -> usize {
-        let step_ns = (self.cfg.period_ns / self.cfg.steps as u64).max(1);
+        let step_ns = self.step_ns;
         let next = *self.next_ns.get_or_insert(now_ns.saturating_add(step_ns));
         if now_ns < next {
             return 0;

@@ -68,6 +68,9 @@ pub enum Value<'a> {
     /// A real number written with 3 decimals (times in ms: µs precision).
     F64(f64),
     Str(&'a str),
+    /// A time or duration in microseconds, written as milliseconds with 3 decimals
+    /// (integer arithmetic only: times are most of a record's formatting cost).
+    Micros(u64),
     Ip(IpAddr),
     Bool(bool),
     /// No value (an event that did not happen): `-` in TSV, `null` in JSON.

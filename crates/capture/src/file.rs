@@ -438,7 +438,9 @@ impl Input {
 
 impl Stream {
     /// Starts a new block with the unparsed rest of the current one, and reads
-    /// until it holds `target` bytes (at least `need`) or the stream ends.
+    /// until it holds at least `need` bytes, with room for `target`, or the stream
+    /// ends. It does not wait for `target`: a live pipe (`tcpdump -w - | tapstat -r -`)
+    /// must see its packets as they come, not once 4 MiB have piled up.
     fn refill(&mut self, need: usize, target: usize) -> io::Result<()> {
         let target = target.max(need);
         let pos = self.pos.min(self.buf.len());
@@ -470,7 +472,12 @@ impl Stream {
                     self.eof = true;
                     break Ok(());
                 }
-                Ok(n) => len += n.min(dst.len()),
+                Ok(n) => {
+                    len += n.min(dst.len());
+                    if len >= need {
+                        break Ok(());
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => break Err(e),
             }

@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use tapstat_analyze::logs::LogId;
 use tapstat_analyze::{Flow, FlowSink, Packet, Tracker, TrackerConfig, TrackerStats};
-use tapstat_capture::{Backing, CaptureError, PacketSource};
+use tapstat_capture::{Backing, CaptureError, CaptureStats, PacketSource};
 use tapstat_decode::{Anomalies, DecodeConfig, Decoded, Decoder, L4};
 use tapstat_flow::{FlowHasher, FlowKey};
 use tapstat_sink::{Format, OutputDir, SinkError};
@@ -151,6 +151,12 @@ impl FlowSink for RecordOut {
     }
 }
 
+struct ReaderResult {
+    err: Option<CaptureError>,
+    stats: CaptureStats,
+    warnings: Vec<String>,
+}
+
 struct WorkerResult {
     stats: TrackerStats,
     records: [u64; 4],
@@ -168,7 +174,7 @@ struct DispatchResult {
 /// Runs the engine over `source` until it ends or `stop` is set; every live flow is
 /// written before returning.
 pub fn run(
-    mut source: Box<dyn PacketSource>,
+    source: Box<dyn PacketSource>,
     cfg: &EngineConfig,
     stop: Arc<AtomicBool>,
     progress: Arc<Progress>,
@@ -260,6 +266,7 @@ pub fn run(
     // Dispatcher.
     let (mut chunk_tx, mut chunk_rx) = ring::<tapstat_capture::Chunk>(cfg.ring_slots);
     let decode_cfg = cfg.decode;
+    let dispatch_stop = stop.clone();
     let dispatcher = std::thread::Builder::new()
         .name("tapstat-dispatch".into())
         .spawn(move || {
@@ -273,7 +280,7 @@ pub fn run(
                 last_ns: 0,
             };
             let mut batches: Vec<Vec<Pkt>> = (0..n).map(|_| Vec::new()).collect();
-            while let Some(chunk) = chunk_rx.recv() {
+            while let Some(chunk) = chunk_rx.recv_unless(&dispatch_stop) {
                 for f in &chunk.frames {
                     r.frames += 1;
                     r.wire_bytes += f.orig_len as u64;
@@ -318,33 +325,41 @@ pub fn run(
         })
         .expect("spawning a thread succeeds");
 
-    // The reader runs on this thread: it owns the source (which need not be Send
-    // across more than this hand-off) and watches the stop flag.
-    let mut read_err = None;
-    let mut interrupted = false;
+    // The reader thread owns the source and watches the stop flag between chunks.
+    // A read can block (a quiet pipe on stdin): so the dispatcher watches the flag
+    // too, and on Ctrl-C the engine finishes without waiting for the reader.
     let p0 = source.progress();
     progress.bytes_total.store(p0.bytes_total.unwrap_or(0), Ordering::Relaxed);
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            interrupted = true;
-            break;
-        }
-        match source.next_chunk(cfg.chunk_frames) {
-            Ok(Some(chunk)) => {
-                progress.packets.fetch_add(chunk.frames.len() as u64, Ordering::Relaxed);
-                progress.bytes_read.store(source.progress().bytes_read, Ordering::Relaxed);
-                if chunk_tx.send(chunk).is_err() {
+    let (reader_stop, reader_progress, chunk_frames) = (stop.clone(), progress.clone(), cfg.chunk_frames);
+    let (reader_done_tx, reader_done_rx) = crossbeam_channel::bounded::<ReaderResult>(1);
+    std::thread::Builder::new()
+        .name("tapstat-reader".into())
+        .spawn(move || {
+            let mut source = source;
+            let mut err = None;
+            loop {
+                if reader_stop.load(Ordering::Relaxed) {
                     break;
                 }
+                match source.next_chunk(chunk_frames) {
+                    Ok(Some(chunk)) => {
+                        reader_progress.packets.fetch_add(chunk.frames.len() as u64, Ordering::Relaxed);
+                        reader_progress.bytes_read.store(source.progress().bytes_read, Ordering::Relaxed);
+                        if chunk_tx.send(chunk).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        err = Some(e);
+                        break;
+                    }
+                }
             }
-            Ok(None) => break,
-            Err(e) => {
-                read_err = Some(e);
-                break;
-            }
-        }
-    }
-    drop(chunk_tx);
+            drop(chunk_tx);
+            let _ = reader_done_tx.send(ReaderResult { err, stats: source.stats(), warnings: source.take_warnings() });
+        })
+        .expect("spawning a thread succeeds");
     let disp = dispatcher.join().map_err(|_| EngineError::Thread("dispatcher"))?;
     let mut stats = TrackerStats::default();
     let mut records = [0u64; 4];
@@ -356,12 +371,20 @@ pub fn run(
         }
     }
     writer.join().map_err(|_| EngineError::Thread("writer"))??;
-    if let Some(e) = read_err {
+    let interrupted = stop.load(Ordering::Relaxed);
+    // After a normal end the reader has finished; after Ctrl-C it may be blocked in
+    // a read that will never return, and is left behind.
+    let wait = if interrupted { std::time::Duration::from_millis(200) } else { std::time::Duration::from_secs(3600) };
+    let reader = reader_done_rx.recv_timeout(wait).unwrap_or_else(|_| ReaderResult {
+        err: None,
+        stats: CaptureStats::default(),
+        warnings: vec!["the input was still blocked in a read when the run was interrupted".into()],
+    });
+    if let Some(e) = reader.err {
         // The flows seen so far were written; the error still stops the run.
         return Err(e.into());
     }
-    let mut warnings = source.take_warnings();
-    warnings.shrink_to_fit();
+    let warnings = reader.warnings;
     Ok(Summary::new(
         cfg,
         n,
@@ -374,7 +397,7 @@ pub fn run(
         disp.last_ns,
         &stats,
         &records,
-        source.stats(),
+        reader.stats,
         warnings,
         interrupted,
         started.elapsed().as_secs_f64(),

@@ -96,6 +96,12 @@ impl<T> Receiver<T> {
     /// Pops the next value, waiting while the ring is empty; `None` once the sender is
     /// gone and the ring is drained.
     pub fn recv(&mut self) -> Option<T> {
+        self.recv_unless(&AtomicBool::new(false))
+    }
+
+    /// As [`Receiver::recv`], but gives up (`None`) once `stop` is set, even if the
+    /// sender is blocked and will send nothing more.
+    pub fn recv_unless(&mut self, stop: &AtomicBool) -> Option<T> {
         let _ = self.shared.consumer.set(std::thread::current());
         let mut spins = 0;
         loop {
@@ -109,6 +115,9 @@ impl<T> Receiver<T> {
             }
             if self.inner.is_abandoned() {
                 return self.inner.pop().ok();
+            }
+            if stop.load(Ordering::Relaxed) {
+                return None;
             }
             spins += 1;
             if spins < SPINS {

@@ -215,21 +215,9 @@ impl Tracker {
     /// Ends every flow: those idle at `final_ns` (the last packet time of the whole
     /// input, the same for every worker) as idle, the rest as `end_of_input`.
     pub fn finish(&mut self, final_ns: u64, out: &mut impl FlowSink) {
-        let now = final_ns.max(self.now_ns);
-        let cfg = self.cfg;
+        self.now_ns = self.now_ns.max(final_ns);
+        self.collect(usize::MAX, out);
         let stats = &mut self.stats;
-        let min_idle = cfg.min_idle_ns();
-        self.table.scan(
-            usize::MAX,
-            now,
-            min_idle,
-            |_, f, last| cfg.expiry(f, last, now).is_some(),
-            |_, mut f| {
-                f.end = cfg.expiry(&f, f.last_ns, now).unwrap_or(EndReason::Idle);
-                count_end(stats, f.end);
-                out.on_flow_end(&f);
-            },
-        );
         self.table.drain(|_, mut f| {
             f.end = end_reason(&f, EndReason::EndOfInput);
             count_end(stats, f.end);
@@ -237,15 +225,15 @@ impl Tracker {
         });
     }
 
+    /// Scans `n` slots of the table and ends the flows that have expired by now.
     fn collect(&mut self, n: usize, out: &mut impl FlowSink) {
         let now = self.now_ns;
         let cfg = self.cfg;
         let stats = &mut self.stats;
-        let min_idle = cfg.min_idle_ns();
         self.table.scan(
             n,
             now,
-            min_idle,
+            cfg.min_idle_ns(),
             |_, f, last| cfg.expiry(f, last, now).is_some(),
             |_, mut f| {
                 f.end = cfg.expiry(&f, f.last_ns, now).unwrap_or(EndReason::Idle);

@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use tapstat_analyze::logs::LogId;
 use tapstat_analyze::{Flow, FlowSink, Packet, Tracker, TrackerConfig, TrackerStats};
-use tapstat_capture::{Backing, CaptureError, CaptureStats, PacketSource};
+use tapstat_capture::{Backing, CaptureError, CaptureStats, Chunk, FrameMeta, PacketSource};
 use tapstat_decode::{Anomalies, DecodeConfig, Decoded, Decoder, L4};
 use tapstat_flow::{FlowHasher, FlowKey};
 use tapstat_sink::{Format, OutputDir, SinkError};
@@ -207,123 +207,52 @@ pub fn run(
         })
         .expect("spawning a thread succeeds");
 
-    // Workers.
-    let mut worker_tx = Vec::with_capacity(n);
-    let mut recycled_rx = Vec::with_capacity(n);
-    let mut workers = Vec::with_capacity(n);
-    for w in 0..n {
-        let (tx, mut rx) = ring::<Msg>(cfg.ring_slots);
-        worker_tx.push(tx);
-        // Emptied batch vectors go back to the dispatcher: a batch is too big for the
-        // allocator's free lists, and a fresh one per chunk would cost an mmap, page
-        // faults and an munmap each time.
-        let (mut recycle_tx, recycle_rx) = ring::<Vec<Pkt>>(cfg.ring_slots + 2);
-        recycled_rx.push(recycle_rx);
-        let tracker_cfg = cfg.tracker;
-        let mut rout =
-            RecordOut { format: cfg.format, bufs: Default::default(), records: [0; 4], tx: block_tx.clone() };
-        workers.push(
-            std::thread::Builder::new()
-                .name(format!("tapstat-w{w}"))
-                .spawn(move || {
-                    let mut tracker = Tracker::new(tracker_cfg);
-                    let mut final_ns = 0;
-                    while let Some(msg) = rx.recv() {
-                        match msg {
-                            Msg::Batch(b) => {
-                                for p in &b.pkts {
-                                    let d = &p.dec;
-                                    let (key, src_is_lo) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
-                                    let pkt = Packet {
-                                        ts_ns: p.ts_ns,
-                                        now_ns: p.now_ns,
-                                        wire_len: p.wire_len,
-                                        key,
-                                        hash: p.hash,
-                                        src_is_lo,
-                                        dec: &p.dec,
-                                    };
-                                    tracker.on_packet(&pkt, &mut rout);
-                                }
-                                let mut v = b.pkts;
-                                v.clear();
-                                let _ = recycle_tx.try_send(v);
-                            }
-                            Msg::End(t) => final_ns = t,
-                        }
-                    }
-                    tracker.finish(final_ns, &mut rout);
-                    for i in 0..4 {
-                        rout.flush(i);
-                    }
-                    WorkerResult { stats: tracker.stats.clone(), records: rout.records }
-                })
-                .expect("spawning a thread succeeds"),
-        );
-    }
+    let (mut chunk_tx, chunk_rx) = ring::<tapstat_capture::Chunk>(cfg.ring_slots);
+    let dispatch = Dispatch::new(cfg.decode, hasher, n);
+    let new_work = |tx: &crossbeam_channel::Sender<Block>| Work {
+        tracker: Tracker::new(cfg.tracker),
+        rout: RecordOut { format: cfg.format, bufs: Default::default(), records: [0; 4], tx: tx.clone() },
+    };
+    let (dispatcher, workers) = if n == 1 {
+        // One worker: it decodes its packets itself. A dispatcher thread would only
+        // copy every decoded packet from one core to another.
+        let work = new_work(&block_tx);
+        let h = std::thread::Builder::new()
+            .name("tapstat-w0".into())
+            .spawn({
+                let stop = stop.clone();
+                move || run_inline(dispatch, work, chunk_rx, &stop)
+            })
+            .expect("spawning a thread succeeds");
+        (h, Vec::new())
+    } else {
+        let mut worker_tx = Vec::with_capacity(n);
+        let mut recycled_rx = Vec::with_capacity(n);
+        let mut workers = Vec::with_capacity(n);
+        for w in 0..n {
+            let (tx, rx) = ring::<Msg>(cfg.ring_slots);
+            worker_tx.push(tx);
+            // Emptied batch vectors go back to the dispatcher: a batch is too big for
+            // the allocator's free lists, and a fresh one per chunk would cost an
+            // mmap, page faults and an munmap each time.
+            let (recycle_tx, recycle_rx) = ring::<Vec<Pkt>>(cfg.ring_slots + 2);
+            recycled_rx.push(recycle_rx);
+            let work = new_work(&block_tx);
+            workers.push(
+                std::thread::Builder::new()
+                    .name(format!("tapstat-w{w}"))
+                    .spawn(move || run_worker(work, rx, recycle_tx))
+                    .expect("spawning a thread succeeds"),
+            );
+        }
+        let stop = stop.clone();
+        let h = std::thread::Builder::new()
+            .name("tapstat-dispatch".into())
+            .spawn(move || run_dispatcher(dispatch, chunk_rx, worker_tx, recycled_rx, &stop))
+            .expect("spawning a thread succeeds");
+        (h, workers)
+    };
     drop(block_tx);
-
-    // Dispatcher.
-    let (mut chunk_tx, mut chunk_rx) = ring::<tapstat_capture::Chunk>(cfg.ring_slots);
-    let decode_cfg = cfg.decode;
-    let dispatch_stop = stop.clone();
-    let dispatcher = std::thread::Builder::new()
-        .name("tapstat-dispatch".into())
-        .spawn(move || {
-            let mut dec = Decoder::new(decode_cfg);
-            let mut r = DispatchResult {
-                anomalies: Anomalies::default(),
-                non_ip: 0,
-                frames: 0,
-                wire_bytes: 0,
-                first_ns: 0,
-                last_ns: 0,
-            };
-            let mut batches: Vec<Vec<Pkt>> = (0..n).map(|_| Vec::new()).collect();
-            while let Some(chunk) = chunk_rx.recv_unless(&dispatch_stop) {
-                for f in &chunk.frames {
-                    r.frames += 1;
-                    r.wire_bytes += f.orig_len as u64;
-                    if r.first_ns == 0 {
-                        r.first_ns = f.ts_ns;
-                    }
-                    r.last_ns = r.last_ns.max(f.ts_ns);
-                    let d = dec.decode(f.link, chunk.data(f), f.ts_ns);
-                    if d.l4 == L4::None {
-                        r.non_ip += 1;
-                        continue;
-                    }
-                    let (key, _) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
-                    let hash = hasher.hash(&key);
-                    let w = FlowHasher::worker_of(hash, n);
-                    batches[w].push(Pkt {
-                        ts_ns: f.ts_ns,
-                        now_ns: r.last_ns,
-                        wire_len: f.orig_len,
-                        caplen: f.caplen,
-                        offset: f.offset,
-                        hash,
-                        dec: d,
-                    });
-                }
-                for (w, b) in batches.iter_mut().enumerate() {
-                    if !b.is_empty() {
-                        let fresh = recycled_rx[w].try_recv().unwrap_or_else(|| Vec::with_capacity(b.capacity()));
-                        let pkts = std::mem::replace(b, fresh);
-                        let msg = Msg::Batch(Batch { backing: chunk.backing.clone(), pkts });
-                        if worker_tx[w].send(msg).is_err() {
-                            return r;
-                        }
-                    }
-                }
-            }
-            for tx in &mut worker_tx {
-                let _ = tx.send(Msg::End(r.last_ns));
-            }
-            r.anomalies = dec.anomalies.clone();
-            r
-        })
-        .expect("spawning a thread succeeds");
 
     // The reader thread owns the source and watches the stop flag between chunks.
     // A read can block (a quiet pipe on stdin): so the dispatcher watches the flag
@@ -360,11 +289,12 @@ pub fn run(
             let _ = reader_done_tx.send(ReaderResult { err, stats: source.stats(), warnings: source.take_warnings() });
         })
         .expect("spawning a thread succeeds");
-    let disp = dispatcher.join().map_err(|_| EngineError::Thread("dispatcher"))?;
+    let (disp, inline_work) = dispatcher.join().map_err(|_| EngineError::Thread("dispatcher"))?;
     let mut stats = TrackerStats::default();
     let mut records = [0u64; 4];
-    for h in workers {
-        let r = h.join().map_err(|_| EngineError::Thread("worker"))?;
+    let worker_results = workers.into_iter().map(|h| h.join().map_err(|_| EngineError::Thread("worker")));
+    for r in inline_work.into_iter().map(Ok).chain(worker_results) {
+        let r = r?;
         stats.merge(&r.stats);
         for (total, n) in records.iter_mut().zip(r.records) {
             *total += n;
@@ -403,6 +333,143 @@ pub fn run(
         started.elapsed().as_secs_f64(),
         cpu_seconds() - cpu0,
     ))
+}
+
+/// The dispatcher's work on a frame: decode it once, key it, hash it, and pick the
+/// worker that owns its flow.
+struct Dispatch {
+    dec: Decoder,
+    hasher: FlowHasher,
+    workers: usize,
+    r: DispatchResult,
+}
+
+impl Dispatch {
+    fn new(cfg: DecodeConfig, hasher: FlowHasher, workers: usize) -> Self {
+        let r = DispatchResult { anomalies: Anomalies::default(), non_ip: 0, frames: 0, wire_bytes: 0, first_ns: 0, last_ns: 0 };
+        Dispatch { dec: Decoder::new(cfg), hasher, workers, r }
+    }
+
+    /// The worker and the packet for frame `f`, or `None` for a frame without IP.
+    #[inline]
+    fn frame(&mut self, f: &FrameMeta, bytes: &[u8]) -> Option<(usize, Pkt)> {
+        let r = &mut self.r;
+        r.frames += 1;
+        r.wire_bytes += f.orig_len as u64;
+        if r.first_ns == 0 {
+            r.first_ns = f.ts_ns;
+        }
+        r.last_ns = r.last_ns.max(f.ts_ns);
+        let d = self.dec.decode(f.link, bytes, f.ts_ns);
+        if d.l4 == L4::None {
+            r.non_ip += 1;
+            return None;
+        }
+        let (key, _) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
+        let hash = self.hasher.hash(&key);
+        let w = FlowHasher::worker_of(hash, self.workers);
+        let pkt = Pkt { ts_ns: f.ts_ns, now_ns: r.last_ns, wire_len: f.orig_len, caplen: f.caplen, offset: f.offset, hash, dec: d };
+        Some((w, pkt))
+    }
+
+    fn finish(mut self) -> DispatchResult {
+        self.r.anomalies = self.dec.anomalies.clone();
+        self.r
+    }
+}
+
+/// A worker's state: its flows and its record formatter.
+struct Work {
+    tracker: Tracker,
+    rout: RecordOut,
+}
+
+impl Work {
+    #[inline]
+    fn packet(&mut self, p: &Pkt) {
+        let d = &p.dec;
+        let (key, src_is_lo) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
+        let pkt = Packet { ts_ns: p.ts_ns, now_ns: p.now_ns, wire_len: p.wire_len, key, hash: p.hash, src_is_lo, dec: d };
+        self.tracker.on_packet(&pkt, &mut self.rout);
+    }
+
+    fn finish(mut self, final_ns: u64) -> WorkerResult {
+        self.tracker.finish(final_ns, &mut self.rout);
+        for i in 0..self.rout.bufs.len() {
+            self.rout.flush(i);
+        }
+        WorkerResult { stats: self.tracker.stats.clone(), records: self.rout.records }
+    }
+}
+
+/// The thread of a single worker that dispatches its own packets.
+fn run_inline(
+    mut dispatch: Dispatch,
+    mut work: Work,
+    mut chunks: Receiver<Chunk>,
+    stop: &AtomicBool,
+) -> (DispatchResult, Option<WorkerResult>) {
+    while let Some(chunk) = chunks.recv_unless(stop) {
+        for f in &chunk.frames {
+            if let Some((_, p)) = dispatch.frame(f, chunk.data(f)) {
+                work.packet(&p);
+            }
+        }
+    }
+    let r = dispatch.finish();
+    let last = r.last_ns;
+    (r, Some(work.finish(last)))
+}
+
+/// The dispatcher thread: frames in, per-worker batches out.
+fn run_dispatcher(
+    mut dispatch: Dispatch,
+    mut chunks: Receiver<Chunk>,
+    mut worker_tx: Vec<Sender<Msg>>,
+    mut recycled: Vec<Receiver<Vec<Pkt>>>,
+    stop: &AtomicBool,
+) -> (DispatchResult, Option<WorkerResult>) {
+    let mut batches: Vec<Vec<Pkt>> = (0..worker_tx.len()).map(|_| Vec::new()).collect();
+    'chunks: while let Some(chunk) = chunks.recv_unless(stop) {
+        for f in &chunk.frames {
+            if let Some((w, p)) = dispatch.frame(f, chunk.data(f)) {
+                batches[w].push(p);
+            }
+        }
+        for (w, b) in batches.iter_mut().enumerate() {
+            if !b.is_empty() {
+                let fresh = recycled[w].try_recv().unwrap_or_else(|| Vec::with_capacity(b.capacity()));
+                let pkts = std::mem::replace(b, fresh);
+                if worker_tx[w].send(Msg::Batch(Batch { backing: chunk.backing.clone(), pkts })).is_err() {
+                    break 'chunks;
+                }
+            }
+        }
+    }
+    let r = dispatch.finish();
+    for tx in &mut worker_tx {
+        let _ = tx.send(Msg::End(r.last_ns));
+    }
+    (r, None)
+}
+
+/// A worker thread fed by the dispatcher.
+fn run_worker(mut work: Work, mut rx: Receiver<Msg>, mut recycle: Sender<Vec<Pkt>>) -> WorkerResult {
+    let mut final_ns = 0;
+    while let Some(msg) = rx.recv() {
+        match msg {
+            Msg::Batch(b) => {
+                for p in &b.pkts {
+                    work.packet(p);
+                }
+                let mut v = b.pkts;
+                v.clear();
+                let _ = recycle.try_send(v);
+            }
+            Msg::End(t) => final_ns = t,
+        }
+    }
+    work.finish(final_ns)
 }
 
 fn random_seed() -> u64 {

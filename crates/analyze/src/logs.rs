@@ -127,9 +127,9 @@ fn time_cols() -> [Column<Flow>; 3] {
     [
         col!("first", F64, "epoch ms", "time", "time of the flow's first packet", |f: &Flow| abs_ms(f.first_ns)),
         col!("last", F64, "epoch ms", "time", "time of the flow's last packet", |f: &Flow| abs_ms(f.last_ns)),
-        col!("durat", F64, "ms", "time", "last - first", |f: &Flow| Value::Micros(
-            us(f.last_ns.saturating_sub(f.first_ns))
-        )),
+        col!("durat", F64, "ms", "time", "last - first", |f: &Flow| Value::Micros(us(f
+            .last_ns
+            .saturating_sub(f.first_ns)))),
     ]
 }
 

@@ -9,10 +9,10 @@ use tapstat_flow::{FlowKey, FlowTable, Gc, GcConfig};
 #[derive(Clone, Copy, Debug)]
 pub struct Packet<'a> {
     pub ts_ns: u64,
-    /// The latest packet time of the whole input up to this packet (the dispatcher's
-    /// clock). Expiry is judged against it, not against `ts_ns` or a worker's own
-    /// clock: capture clocks step backwards, and a worker sees only its share of the
-    /// packets, so only the input's clock gives every worker count the same answer.
+    /// The input's clock at this packet ([`InputClock`], kept by the dispatcher over
+    /// the whole input). Expiry is judged on it, not on `ts_ns` nor on a worker's own
+    /// clock: a worker sees only its share of the packets, so only a clock of the
+    /// whole input gives every worker count the same answer.
     pub now_ns: u64,
     pub wire_len: u32,
     pub key: FlowKey,
@@ -20,6 +20,50 @@ pub struct Packet<'a> {
     /// The sender is the key's `lo` endpoint.
     pub src_is_lo: bool,
     pub dec: &'a Decoded,
+}
+
+/// The input's clock: packet time made monotonic, for timeouts.
+///
+/// It moves forward with the packets' timestamps and never back. Timestamps that go
+/// back a little (reordering between capture queues: microseconds to milliseconds)
+/// are ignored, as a running maximum would. A step back of more than
+/// [`InputClock::STEP_BACK_NS`] is a clock that was reset (captures in the corpus
+/// step back by hours): the clock then follows the packets again from there without
+/// moving back itself, so the flows after the step are not all taken for idle, as
+/// they would be against the maximum. Forward jumps count in full: a gap of a day
+/// is a day of silence.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InputClock {
+    now: u64,
+    /// The timestamp the clock last advanced from.
+    mark: Option<u64>,
+}
+
+impl InputClock {
+    /// Steps back longer than this are clock resets, not reordering.
+    pub const STEP_BACK_NS: u64 = 1_000_000_000;
+
+    /// Advances the clock with a packet stamped `ts_ns`; returns the clock.
+    #[inline]
+    pub fn tick(&mut self, ts_ns: u64) -> u64 {
+        match self.mark {
+            None => {
+                self.now = ts_ns;
+                self.mark = Some(ts_ns);
+            }
+            Some(m) if ts_ns >= m => {
+                self.now += ts_ns - m;
+                self.mark = Some(ts_ns);
+            }
+            Some(m) if m - ts_ns > Self::STEP_BACK_NS => self.mark = Some(ts_ns),
+            Some(_) => {}
+        }
+        self.now
+    }
+
+    pub fn now(&self) -> u64 {
+        self.now
+    }
 }
 
 /// Where finished flows go (the worker's record writer, a test's vector...).
@@ -72,7 +116,8 @@ impl TrackerConfig {
         self.tcp_idle_ns.min(self.udp_idle_ns).min(self.other_idle_ns).min(self.singleton_ns).min(self.closed_ns)
     }
 
-    /// Has `f`, last seen at `last_ns`, ended by `now_ns`? Returns why.
+    /// Has `f`, last seen at `last_ns`, ended by `now_ns` (both on the input's clock)?
+    /// Returns why.
     #[inline]
     fn expiry(&self, f: &Flow, last_ns: u64, now_ns: u64) -> Option<EndReason> {
         let idle = now_ns.saturating_sub(last_ns);
@@ -169,7 +214,7 @@ impl Tracker {
     pub fn on_packet(&mut self, p: &Packet<'_>, out: &mut impl FlowSink) {
         self.stats.packets += 1;
         self.stats.wire_bytes += p.wire_len as u64;
-        self.now_ns = self.now_ns.max(p.now_ns).max(p.ts_ns);
+        self.now_ns = self.now_ns.max(p.now_ns);
         let scan = self.gc.poll(self.now_ns, self.table.slab_len());
         if scan > 0 {
             self.collect(scan, out);
@@ -196,7 +241,7 @@ impl Tracker {
                     Kind::Udp => self.stats.flows_udp += 1,
                     Kind::Other => self.stats.flows_other += 1,
                 }
-                let (id, evicted) = self.table.insert(p.key, p.hash, f, p.ts_ns);
+                let (id, evicted) = self.table.insert(p.key, p.hash, f, self.now_ns);
                 if let Some((_, mut old)) = evicted {
                     old.end = end_reason(&old, EndReason::Evicted);
                     self.stats.evictions += 1;
@@ -209,11 +254,11 @@ impl Tracker {
         let f = self.table.get_mut(id);
         let di = f.dir_of(p.src_is_lo);
         f.update(p.dec, p.wire_len, p.ts_ns, di);
-        self.table.touch(id, p.ts_ns);
+        self.table.touch(id, self.now_ns);
     }
 
-    /// Ends every flow: those idle at `final_ns` (the last packet time of the whole
-    /// input, the same for every worker) as idle, the rest as `end_of_input`.
+    /// Ends every flow: those idle at `final_ns` (the input's clock at its end, the
+    /// same for every worker) as idle, the rest as `end_of_input`.
     pub fn finish(&mut self, final_ns: u64, out: &mut impl FlowSink) {
         self.now_ns = self.now_ns.max(final_ns);
         self.collect(usize::MAX, out);
@@ -236,7 +281,7 @@ impl Tracker {
             cfg.min_idle_ns(),
             |_, f, last| cfg.expiry(f, last, now).is_some(),
             |_, mut f| {
-                f.end = cfg.expiry(&f, f.last_ns, now).unwrap_or(EndReason::Idle);
+                f.end = end_reason(&f, EndReason::Idle);
                 count_end(stats, f.end);
                 out.on_flow_end(&f);
             },
@@ -285,5 +330,29 @@ fn reuse(f: &Flow, p: &Packet<'_>) -> Option<EndReason> {
             Some(EndReason::SynReuse)
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::InputClock;
+
+    #[test]
+    fn the_input_clock_ignores_reordering_and_survives_steps_back() {
+        let mut c = InputClock::default();
+        let s = 1_000_000_000u64;
+        let t0 = 1_700_000_000 * s;
+        assert_eq!(c.tick(t0), t0);
+        assert_eq!(c.tick(t0 + s), t0 + s);
+        // a packet 1 ms late: no effect
+        assert_eq!(c.tick(t0 + s - 1_000_000), t0 + s);
+        assert_eq!(c.tick(t0 + 2 * s), t0 + 2 * s);
+        // the capture's clock is reset 5 hours back: the input clock stays, then
+        // follows the packets' steps forward from there
+        let back = t0 + 2 * s - 18_000 * s;
+        assert_eq!(c.tick(back), t0 + 2 * s);
+        assert_eq!(c.tick(back + 2 * s), t0 + 4 * s);
+        // a forward jump of a day counts in full
+        assert_eq!(c.tick(back + 2 * s + 86_400 * s), t0 + 4 * s + 86_400 * s);
     }
 }

@@ -100,13 +100,13 @@ const TCP_COLUMNS: &[Column] = &[
 
 const UDP_COLUMNS: &[Column] = &[
     col("c_first_abs", Ms, 99.7),
-    col("s_first_abs", Ms, 98.5),
-    col("c_durat", TstatSeconds, 91.5),
-    col("s_durat", TstatSeconds, 98.0),
-    col("c_bytes_all", Count, 97.8),
-    col("s_bytes_all", Count, 98.0),
-    col("c_pkts_all", Count, 91.5),
-    col("s_pkts_all", Count, 98.0),
+    col("s_first_abs", Ms, 99.6),
+    col("c_durat", TstatSeconds, 92.2),
+    col("s_durat", TstatSeconds, 98.8),
+    col("c_bytes_all", Count, 98.4),
+    col("s_bytes_all", Count, 98.7),
+    col("c_pkts_all", Count, 92.2),
+    col("s_pkts_all", Count, 98.7),
 ];
 
 /// UDP ports of tunnels tapstat decapsulates and Tstat does not (it logs the outer UDP

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tapstat_analyze::logs::LogId;
-use tapstat_analyze::{Flow, FlowSink, Packet, Tracker, TrackerConfig, TrackerStats};
+use tapstat_analyze::{Flow, FlowSink, InputClock, Packet, Tracker, TrackerConfig, TrackerStats};
 use tapstat_capture::{Backing, CaptureError, CaptureStats, Chunk, FrameMeta, PacketSource};
 use tapstat_decode::{Anomalies, DecodeConfig, Decoded, Decoder, L4};
 use tapstat_flow::{FlowHasher, FlowKey};
@@ -112,7 +112,7 @@ struct Batch {
 
 enum Msg {
     Batch(Batch),
-    /// The input ended; the last packet time of the whole input.
+    /// The input ended; the input's clock at its end.
     End(u64),
 }
 
@@ -338,6 +338,7 @@ pub fn run(
 /// The dispatcher's work on a frame: decode it once, key it, hash it, and pick the
 /// worker that owns its flow.
 struct Dispatch {
+    clock: InputClock,
     dec: Decoder,
     hasher: FlowHasher,
     workers: usize,
@@ -346,8 +347,15 @@ struct Dispatch {
 
 impl Dispatch {
     fn new(cfg: DecodeConfig, hasher: FlowHasher, workers: usize) -> Self {
-        let r = DispatchResult { anomalies: Anomalies::default(), non_ip: 0, frames: 0, wire_bytes: 0, first_ns: 0, last_ns: 0 };
-        Dispatch { dec: Decoder::new(cfg), hasher, workers, r }
+        let r = DispatchResult {
+            anomalies: Anomalies::default(),
+            non_ip: 0,
+            frames: 0,
+            wire_bytes: 0,
+            first_ns: 0,
+            last_ns: 0,
+        };
+        Dispatch { clock: InputClock::default(), dec: Decoder::new(cfg), hasher, workers, r }
     }
 
     /// The worker and the packet for frame `f`, or `None` for a frame without IP.
@@ -360,6 +368,7 @@ impl Dispatch {
             r.first_ns = f.ts_ns;
         }
         r.last_ns = r.last_ns.max(f.ts_ns);
+        let now_ns = self.clock.tick(f.ts_ns);
         let d = self.dec.decode(f.link, bytes, f.ts_ns);
         if d.l4 == L4::None {
             r.non_ip += 1;
@@ -368,13 +377,15 @@ impl Dispatch {
         let (key, _) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
         let hash = self.hasher.hash(&key);
         let w = FlowHasher::worker_of(hash, self.workers);
-        let pkt = Pkt { ts_ns: f.ts_ns, now_ns: r.last_ns, wire_len: f.orig_len, caplen: f.caplen, offset: f.offset, hash, dec: d };
+        let pkt =
+            Pkt { ts_ns: f.ts_ns, now_ns, wire_len: f.orig_len, caplen: f.caplen, offset: f.offset, hash, dec: d };
         Some((w, pkt))
     }
 
-    fn finish(mut self) -> DispatchResult {
+    /// The counters, and the input's clock at the end.
+    fn finish(mut self) -> (DispatchResult, u64) {
         self.r.anomalies = self.dec.anomalies.clone();
-        self.r
+        (self.r, self.clock.now())
     }
 }
 
@@ -389,7 +400,8 @@ impl Work {
     fn packet(&mut self, p: &Pkt) {
         let d = &p.dec;
         let (key, src_is_lo) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
-        let pkt = Packet { ts_ns: p.ts_ns, now_ns: p.now_ns, wire_len: p.wire_len, key, hash: p.hash, src_is_lo, dec: d };
+        let pkt =
+            Packet { ts_ns: p.ts_ns, now_ns: p.now_ns, wire_len: p.wire_len, key, hash: p.hash, src_is_lo, dec: d };
         self.tracker.on_packet(&pkt, &mut self.rout);
     }
 
@@ -416,9 +428,8 @@ fn run_inline(
             }
         }
     }
-    let r = dispatch.finish();
-    let last = r.last_ns;
-    (r, Some(work.finish(last)))
+    let (r, end) = dispatch.finish();
+    (r, Some(work.finish(end)))
 }
 
 /// The dispatcher thread: frames in, per-worker batches out.
@@ -446,9 +457,9 @@ fn run_dispatcher(
             }
         }
     }
-    let r = dispatch.finish();
+    let (r, end) = dispatch.finish();
     for tx in &mut worker_tx {
-        let _ = tx.send(Msg::End(r.last_ns));
+        let _ = tx.send(Msg::End(end));
     }
     (r, None)
 }

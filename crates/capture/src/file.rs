@@ -173,6 +173,11 @@ impl PacketSource for FileSource {
     fn take_warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.warnings)
     }
+
+    /// Only streams (stdin, pipes) can block; mapped files are walked in memory.
+    fn may_block(&self) -> bool {
+        self.bytes_total.is_none()
+    }
 }
 
 /// One input file or stream.
@@ -200,6 +205,8 @@ enum Data {
     Mapped {
         map: Arc<Mmap>,
         pos: usize,
+        /// The map is populated (page tables filled) up to here; see `populate_ahead`.
+        populated: usize,
     },
     Stream(Stream),
     /// Finished and released (chunks still in flight keep their buffers alive).
@@ -264,7 +271,13 @@ impl Input {
         }
         let head = map.get(..HEAD_LEN.min(map.len())).unwrap_or(&[]);
         let (fmt, header_len) = sniff(head).map_err(|r| not_a_capture(path, r))?;
-        Ok(Input::new(name, path, fmt, Data::Mapped { map: Arc::new(map), pos: header_len }, Some(meta.len())))
+        Ok(Input::new(
+            name,
+            path,
+            fmt,
+            Data::Mapped { map: Arc::new(map), pos: header_len, populated: 0 },
+            Some(meta.len()),
+        ))
     }
 
     fn open_stream(
@@ -337,8 +350,11 @@ impl Input {
             if self.finished {
                 return Ok(None);
             }
+            if let Data::Mapped { map, pos, populated } = &mut self.data {
+                populate_ahead(map, *pos, populated);
+            }
             let (bytes, start, base, eof): (&[u8], usize, u64, bool) = match &self.data {
-                Data::Mapped { map, pos } => (&map[..], *pos, 0, true),
+                Data::Mapped { map, pos, .. } => (&map[..], *pos, 0, true),
                 Data::Stream(s) => (s.buf.as_slice(), s.pos, s.base, s.eof),
                 Data::Done { .. } => return Ok(None),
             };
@@ -382,7 +398,7 @@ impl Input {
             let have = bytes.len().saturating_sub(pos);
             let offset = base + pos as u64;
             let backing: Arc<dyn Backing> = match &mut self.data {
-                Data::Mapped { map, pos: p } => {
+                Data::Mapped { map, pos: p, .. } => {
                     *p = pos;
                     map.clone()
                 }
@@ -486,6 +502,27 @@ impl Stream {
         self.buf = Arc::new(v);
         res
     }
+}
+
+/// Bytes of the map populated at a time, ahead of the reader.
+const POPULATE_WINDOW: usize = 8 << 20;
+
+/// Fills the page tables of the next window of the map in one call
+/// (`MADV_POPULATE_READ`, Linux 5.14) before the reader walks it, instead of taking a
+/// page fault every 16 pages: a tenth of tapstat's CPU time on a 100 MB capture went
+/// to those faults. Only a window at a time, so a capture larger than memory is not
+/// pulled in whole. Where the kernel does not know the advice, nothing changes.
+fn populate_ahead(map: &Mmap, pos: usize, populated: &mut usize) {
+    if pos + POPULATE_WINDOW / 2 < *populated || *populated >= map.len() {
+        return;
+    }
+    let start = (*populated).max(pos) & !4095;
+    let len = POPULATE_WINDOW.min(map.len() - start);
+    #[cfg(target_os = "linux")]
+    {
+        let _ = map.advise_range(memmap2::Advice::PopulateRead, start, len);
+    }
+    *populated = start + len;
 }
 
 fn not_a_capture(path: &Path, reason: String) -> CaptureError {

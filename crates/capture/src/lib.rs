@@ -149,6 +149,12 @@ pub trait PacketSource: Send {
     fn stats(&self) -> CaptureStats;
     /// Warnings (one line each, naming the file) collected since the last call.
     fn take_warnings(&mut self) -> Vec<String>;
+    /// Whether `next_chunk` can wait for the outside world (a pipe, a socket), as
+    /// opposed to memory-mapped files, which it only walks. The engine reads a
+    /// source that may block on a thread of its own, so Ctrl-C is never held up.
+    fn may_block(&self) -> bool {
+        true
+    }
 }
 
 mod file;

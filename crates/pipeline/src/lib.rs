@@ -122,17 +122,21 @@ type Block = (usize, Vec<u8>);
 const BLOCK_BYTES: usize = 256 * 1024;
 
 /// A worker's record formatter: one buffer per log, handed to the writer when full.
+/// The writer sends emptied buffers back (`free`), so blocks are not allocated,
+/// faulted in and unmapped again for every 256 KiB of records.
 struct RecordOut {
     format: Format,
     bufs: [Vec<u8>; 4],
     records: [u64; 4],
     tx: crossbeam_channel::Sender<Block>,
+    free: crossbeam_channel::Receiver<Vec<u8>>,
 }
 
 impl RecordOut {
     fn flush(&mut self, i: usize) {
         if !self.bufs[i].is_empty() {
-            let b = std::mem::replace(&mut self.bufs[i], Vec::with_capacity(BLOCK_BYTES));
+            let fresh = self.free.try_recv().unwrap_or_else(|_| Vec::with_capacity(BLOCK_BYTES));
+            let b = std::mem::replace(&mut self.bufs[i], fresh);
             // The writer only goes away on an I/O error, which it reports itself.
             let _ = self.tx.send((i, b));
         }
@@ -197,98 +201,106 @@ pub fn run(
         .collect();
     let mut out = OutputDir::create(&cfg.out_dir, &names, &headers)?;
     let (block_tx, block_rx) = crossbeam_channel::bounded::<Block>(64);
+    let (free_tx, free_rx) = crossbeam_channel::bounded::<Vec<u8>>(16);
     let writer = std::thread::Builder::new()
         .name("tapstat-writer".into())
         .spawn(move || -> Result<(), SinkError> {
-            for (i, b) in block_rx {
+            for (i, mut b) in block_rx {
                 out.append(i, &b)?;
+                b.clear();
+                let _ = free_tx.try_send(b);
             }
             out.finish()
         })
         .expect("spawning a thread succeeds");
 
-    let (mut chunk_tx, chunk_rx) = ring::<tapstat_capture::Chunk>(cfg.ring_slots);
+    let p0 = source.progress();
+    progress.bytes_total.store(p0.bytes_total.unwrap_or(0), Ordering::Relaxed);
+    let mut reader =
+        Reader { source, stop: stop.clone(), progress: progress.clone(), chunk_frames: cfg.chunk_frames, err: None };
+    let (reader_done_tx, reader_done_rx) = crossbeam_channel::bounded::<ReaderResult>(1);
     let dispatch = Dispatch::new(cfg.decode, hasher, n);
     let new_work = |tx: &crossbeam_channel::Sender<Block>| Work {
         tracker: Tracker::new(cfg.tracker),
-        rout: RecordOut { format: cfg.format, bufs: Default::default(), records: [0; 4], tx: tx.clone() },
+        rout: RecordOut {
+            format: cfg.format,
+            bufs: Default::default(),
+            records: [0; 4],
+            tx: tx.clone(),
+            free: free_rx.clone(),
+        },
     };
-    let (dispatcher, workers) = if n == 1 {
-        // One worker: it decodes its packets itself. A dispatcher thread would only
-        // copy every decoded packet from one core to another.
+    let (dispatcher, workers) = if n == 1 && !reader.source.may_block() {
+        // One worker reading memory-mapped files: it reads, decodes and analyzes in
+        // one pass, so each packet's bytes are brought into the cache once. (A
+        // separate reader thread would take that miss, and the worker a second one.)
         let work = new_work(&block_tx);
         let h = std::thread::Builder::new()
             .name("tapstat-w0".into())
-            .spawn({
-                let stop = stop.clone();
-                move || run_inline(dispatch, work, chunk_rx, &stop)
+            .spawn(move || {
+                let r = run_inline(dispatch, work, || reader.next());
+                let _ = reader_done_tx.send(reader.finish());
+                r
             })
             .expect("spawning a thread succeeds");
         (h, Vec::new())
     } else {
-        let mut worker_tx = Vec::with_capacity(n);
-        let mut recycled_rx = Vec::with_capacity(n);
-        let mut workers = Vec::with_capacity(n);
-        for w in 0..n {
-            let (tx, rx) = ring::<Msg>(cfg.ring_slots);
-            worker_tx.push(tx);
-            // Emptied batch vectors go back to the dispatcher: a batch is too big for
-            // the allocator's free lists, and a fresh one per chunk would cost an
-            // mmap, page faults and an munmap each time.
-            let (recycle_tx, recycle_rx) = ring::<Vec<Pkt>>(cfg.ring_slots + 2);
-            recycled_rx.push(recycle_rx);
-            let work = new_work(&block_tx);
-            workers.push(
-                std::thread::Builder::new()
-                    .name(format!("tapstat-w{w}"))
-                    .spawn(move || run_worker(work, rx, recycle_tx))
-                    .expect("spawning a thread succeeds"),
-            );
-        }
-        let stop = stop.clone();
-        let h = std::thread::Builder::new()
-            .name("tapstat-dispatch".into())
-            .spawn(move || run_dispatcher(dispatch, chunk_rx, worker_tx, recycled_rx, &stop))
-            .expect("spawning a thread succeeds");
-        (h, workers)
-    };
-    drop(block_tx);
-
-    // The reader thread owns the source and watches the stop flag between chunks.
-    // A read can block (a quiet pipe on stdin): so the dispatcher watches the flag
-    // too, and on Ctrl-C the engine finishes without waiting for the reader.
-    let p0 = source.progress();
-    progress.bytes_total.store(p0.bytes_total.unwrap_or(0), Ordering::Relaxed);
-    let (reader_stop, reader_progress, chunk_frames) = (stop.clone(), progress.clone(), cfg.chunk_frames);
-    let (reader_done_tx, reader_done_rx) = crossbeam_channel::bounded::<ReaderResult>(1);
-    std::thread::Builder::new()
-        .name("tapstat-reader".into())
-        .spawn(move || {
-            let mut source = source;
-            let mut err = None;
-            loop {
-                if reader_stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                match source.next_chunk(chunk_frames) {
-                    Ok(Some(chunk)) => {
-                        reader_progress.packets.fetch_add(chunk.frames.len() as u64, Ordering::Relaxed);
-                        reader_progress.bytes_read.store(source.progress().bytes_read, Ordering::Relaxed);
-                        if chunk_tx.send(chunk).is_err() {
-                            break;
-                        }
-                    }
-                    Ok(None) => break,
-                    Err(e) => {
-                        err = Some(e);
+        // The reader thread owns the source and watches the stop flag between
+        // chunks. A read can block (a quiet pipe on stdin): so the next stage watches
+        // the flag too, and on Ctrl-C the engine finishes without waiting for it.
+        let (mut chunk_tx, mut chunk_rx) = ring::<Chunk>(cfg.ring_slots);
+        std::thread::Builder::new()
+            .name("tapstat-reader".into())
+            .spawn(move || {
+                while let Some(chunk) = reader.next() {
+                    if chunk_tx.send(chunk).is_err() {
                         break;
                     }
                 }
+                drop(chunk_tx);
+                let _ = reader_done_tx.send(reader.finish());
+            })
+            .expect("spawning a thread succeeds");
+        if n == 1 {
+            // One worker on a stream: it decodes its packets itself. A dispatcher
+            // thread would only copy every decoded packet from one core to another.
+            let work = new_work(&block_tx);
+            let stop = stop.clone();
+            let h = std::thread::Builder::new()
+                .name("tapstat-w0".into())
+                .spawn(move || run_inline(dispatch, work, || chunk_rx.recv_unless(&stop)))
+                .expect("spawning a thread succeeds");
+            (h, Vec::new())
+        } else {
+            let mut worker_tx = Vec::with_capacity(n);
+            let mut recycled_rx = Vec::with_capacity(n);
+            let mut workers = Vec::with_capacity(n);
+            for w in 0..n {
+                let (tx, rx) = ring::<Msg>(cfg.ring_slots);
+                worker_tx.push(tx);
+                // Emptied batch vectors go back to the dispatcher: a batch is too big
+                // for the allocator's free lists, and a fresh one per chunk would cost
+                // an mmap, page faults and an munmap each time.
+                let (recycle_tx, recycle_rx) = ring::<Vec<Pkt>>(cfg.ring_slots + 2);
+                recycled_rx.push(recycle_rx);
+                let work = new_work(&block_tx);
+                workers.push(
+                    std::thread::Builder::new()
+                        .name(format!("tapstat-w{w}"))
+                        .spawn(move || run_worker(work, rx, recycle_tx))
+                        .expect("spawning a thread succeeds"),
+                );
             }
-            drop(chunk_tx);
-            let _ = reader_done_tx.send(ReaderResult { err, stats: source.stats(), warnings: source.take_warnings() });
-        })
-        .expect("spawning a thread succeeds");
+            let stop = stop.clone();
+            let h = std::thread::Builder::new()
+                .name("tapstat-dispatch".into())
+                .spawn(move || run_dispatcher(dispatch, chunk_rx, worker_tx, recycled_rx, &stop))
+                .expect("spawning a thread succeeds");
+            (h, workers)
+        }
+    };
+    drop(block_tx);
+
     let (disp, inline_work) = dispatcher.join().map_err(|_| EngineError::Thread("dispatcher"))?;
     let mut stats = TrackerStats::default();
     let mut records = [0u64; 4];
@@ -414,14 +426,46 @@ impl Work {
     }
 }
 
+/// The source, read chunk by chunk until it ends, fails, or the run is stopped.
+struct Reader {
+    source: Box<dyn PacketSource>,
+    stop: Arc<AtomicBool>,
+    progress: Arc<Progress>,
+    chunk_frames: usize,
+    err: Option<CaptureError>,
+}
+
+impl Reader {
+    fn next(&mut self) -> Option<Chunk> {
+        if self.stop.load(Ordering::Relaxed) || self.err.is_some() {
+            return None;
+        }
+        match self.source.next_chunk(self.chunk_frames) {
+            Ok(Some(chunk)) => {
+                self.progress.packets.fetch_add(chunk.frames.len() as u64, Ordering::Relaxed);
+                self.progress.bytes_read.store(self.source.progress().bytes_read, Ordering::Relaxed);
+                Some(chunk)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                self.err = Some(e);
+                None
+            }
+        }
+    }
+
+    fn finish(mut self) -> ReaderResult {
+        ReaderResult { err: self.err, stats: self.source.stats(), warnings: self.source.take_warnings() }
+    }
+}
+
 /// The thread of a single worker that dispatches its own packets.
 fn run_inline(
     mut dispatch: Dispatch,
     mut work: Work,
-    mut chunks: Receiver<Chunk>,
-    stop: &AtomicBool,
+    mut next_chunk: impl FnMut() -> Option<Chunk>,
 ) -> (DispatchResult, Option<WorkerResult>) {
-    while let Some(chunk) = chunks.recv_unless(stop) {
+    while let Some(chunk) = next_chunk() {
         for f in &chunk.frames {
             if let Some((_, p)) = dispatch.frame(f, chunk.data(f)) {
                 work.packet(&p);

@@ -18,7 +18,7 @@
 //! [`OutputDir`] touches files, from one writer thread.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use tapstat_record::{Log, Value};
 
@@ -225,9 +225,12 @@ pub struct SinkError {
 }
 
 /// The output directory: one file per log, written in the order blocks arrive.
+///
+/// Blocks are large (the workers fill 256 KiB before handing one over), so they go
+/// to the files as they are, without a `BufWriter` copying them once more.
 pub struct OutputDir {
     dir: PathBuf,
-    files: Vec<(PathBuf, BufWriter<File>)>,
+    files: Vec<(PathBuf, File)>,
 }
 
 impl OutputDir {
@@ -241,10 +244,9 @@ impl OutputDir {
         let mut files = Vec::new();
         for (name, header) in names.iter().zip(headers) {
             let path = dir.join(name);
-            let f = File::create(&path).map_err(err(&path))?;
-            let mut w = BufWriter::with_capacity(1 << 20, f);
-            w.write_all(header).map_err(err(&path))?;
-            files.push((path, w));
+            let mut f = File::create(&path).map_err(err(&path))?;
+            f.write_all(header).map_err(err(&path))?;
+            files.push((path, f));
         }
         Ok(OutputDir { dir: dir.to_path_buf(), files })
     }

@@ -95,15 +95,17 @@ struct Ctx {
     outer: bool,
 }
 
-/// First fragments met in one frame (outer and inner datagrams may both be).
-type Firsts = [Option<FragKey>; 2];
-
 /// The frame decoder. One per thread: it owns the fragment table and its counters.
 pub struct Decoder {
     /// Anomalies met so far.
     pub anomalies: Anomalies,
     cfg: DecodeConfig,
     frags: FragTable,
+    /// First fragments met in the frame being decoded (outer and inner datagrams may
+    /// both be): the first `nfirsts` entries. Kept here, not on the stack, so a frame
+    /// without fragments costs one store instead of clearing two keys.
+    firsts: [FragKey; 2],
+    nfirsts: u8,
 }
 
 impl Decoder {
@@ -113,6 +115,8 @@ impl Decoder {
             anomalies: Anomalies::default(),
             frags: FragTable::new(cfg.fragment_slots, cfg.fragment_timeout_ns),
             cfg,
+            firsts: [FragKey::default(); 2],
+            nfirsts: 0,
         }
     }
 
@@ -139,13 +143,13 @@ impl Decoder {
         let mut buf = frame;
         let mut tunnel = Tunnel::default();
         let mut depth = 0u8;
-        let mut firsts: Firsts = [None, None];
+        self.nfirsts = 0;
         loop {
             let cx = Ctx { ts_ns, outer: depth == 0 };
             let mut d = Decoded { tunnel, ..Decoded::default() };
             let next = match self.walk_to_ip(buf, layer) {
-                Some(Layer::Ipv4(off)) => self.ipv4(buf, off, cx, &mut d, &mut firsts),
-                Some(Layer::Ipv6(off)) => self.ipv6(buf, off, cx, &mut d, &mut firsts),
+                Some(Layer::Ipv4(off)) => self.ipv4(buf, off, cx, &mut d),
+                Some(Layer::Ipv6(off)) => self.ipv6(buf, off, cx, &mut d),
                 _ => None,
             };
             if d.ip_version == 0 {
@@ -163,12 +167,13 @@ impl Decoder {
             layer = enc.inner;
             buf = buf.get(..enc.end).unwrap_or(buf);
         }
-        if firsts[0].is_some() {
+        if self.nfirsts > 0 {
             if out.fragment == Fragment::No {
                 out.fragment = Fragment::First;
             }
-            for key in firsts.iter().flatten() {
-                if self.frags.insert(*key, &out, ts_ns) {
+            for i in 0..self.nfirsts as usize {
+                let key = self.firsts[i];
+                if self.frags.insert(key, &out, ts_ns) {
                     self.bad(Anomaly::FragmentTableFull);
                 }
             }
@@ -421,7 +426,7 @@ impl Decoder {
     }
 
     /// Reads the IPv4 header at `off` into `d`, then what it carries.
-    fn ipv4(&mut self, f: &[u8], off: usize, cx: Ctx, d: &mut Decoded, firsts: &mut Firsts) -> Option<Encap> {
+    fn ipv4(&mut self, f: &[u8], off: usize, cx: Ctx, d: &mut Decoded) -> Option<Encap> {
         let b = f.get(off..).unwrap_or_default();
         if b.first().is_some_and(|v| v >> 4 != 4) {
             self.bad(Anomaly::Ipv4BadVersion);
@@ -471,7 +476,7 @@ impl Decoder {
                 self.later_fragment(key, f, l4, len, cx, d);
                 return None;
             }
-            note_first(firsts, key);
+            self.note_first(key);
             d.fragment = Fragment::First;
             first = true;
         }
@@ -498,7 +503,7 @@ impl Decoder {
 
     /// Reads the IPv6 header at `off` and its extension headers into `d`, then what
     /// they carry.
-    fn ipv6(&mut self, f: &[u8], off: usize, cx: Ctx, d: &mut Decoded, firsts: &mut Firsts) -> Option<Encap> {
+    fn ipv6(&mut self, f: &[u8], off: usize, cx: Ctx, d: &mut Decoded) -> Option<Encap> {
         let b = f.get(off..).unwrap_or_default();
         if b.first().is_some_and(|v| v >> 4 != 6) {
             self.bad(Anomaly::Ipv6BadVersion);
@@ -566,7 +571,7 @@ impl Decoder {
                     return None;
                 }
                 if fh.more_fragments() {
-                    note_first(firsts, key);
+                    self.note_first(key);
                     d.fragment = Fragment::First;
                     first = true;
                 }
@@ -836,20 +841,18 @@ impl Decoder {
         }
     }
 
+    /// Remembers a first fragment's key (outermost and innermost kept).
+    #[inline]
+    fn note_first(&mut self, key: FragKey) {
+        let i = (self.nfirsts as usize).min(1);
+        self.firsts[i] = key;
+        self.nfirsts = (i + 1) as u8;
+    }
+
     #[cold]
     fn malformed(&mut self) -> Option<Encap> {
         self.bad(Anomaly::TunnelMalformed);
         None
-    }
-}
-
-/// Remembers a first fragment's key (outermost and innermost kept).
-#[inline]
-fn note_first(firsts: &mut Firsts, key: FragKey) {
-    if firsts[0].is_none() {
-        firsts[0] = Some(key);
-    } else {
-        firsts[1] = Some(key);
     }
 }
 

@@ -73,15 +73,28 @@ fn spawn_progress(p: Arc<Progress>) -> (Arc<AtomicBool>, std::thread::JoinHandle
     let done = Arc::new(AtomicBool::new(false));
     let d = done.clone();
     let h = std::thread::spawn(move || {
-        let total = p.bytes_total.load(Ordering::Relaxed);
-        let bar = if total > 0 { indicatif::ProgressBar::new(total) } else { indicatif::ProgressBar::new_spinner() };
-        let style = indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
-        bar.set_style(style);
+        // Files: a bar of bytes read of the total. Stdin (no total): a spinner with the
+        // bytes read so far.
+        let with_total = "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}";
+        let without = "{spinner} [{elapsed_precise}] {bytes} read, {msg}";
+        let bar = indicatif::ProgressBar::new_spinner();
+        let mut styled = None;
         let t0 = std::time::Instant::now();
         while !d.load(Ordering::Relaxed) {
+            // The engine learns the total when it starts: follow it, not a guess
+            // made before.
+            let total = p.bytes_total.load(Ordering::Relaxed);
+            let has_total = total > 0;
+            if styled != Some(has_total) {
+                if has_total {
+                    bar.set_length(total);
+                }
+                if let Ok(style) = indicatif::ProgressStyle::with_template(if has_total { with_total } else { without })
+                {
+                    bar.set_style(style);
+                }
+                styled = Some(has_total);
+            }
             let pk = p.packets.load(Ordering::Relaxed);
             bar.set_position(p.bytes_read.load(Ordering::Relaxed));
             let rate = pk as f64 / t0.elapsed().as_secs_f64().max(1e-3);

@@ -335,7 +335,134 @@ fn reuse(f: &Flow, p: &Packet<'_>) -> Option<EndReason> {
 
 #[cfg(test)]
 mod tests {
-    use super::InputClock;
+    use super::*;
+    use crate::flow::ClientRule;
+    use tapstat_decode::{Decoded, TcpFields, L4};
+
+    const S: u64 = 1_000_000_000;
+    const C: u128 = 0x0a00_0001;
+    const SRV: u128 = 0x0a00_0002;
+
+    /// A TCP segment from client (`from_client`) or server, as the decoder gives it.
+    fn seg(from_client: bool, flags: u8, seq: u32, payload: u32) -> Decoded {
+        let (src, sport, dst, dport) = if from_client { (C, 40000, SRV, 80) } else { (SRV, 80, C, 40000) };
+        Decoded {
+            l4: L4::Tcp,
+            ip_version: 4,
+            proto: 6,
+            src,
+            dst,
+            sport,
+            dport,
+            payload_len: payload,
+            tcp: TcpFields { seq, ack: 1, flags, window: 1000, hdr_len: 20 },
+            ..Default::default()
+        }
+    }
+
+    /// Feeds `(time in s, segment)` through a tracker and returns the finished flows.
+    fn run(cfg: TrackerConfig, pkts: &[(u64, Decoded)]) -> Vec<Flow> {
+        let mut t = Tracker::new(cfg);
+        let mut clock = InputClock::default();
+        let mut out = Vec::new();
+        let h = tapstat_flow::FlowHasher::new(1);
+        for (ts, d) in pkts {
+            let (key, src_is_lo) = tapstat_flow::FlowKey::new(4, 6, d.src, d.sport, d.dst, d.dport);
+            let now = clock.tick(ts * S);
+            let p = Packet { ts_ns: ts * S, now_ns: now, wire_len: 60, key, hash: h.hash(&key), src_is_lo, dec: d };
+            t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
+        }
+        t.finish(clock.now(), &mut |f: &Flow| out.push(f.clone()));
+        out.sort_by_key(|f| f.first_ns);
+        out
+    }
+
+    const SYN: u8 = TcpFields::SYN;
+    const SYNACK: u8 = TcpFields::SYN | TcpFields::ACK;
+    const ACK: u8 = TcpFields::ACK;
+    const FINACK: u8 = TcpFields::FIN | TcpFields::ACK;
+
+    fn handshake(t: u64, isn: u32) -> Vec<(u64, Decoded)> {
+        vec![(t, seg(true, SYN, isn, 0)), (t, seg(false, SYNACK, 9000, 0)), (t, seg(true, ACK, isn + 1, 0))]
+    }
+
+    #[test]
+    fn a_new_syn_after_a_close_starts_a_new_flow() {
+        let mut p = handshake(1, 100);
+        p.extend([(2, seg(true, FINACK, 101, 0)), (2, seg(false, FINACK, 9001, 0)), (2, seg(true, ACK, 102, 0))]);
+        p.extend(handshake(3, 5000));
+        let flows = run(TrackerConfig::default(), &p);
+        assert_eq!(flows.len(), 2);
+        assert_eq!(flows[0].end, EndReason::Fin);
+        assert_eq!(flows[0].tcp.conn_state(), "SF");
+        assert_eq!(flows[1].end, EndReason::EndOfInput);
+        assert_eq!(flows[1].dir[0].pkts_all, 2);
+    }
+
+    #[test]
+    fn a_retransmitted_syn_is_the_same_flow_and_a_new_isn_is_not() {
+        let p = vec![(1, seg(true, SYN, 100, 0)), (2, seg(true, SYN, 100, 0))];
+        let flows = run(TrackerConfig::default(), &p);
+        assert_eq!(flows.len(), 1);
+        assert_eq!(flows[0].dir[0].syn_cnt, 2);
+        assert_eq!(flows[0].tcp.conn_state(), "S0");
+        let mut p = handshake(1, 100);
+        p.push((2, seg(true, SYN, 7777, 0)));
+        let flows = run(TrackerConfig::default(), &p);
+        assert_eq!(flows.len(), 2);
+        assert_eq!(flows[0].end, EndReason::SynReuse);
+    }
+
+    #[test]
+    fn idle_and_singleton_timeouts_split_in_packet_time() {
+        let cfg = TrackerConfig::default();
+        // 301 s of silence ends a TCP flow (300 s idle timeout); the next packet is
+        // a new flow, whose client is its sender (no SYN).
+        let mut p = handshake(1, 100);
+        p.push((302, seg(false, ACK, 9001, 10)));
+        let flows = run(cfg, &p);
+        assert_eq!(flows.len(), 2);
+        assert_eq!(flows[0].end, EndReason::Idle);
+        assert_eq!(flows[1].client_rule, ClientRule::FirstPacket);
+        assert_eq!(flows[1].dir[0].port, 80);
+        // A single packet is forgotten after 10 s, not 300.
+        let p = vec![(1, seg(true, ACK, 1, 0)), (12, seg(true, ACK, 1, 0))];
+        assert_eq!(run(cfg, &p).len(), 2);
+        let p = vec![(1, seg(true, ACK, 1, 0)), (10, seg(true, ACK, 1, 0))];
+        assert_eq!(run(cfg, &p).len(), 1);
+    }
+
+    #[test]
+    fn a_flow_first_seen_at_its_synack_has_the_receiver_as_client() {
+        let p = vec![(1, seg(false, SYNACK, 9000, 0)), (1, seg(true, ACK, 101, 0))];
+        let flows = run(TrackerConfig::default(), &p);
+        assert_eq!(flows.len(), 1);
+        assert_eq!(flows[0].client_rule, ClientRule::SynAck);
+        assert_eq!(flows[0].dir[0].ip, C);
+        assert_eq!(flows[0].tcp.conn_state(), "OTH");
+    }
+
+    #[test]
+    fn a_full_table_evicts_the_flow_idle_longest_and_says_so() {
+        let cfg = TrackerConfig { capacity: 2, ..Default::default() };
+        let mut t = Tracker::new(cfg);
+        let h = tapstat_flow::FlowHasher::new(1);
+        let mut out: Vec<Flow> = Vec::new();
+        for (i, port) in [1000u16, 1001, 1002].into_iter().enumerate() {
+            let mut d = seg(true, SYN, 1, 0);
+            d.sport = port;
+            let (key, src_is_lo) = tapstat_flow::FlowKey::new(4, 6, d.src, d.sport, d.dst, d.dport);
+            let ts = (i as u64 + 1) * S;
+            let p = Packet { ts_ns: ts, now_ns: ts, wire_len: 60, key, hash: h.hash(&key), src_is_lo, dec: &d };
+            t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
+        }
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].end, EndReason::Evicted);
+        assert_eq!(out[0].dir[0].port, 1000);
+        assert_eq!(t.stats.evictions, 1);
+        t.finish(3 * S, &mut |f: &Flow| out.push(f.clone()));
+        assert_eq!(out.len(), 3, "nothing is lost: every flow is written once");
+    }
 
     #[test]
     fn the_input_clock_ignores_reordering_and_survives_steps_back() {

@@ -129,7 +129,7 @@ pub struct CaptureStats {
 /// Damage inside a capture is not an error: it becomes a warning and a counter.
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: PathBuf,
         #[source]

@@ -217,7 +217,7 @@ fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
 
 /// Errors of the output directory.
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: {source}")]
+#[error("cannot write {path}")]
 pub struct SinkError {
     pub path: PathBuf,
     #[source]

@@ -52,7 +52,9 @@ impl InputClock {
                 self.mark = Some(ts_ns);
             }
             Some(m) if ts_ns >= m => {
-                self.now += ts_ns - m;
+                // Saturating: a fuzzed capture can step forward to the end of time,
+                // back, and forward again.
+                self.now = self.now.saturating_add(ts_ns - m);
                 self.mark = Some(ts_ns);
             }
             Some(m) if m - ts_ns > Self::STEP_BACK_NS => self.mark = Some(ts_ns),
@@ -481,5 +483,12 @@ mod tests {
         assert_eq!(c.tick(back + 2 * s), t0 + 4 * s);
         // a forward jump of a day counts in full
         assert_eq!(c.tick(back + 2 * s + 86_400 * s), t0 + 4 * s + 86_400 * s);
+        // forward to the end of time, back, forward again (found by the engine fuzz
+        // target): the clock saturates instead of wrapping
+        let mut c = InputClock::default();
+        c.tick(1);
+        assert_eq!(c.tick(u64::MAX), u64::MAX);
+        assert_eq!(c.tick(s), u64::MAX);
+        assert_eq!(c.tick(3 * s), u64::MAX);
     }
 }

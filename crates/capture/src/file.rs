@@ -476,11 +476,14 @@ impl Stream {
         self.base += pos as u64;
         self.pos = 0;
         let mut len = v.len();
-        if len < target {
-            v.resize(target, 0);
-        }
         let res = loop {
-            let Some(dst) = v.get_mut(len..target).filter(|d| !d.is_empty()) else {
+            // Zero only the room for the next read (a pipe gives at most 64 KiB at a
+            // time), not the whole block on every refill.
+            let end = target.min(len.saturating_add(READ_STEP).max(need));
+            if v.len() < end {
+                v.resize(end, 0);
+            }
+            let Some(dst) = v.get_mut(len..end).filter(|d| !d.is_empty()) else {
                 break Ok(());
             };
             match self.reader.read(dst) {
@@ -503,6 +506,9 @@ impl Stream {
         res
     }
 }
+
+/// Most bytes asked of a stream in one read.
+const READ_STEP: usize = 256 << 10;
 
 /// Bytes of the map populated at a time, ahead of the reader.
 const POPULATE_WINDOW: usize = 8 << 20;

@@ -1,0 +1,68 @@
+//! Shared by the fuzz targets and the seed generator (`examples/seeds.rs`): how a
+//! `decode` input is laid out.
+//!
+//! A `decode` input is one selector byte, then one or more frames separated by
+//! [`FRAME_SEP`]. The selector picks the link type: `LINKS[selector % LINKS.len()]`.
+//! Without a separator the rest of the input is one frame.
+
+use tapstat_capture::LinkType;
+
+/// Every link type `Decoder::decode` handles (crates/decode/src/decoder.rs,
+/// `link_layer`), plus one it does not (147, a user DLT) for the unsupported path.
+pub const LINKS: [LinkType; 18] = [
+    LinkType::ETHERNET,
+    LinkType::RAW,
+    LinkType::RAW_BSD12,
+    LinkType::RAW_BSD14,
+    LinkType::IPV4,
+    LinkType::IPV6,
+    LinkType::LINUX_SLL,
+    LinkType::LINUX_SLL2,
+    LinkType::NULL,
+    LinkType::LOOP,
+    LinkType(9),   // PPP
+    LinkType(50),  // PPP in HDLC-like framing
+    LinkType(104), // Cisco HDLC
+    LinkType(226), // Solaris ipnet
+    LinkType(239), // NFLOG
+    LinkType(147), // not decoded: LinkUnsupported
+    LinkType::ETHERNET,
+    LinkType::ETHERNET,
+];
+
+/// The selector byte for `link` (its first index in [`LINKS`]).
+pub fn selector_of(link: LinkType) -> u8 {
+    LINKS.iter().position(|l| *l == link).expect("a link type of LINKS") as u8
+}
+
+/// Link type picked by a selector byte.
+pub fn link_of(selector: u8) -> LinkType {
+    LINKS[usize::from(selector) % LINKS.len()]
+}
+
+/// Separates frames in a `decode` input.
+pub const FRAME_SEP: &[u8] = b"#FRM";
+
+/// The frames of a `decode` input's body (everything after the selector byte).
+pub fn split_frames(body: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut rest = body;
+    while let Some(i) = rest.windows(FRAME_SEP.len()).position(|w| w == FRAME_SEP) {
+        out.push(&rest[..i]);
+        rest = &rest[i + FRAME_SEP.len()..];
+    }
+    out.push(rest);
+    out
+}
+
+/// A `decode` input: selector byte for `link`, then `frames` joined by [`FRAME_SEP`].
+pub fn decode_input(link: LinkType, frames: &[&[u8]]) -> Vec<u8> {
+    let mut v = vec![selector_of(link)];
+    for (i, f) in frames.iter().enumerate() {
+        if i > 0 {
+            v.extend_from_slice(FRAME_SEP);
+        }
+        v.extend_from_slice(f);
+    }
+    v
+}

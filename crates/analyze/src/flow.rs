@@ -1,6 +1,6 @@
 //! The state of one flow, and the counters common to every protocol.
 
-use crate::tcp::{History, SeqSpace, TcpConn};
+use crate::tcp::{History, SeqSpace, TcpConn, TcpDir};
 use tapstat_decode::{Decoded, Tunnel};
 
 /// Which log a flow belongs to.
@@ -98,6 +98,8 @@ pub struct Dir {
     /// Bytes of new sequence space: payload not counting retransmissions.
     pub bytes_uniq: u64,
     pub seq: SeqSpace,
+    /// TCP's end-to-end and options sets (RTT, TTL, options, windows).
+    pub tcp: TcpDir,
 }
 
 /// One bidirectional flow.
@@ -114,6 +116,9 @@ pub struct Flow {
     pub last_ns: u64,
     pub dir: [Dir; 2],
     pub tcp: TcpConn,
+    /// Handshake RTTs in ns (0: not measured): [0] SYN → SYN/ACK (the probe to the
+    /// server and back), [1] SYN/ACK → the client's ACK (the probe to the client).
+    pub rtt_3whs: [u64; 2],
     pub history: History,
     pub end: EndReason,
 }
@@ -157,6 +162,7 @@ impl Flow {
             last_ns: ts_ns,
             dir,
             tcp: TcpConn::default(),
+            rtt_3whs: [0; 2],
             history: History::default(),
             end: EndReason::Live,
         }
@@ -167,6 +173,15 @@ impl Flow {
     #[inline]
     pub fn dir_of(&self, src_is_lo: bool) -> usize {
         (src_is_lo != self.client_is_lo) as usize
+    }
+
+    /// The window scale shift in effect for side `di`'s windows: its SYN's, once
+    /// both SYNs offered scaling (RFC 7323 §2.2); 0 otherwise.
+    pub fn win_scale(&self, di: usize) -> u8 {
+        match (&self.dir[0].tcp.syn_opts, &self.dir[1].tcp.syn_opts) {
+            (Some(a), Some(b)) if a.has_wscale && b.has_wscale => self.dir[di].tcp.syn_opts.map_or(0, |o| o.wscale),
+            _ => 0,
+        }
     }
 
     /// Packets in both directions.
@@ -212,6 +227,6 @@ mod tests {
     fn flow_state_size_is_as_documented() {
         let size = std::mem::size_of::<Flow>();
         eprintln!("size_of::<Flow>() = {size}");
-        assert!(size <= 640, "Flow grew to {size} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
+        assert!(size <= 1760, "Flow grew to {size} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
     }
 }

@@ -109,6 +109,181 @@ macro_rules! tcp_side {
     };
 }
 
+/// A duration in ns as ms, none for 0 (not measured).
+fn ns_ms(ns: u64) -> Value<'static> {
+    if ns == 0 {
+        Value::None
+    } else {
+        Value::Micros(us(ns))
+    }
+}
+
+/// An RTT figure in ms (3 decimals), none without samples.
+fn rtt(d: &Dir, pick: fn((f64, f64, f64, f64)) -> f64) -> Value<'static> {
+    d.tcp.rtt_ms().map_or(Value::None, |r| Value::F64(pick(r)))
+}
+
+/// A minimum that starts at the type's maximum: none when nothing was seen.
+fn min_or_none(v: u64, none: u64) -> Value<'static> {
+    if v == none {
+        Value::None
+    } else {
+        Value::U64(v)
+    }
+}
+
+/// Tstat's end-to-end set of one side: RTT (data segment to the ACK that covers its
+/// end, both seen at the probe; Karn's rule) and TTL.
+macro_rules! tcp_e2e {
+    ($v:ident, $p:literal, $i:tt, $who:literal) => {
+        $v.extend([
+            col!(concat!($p, "_rtt_avg"), F64, "ms", "end-to-end", concat!("mean RTT of the ", $who, "'s data: segment to the ACK that covers exactly its end, both seen at the probe; no samples from retransmitted segments (Karn)"), |f: &Flow| rtt(&f.dir[$i], |r| r.0)),
+            col!(concat!($p, "_rtt_min"), F64, "ms", "end-to-end", concat!("smallest RTT sample of the ", $who, "'s data"), |f: &Flow| rtt(&f.dir[$i], |r| r.2)),
+            col!(concat!($p, "_rtt_max"), F64, "ms", "end-to-end", concat!("largest RTT sample of the ", $who, "'s data"), |f: &Flow| rtt(&f.dir[$i], |r| r.3)),
+            col!(concat!($p, "_rtt_std"), F64, "ms", "end-to-end", concat!("standard deviation of the RTT samples of the ", $who, "'s data"), |f: &Flow| rtt(&f.dir[$i], |r| r.1)),
+            col!(concat!($p, "_rtt_cnt"), U64, "samples", "end-to-end", concat!("RTT samples of the ", $who, "'s data"), |f: &Flow| Value::U64(f.dir[$i].tcp.rtt_cnt)),
+            col!(concat!($p, "_ttl_min"), U64, "", "end-to-end", concat!("smallest IP TTL / hop limit of the ", $who, "'s packets"), |f: &Flow| min_or_none(f.dir[$i].tcp.ttl_min as u64, u8::MAX as u64)),
+            col!(concat!($p, "_ttl_max"), U64, "", "end-to-end", concat!("largest IP TTL / hop limit of the ", $who, "'s packets"), |f: &Flow| if f.dir[$i].pkts_all == 0 { Value::None } else { Value::U64(f.dir[$i].tcp.ttl_max as u64) }),
+        ]);
+    };
+}
+
+/// Tstat's TCP options set of one side.
+macro_rules! tcp_options {
+    ($v:ident, $p:literal, $i:tt, $who:literal) => {
+        $v.extend([
+            col!(
+                concat!($p, "_f1323_opt"),
+                U64,
+                "",
+                "options",
+                concat!("the ", $who, "'s SYN offered window scaling (RFC 7323)"),
+                |f: &Flow| Value::U64(f.dir[$i].tcp.syn_opts.is_some_and(|o| o.has_wscale) as u64)
+            ),
+            col!(
+                concat!($p, "_tm_opt"),
+                U64,
+                "",
+                "options",
+                concat!("the ", $who, "'s SYN offered timestamps (RFC 7323)"),
+                |f: &Flow| Value::U64(f.dir[$i].tcp.syn_opts.is_some_and(|o| o.has_ts) as u64)
+            ),
+            col!(
+                concat!($p, "_win_scl"),
+                U64,
+                "",
+                "options",
+                concat!(
+                    "window scale shift in effect for the ",
+                    $who,
+                    "'s windows: its SYN's, once both SYNs offered scaling (RFC 7323 §2.2), else 0"
+                ),
+                |f: &Flow| Value::U64(f.win_scale($i) as u64)
+            ),
+            col!(
+                concat!($p, "_sack_opt"),
+                U64,
+                "",
+                "options",
+                concat!("the ", $who, "'s SYN offered SACK (RFC 2018)"),
+                |f: &Flow| Value::U64(f.dir[$i].tcp.syn_opts.is_some_and(|o| o.sack_perm) as u64)
+            ),
+            col!(
+                concat!($p, "_sack_cnt"),
+                U64,
+                "packets",
+                "options",
+                concat!("segments of the ", $who, " carrying SACK blocks"),
+                |f: &Flow| Value::U64(f.dir[$i].tcp.sack_cnt)
+            ),
+            col!(
+                concat!($p, "_mss"),
+                U64,
+                "bytes",
+                "options",
+                concat!("MSS the ", $who, "'s SYN announced (0 when none)"),
+                |f: &Flow| Value::U64(f.dir[$i].tcp.syn_opts.map_or(0, |o| o.mss as u64))
+            ),
+            col!(
+                concat!($p, "_mss_max"),
+                U64,
+                "bytes",
+                "options",
+                concat!("largest payload of a ", $who, " segment"),
+                |f: &Flow| Value::U64(f.dir[$i].tcp.seg_max as u64)
+            ),
+            col!(
+                concat!($p, "_mss_min"),
+                U64,
+                "bytes",
+                "options",
+                concat!("smallest payload of a ", $who, " data segment"),
+                |f: &Flow| min_or_none(f.dir[$i].tcp.seg_min as u64, u32::MAX as u64)
+            ),
+            col!(
+                concat!($p, "_win_max"),
+                U64,
+                "bytes",
+                "options",
+                concat!(
+                    "largest receive window the ",
+                    $who,
+                    " advertised, scaled when both sides agreed on scaling (a SYN's window never is)"
+                ),
+                |f: &Flow| Value::U64(f.dir[$i].tcp.win_max)
+            ),
+            col!(
+                concat!($p, "_win_min"),
+                U64,
+                "bytes",
+                "options",
+                concat!("smallest receive window the ", $who, " advertised, scaled likewise"),
+                |f: &Flow| min_or_none(f.dir[$i].tcp.win_min, u64::MAX)
+            ),
+            col!(
+                concat!($p, "_win_0"),
+                U64,
+                "packets",
+                "options",
+                concat!("segments of the ", $who, " advertising a zero window"),
+                |f: &Flow| Value::U64(f.dir[$i].tcp.win_0)
+            ),
+            col!(
+                concat!($p, "_cwin_max"),
+                U64,
+                "bytes",
+                "options",
+                concat!(
+                    "most bytes the ",
+                    $who,
+                    " had in flight (highest byte sent minus the highest ACK received), at its data segments"
+                ),
+                |f: &Flow| Value::U64(f.dir[$i].tcp.cwin_max)
+            ),
+            col!(
+                concat!($p, "_cwin_min"),
+                U64,
+                "bytes",
+                "options",
+                concat!("fewest bytes the ", $who, " had in flight at its data segments"),
+                |f: &Flow| min_or_none(f.dir[$i].tcp.cwin_min, u64::MAX)
+            ),
+            col!(
+                concat!($p, "_cwin_ini"),
+                U64,
+                "bytes",
+                "options",
+                concat!(
+                    "bytes the ",
+                    $who,
+                    " had in flight before its first data was acknowledged (its initial window as seen)"
+                ),
+                |f: &Flow| Value::U64(f.dir[$i].tcp.cwin_ini)
+            ),
+        ]);
+    };
+}
+
 fn tunnel_cols() -> [Column<Flow>; 2] {
     [
         col!("tunnel", Str, "", "endpoints", "innermost tunnel the flow was carried in (gre, erspan, vxlan, geneve, gtpu, teredo, ipip, 6in4, 4in6, 6in6, mpls-udp), `-` for none", |f: &Flow| Value::Str(f.tunnel.kind.name())),
@@ -193,6 +368,36 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
         col!("history", Str, "", "state", "Zeek's history: the first s(SYN) h(SYN/ACK) a(pure ACK) d(data) f(FIN) r(RST) t(retransmission) g(gap) w(zero window) of each side, upper case for the client", |f: &Flow| Value::Str(f.history.as_str())),
     ]);
     v.extend(end_cols());
+    tcp_e2e!(v, "c", 0, "client");
+    tcp_e2e!(v, "s", 1, "server");
+    v.extend([
+        col!(
+            "c_rtt_3whs",
+            F64,
+            "ms",
+            "end-to-end",
+            "handshake RTT between the probe and the server: client's SYN to the server's SYN/ACK",
+            |f: &Flow| ns_ms(f.rtt_3whs[0])
+        ),
+        col!(
+            "s_rtt_3whs",
+            F64,
+            "ms",
+            "end-to-end",
+            "handshake RTT between the probe and the client: server's SYN/ACK to the client's ACK",
+            |f: &Flow| ns_ms(f.rtt_3whs[1])
+        ),
+    ]);
+    tcp_options!(v, "c", 0, "client");
+    tcp_options!(v, "s", 1, "server");
+    v.extend([
+        col!("c_pkts_push", U64, "packets", "core", "segments with PSH (client)", |f: &Flow| Value::U64(
+            f.dir[0].tcp.pkts_push
+        )),
+        col!("s_pkts_push", U64, "packets", "core", "segments with PSH (server)", |f: &Flow| Value::U64(
+            f.dir[1].tcp.pkts_push
+        )),
+    ]);
     Log { name: "log_tcp_complete", meaning: "TCP flows whose three-way handshake was seen (SYN, SYN/ACK, ACK). `log_tcp_nocomplete` has the same columns for the other TCP flows.", columns: v }
 });
 

@@ -45,6 +45,23 @@ impl SeqSpace {
         self.nholes = 0;
     }
 
+    /// The 64-bit offset of `seq` (a sequence or acknowledgment number), once the
+    /// space has started.
+    #[inline]
+    pub fn offset_of(&self, seq: u32) -> Option<u64> {
+        if self.started {
+            self.offset(seq)
+        } else {
+            None
+        }
+    }
+
+    /// One past the highest payload byte seen, as an offset.
+    #[inline]
+    pub fn next(&self) -> u64 {
+        self.next
+    }
+
     /// The 64-bit offset of `seq`: the one within 2^31 of the highest byte seen.
     /// `None` for a sequence number before the start of the space.
     #[inline]
@@ -311,6 +328,7 @@ pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize) {
     if t.window == 0 && !rst && has_header {
         h.add(di, b'w');
     }
+    on_segment_e2e(f, d, ts, di, class);
 }
 
 #[cfg(test)]
@@ -380,5 +398,289 @@ mod tests {
         h.add(0, b'f');
         h.add(1, b'f');
         assert_eq!(h.as_str(), "ShADdFf");
+    }
+}
+
+/// Segments in flight remembered per direction for RTT samples. Bounded: when full,
+/// the oldest is forgotten (its ACK then gives no sample; counted in `rtt_dropped`).
+const MAX_INFLIGHT: usize = 32;
+
+/// A data segment waiting for its ACK, in 12 bytes: the low 32 bits of its end
+/// offset (compared with wrapping arithmetic: a window is far below 2^31), its
+/// length with bit 31 set once it was retransmitted (Karn's rule: no sample), and
+/// when it was sent, in µs from the flow's first packet.
+#[derive(Clone, Copy, Debug, Default)]
+struct InFlight {
+    end: u32,
+    len_retx: u32,
+    sent_us: u32,
+}
+
+const RETX: u32 = 1 << 31;
+
+/// The end-to-end and options sets of one direction (Tstat's names in the logs).
+#[derive(Clone, Debug)]
+pub struct TcpDir {
+    /// RTT samples: data segment of this direction → the ACK that covers exactly its
+    /// end, both seen at the probe; sum and sum of squares in µs for mean and std.
+    pub rtt_cnt: u64,
+    pub rtt_sum_us: f64,
+    pub rtt_sq_us: f64,
+    pub rtt_min_us: u32,
+    pub rtt_max_us: u32,
+    pub rtt_dropped: u32,
+    pub ttl_min: u8,
+    pub ttl_max: u8,
+    /// Options this side put in its SYN (or SYN/ACK).
+    pub syn_opts: Option<tapstat_decode::TcpOptions>,
+    /// Segments carrying SACK blocks.
+    pub sack_cnt: u64,
+    /// Smallest and largest payload of a data segment.
+    pub seg_min: u32,
+    pub seg_max: u32,
+    /// Advertised receive window, scaled once both sides agreed on scaling.
+    pub win_min: u64,
+    pub win_max: u64,
+    pub win_0: u64,
+    /// Bytes in flight (highest byte sent minus the other side's highest ACK), at
+    /// each data segment; `cwin_ini` is the largest before the first ACK of data.
+    pub cwin_min: u64,
+    pub cwin_max: u64,
+    pub cwin_ini: u64,
+    pub first_data_acked: bool,
+    /// Segments with PSH.
+    pub pkts_push: u64,
+    /// The highest ACK (as an offset in this direction's sequence space) received
+    /// from the other side.
+    pub acked: Option<u64>,
+    /// Time of the SYN (or SYN/ACK) this side sent last, for the handshake RTTs.
+    pub syn_ns: u64,
+    /// Where this side's FIN ends (its offset + 1), once sent.
+    pub fin_end: Option<u64>,
+    inflight: [InFlight; MAX_INFLIGHT],
+    inflight_base_ns: u64,
+    inflight_head: u8,
+    inflight_len: u8,
+}
+
+impl Default for TcpDir {
+    fn default() -> Self {
+        TcpDir {
+            rtt_cnt: 0,
+            rtt_sum_us: 0.0,
+            rtt_sq_us: 0.0,
+            rtt_min_us: u32::MAX,
+            rtt_max_us: 0,
+            rtt_dropped: 0,
+            ttl_min: u8::MAX,
+            ttl_max: 0,
+            syn_opts: None,
+            sack_cnt: 0,
+            seg_min: u32::MAX,
+            seg_max: 0,
+            win_min: u64::MAX,
+            win_max: 0,
+            win_0: 0,
+            cwin_min: u64::MAX,
+            cwin_max: 0,
+            cwin_ini: 0,
+            first_data_acked: false,
+            pkts_push: 0,
+            acked: None,
+            syn_ns: 0,
+            fin_end: None,
+            inflight: [InFlight::default(); MAX_INFLIGHT],
+            inflight_base_ns: 0,
+            inflight_head: 0,
+            inflight_len: 0,
+        }
+    }
+}
+
+impl TcpDir {
+    /// Mean, standard deviation, min and max RTT in ms; `None` without samples.
+    pub fn rtt_ms(&self) -> Option<(f64, f64, f64, f64)> {
+        if self.rtt_cnt == 0 {
+            return None;
+        }
+        let n = self.rtt_cnt as f64;
+        let mean = self.rtt_sum_us / n;
+        let var = (self.rtt_sq_us / n - mean * mean).max(0.0);
+        Some((mean / 1e3, var.sqrt() / 1e3, self.rtt_min_us as f64 / 1e3, self.rtt_max_us as f64 / 1e3))
+    }
+
+    /// Remembers a segment sent at `now_ns`. Send times are kept in µs from
+    /// `inflight_base_ns`, which moves to the present whenever nothing is in flight;
+    /// a segment unacknowledged for 71 minutes (2^32 µs) gives no sample anyway.
+    fn remember(&mut self, end: u64, len: u32, now_ns: u64) {
+        if self.inflight_len == 0 {
+            self.inflight_base_ns = now_ns;
+        }
+        let rel = now_ns.saturating_sub(self.inflight_base_ns) / 1000;
+        let Ok(sent_us) = u32::try_from(rel) else {
+            self.rtt_dropped += self.inflight_len as u32;
+            self.inflight_len = 0;
+            self.inflight_base_ns = now_ns;
+            return self.remember(end, len, now_ns);
+        };
+        if self.inflight_len as usize == MAX_INFLIGHT {
+            self.inflight_head = ((self.inflight_head as usize + 1) % MAX_INFLIGHT) as u8;
+            self.inflight_len -= 1;
+            self.rtt_dropped += 1;
+        }
+        let i = (self.inflight_head as usize + self.inflight_len as usize) % MAX_INFLIGHT;
+        self.inflight[i] = InFlight { end: end as u32, len_retx: len.min(RETX - 1), sent_us };
+        self.inflight_len += 1;
+    }
+
+    /// Karn's rule, as tcptrace applies it: after a retransmission no segment then in
+    /// flight gives a sample.
+    fn void_all(&mut self) {
+        for k in 0..self.inflight_len as usize {
+            self.inflight[(self.inflight_head as usize + k) % MAX_INFLIGHT].len_retx |= RETX;
+        }
+    }
+
+    /// A SYN or FIN (one sequence number, ending at `end`) was sent again: its
+    /// sample is void (Karn).
+    fn void(&mut self, end: u64) {
+        for k in 0..self.inflight_len as usize {
+            let seg = &mut self.inflight[(self.inflight_head as usize + k) % MAX_INFLIGHT];
+            if seg.end == end as u32 && seg.len_retx & !RETX == 1 {
+                seg.len_retx |= RETX;
+            }
+        }
+    }
+
+    /// An ACK up to offset `ack` arrived at `now_us`: takes the sample of the segment
+    /// whose end it is (if sent once) and forgets every segment it covers.
+    fn acknowledged(&mut self, ack: u64, now_ns: u64) {
+        let now_us = now_ns.saturating_sub(self.inflight_base_ns) / 1000;
+        let a = ack as u32;
+        while self.inflight_len > 0 {
+            let seg = self.inflight[self.inflight_head as usize];
+            if (a.wrapping_sub(seg.end) as i32) < 0 {
+                break;
+            }
+            if seg.end == a && seg.len_retx & RETX == 0 {
+                let rtt = now_us.saturating_sub(seg.sent_us as u64).min(u32::MAX as u64) as u32;
+                self.rtt_cnt += 1;
+                self.rtt_sum_us += rtt as f64;
+                self.rtt_sq_us += (rtt as f64) * (rtt as f64);
+                self.rtt_min_us = self.rtt_min_us.min(rtt);
+                self.rtt_max_us = self.rtt_max_us.max(rtt);
+            }
+            self.inflight_head = ((self.inflight_head as usize + 1) % MAX_INFLIGHT) as u8;
+            self.inflight_len -= 1;
+        }
+    }
+}
+
+/// The end-to-end and options analysis of a segment sent by side `di` of `f`.
+#[inline]
+pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, class: Option<SegmentClass>) {
+    let t = &d.tcp;
+    let flags = t.flags;
+    let syn = flags & TcpFields::SYN != 0;
+    let ack = flags & TcpFields::ACK != 0;
+    let now_ns = ts;
+    let len = d.payload_len;
+    let has_header = d.fragment != tapstat_decode::Fragment::Later;
+    // Both sides offered window scaling in their SYNs (RFC 7323 §2.2): later windows
+    // are scaled; the SYN's own window never is.
+    let scale = f.win_scale(di);
+    let peer = 1 - di;
+
+    // The ACK this segment carries, for the other side's data.
+    if ack && has_header {
+        if let Some(a) = f.dir[peer].seq.offset_of(t.ack) {
+            let p = &mut f.dir[peer].tcp;
+            if p.acked.is_none_or(|old| a > old) {
+                p.acked = Some(a);
+                if a > 0 && !p.first_data_acked && f.dir[peer].bytes_all > 0 {
+                    p.first_data_acked = true;
+                }
+                p.acknowledged(a, now_ns);
+            }
+        }
+        // Handshake RTTs: SYN → SYN/ACK (the server side of the probe), SYN/ACK →
+        // the client's ACK (the client side).
+        if syn && di == 1 && f.dir[0].tcp.syn_ns != 0 && f.rtt_3whs[0] == 0 {
+            f.rtt_3whs[0] = ts.saturating_sub(f.dir[0].tcp.syn_ns).max(1);
+        }
+        if !syn && di == 0 && f.dir[1].tcp.syn_ns != 0 && f.rtt_3whs[1] == 0 && f.tcp.syn[0] {
+            f.rtt_3whs[1] = ts.saturating_sub(f.dir[1].tcp.syn_ns).max(1);
+        }
+    }
+
+    let x = &mut f.dir[di];
+    let e = &mut x.tcp;
+    e.ttl_min = e.ttl_min.min(d.ttl);
+    e.ttl_max = e.ttl_max.max(d.ttl);
+    if !has_header {
+        return;
+    }
+    if flags & TcpFields::PSH != 0 {
+        e.pkts_push += 1;
+    }
+    let o = &d.tcp_opts;
+    if syn {
+        // The SYN takes one sequence number and is acknowledged like data: an RTT
+        // sample as tcptrace and Tstat take it, void if the SYN was sent again.
+        if e.syn_opts.is_some() {
+            e.void(0);
+        } else if x.seq.syn_seq == Some(t.seq) {
+            e.remember(0, 1, now_ns);
+        }
+        e.syn_opts = Some(*o);
+        e.syn_ns = ts;
+    }
+    if o.sack_blocks > 0 {
+        e.sack_cnt += 1;
+    }
+    if flags & TcpFields::RST == 0 {
+        let win = if syn { t.window as u64 } else { (t.window as u64) << scale };
+        e.win_min = e.win_min.min(win);
+        e.win_max = e.win_max.max(win);
+        if win == 0 {
+            e.win_0 += 1;
+        }
+    }
+    if len > 0 {
+        e.seg_min = e.seg_min.min(len);
+        e.seg_max = e.seg_max.max(len);
+        let start_seq = if syn { t.seq.wrapping_add(1) } else { t.seq };
+        if let Some(start) = x.seq.offset_of(start_seq) {
+            let end = start + len as u64;
+            match class {
+                Some(SegmentClass::InOrder | SegmentClass::AfterGap) => e.remember(end, len, now_ns),
+                // A retransmission (or a segment filling a gap) voids every sample
+                // in flight, not only the segments it overlaps: an ACK that then
+                // covers a later segment's end would time the whole recovery
+                // (tcptrace's and Tstat's rule too).
+                Some(_) => e.void_all(),
+                None => {}
+            }
+            let in_flight = x.seq.next().saturating_sub(e.acked.unwrap_or(0));
+            e.cwin_min = e.cwin_min.min(in_flight);
+            e.cwin_max = e.cwin_max.max(in_flight);
+            if !e.first_data_acked {
+                e.cwin_ini = e.cwin_ini.max(in_flight);
+            }
+        }
+    }
+    // The FIN takes one sequence number after the data, and its ACK is a sample too
+    // (as tcptrace and Tstat take it), void if the FIN was sent again.
+    if flags & TcpFields::FIN != 0 {
+        let seq = if syn { t.seq.wrapping_add(1) } else { t.seq };
+        if let Some(start) = x.seq.offset_of(seq) {
+            let end = start + len as u64 + 1;
+            if e.fin_end.is_some() {
+                e.void(end);
+            } else {
+                e.fin_end = Some(end);
+                e.remember(end, 1, now_ns);
+            }
+        }
     }
 }

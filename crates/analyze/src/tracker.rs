@@ -444,6 +444,73 @@ mod tests {
         assert_eq!(flows[0].tcp.conn_state(), "OTH");
     }
 
+    /// A segment with an ACK number, at a time in ms.
+    fn ack_seg(from_client: bool, flags: u8, seq: u32, ack: u32, payload: u32) -> Decoded {
+        let mut d = seg(from_client, flags, seq, payload);
+        d.tcp.ack = ack;
+        d
+    }
+
+    fn run_ms(pkts: &[(u64, Decoded)]) -> Vec<Flow> {
+        let mut t = Tracker::new(TrackerConfig::default());
+        let h = tapstat_flow::FlowHasher::new(1);
+        let mut out = Vec::new();
+        for (ms, d) in pkts {
+            let (key, src_is_lo) = tapstat_flow::FlowKey::new(4, 6, d.src, d.sport, d.dst, d.dport);
+            let ts = S + ms * 1_000_000;
+            let p = Packet { ts_ns: ts, now_ns: ts, wire_len: 60, key, hash: h.hash(&key), src_is_lo, dec: d };
+            t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
+        }
+        t.finish(S + 10 * S, &mut |f: &Flow| out.push(f.clone()));
+        out
+    }
+
+    #[test]
+    fn rtt_samples_follow_tcptrace_and_karn() {
+        // Client ISN 100, server ISN 9000; the probe sits 10 ms from the server and
+        // 2 ms from the client.
+        let p = vec![
+            (0, ack_seg(true, SYN, 100, 0, 0)),
+            (10, ack_seg(false, SYNACK, 9000, 101, 0)),
+            (12, ack_seg(true, ACK, 101, 9001, 0)),
+            (12, ack_seg(true, ACK | TcpFields::PSH, 101, 9001, 100)), // data 101..201
+            (22, ack_seg(false, ACK, 9001, 201, 0)),                   // RTT 10 ms
+            (23, ack_seg(true, ACK, 201, 9001, 100)),                  // data 201..301
+            (40, ack_seg(true, ACK, 201, 9001, 100)),                  // sent again: Karn
+            (50, ack_seg(false, ACK, 9001, 301, 0)),                   // no sample
+        ];
+        let f = &run_ms(&p)[0];
+        let c = &f.dir[0].tcp;
+        // SYN → SYN/ACK (10 ms) and the first data segment (10 ms); not the one sent twice.
+        assert_eq!(c.rtt_cnt, 2);
+        let (avg, std, min, max) = c.rtt_ms().unwrap();
+        assert_eq!((avg, std, min, max), (10.0, 0.0, 10.0, 10.0));
+        // The server's SYN/ACK → the client's ACK: 2 ms.
+        assert_eq!(f.dir[1].tcp.rtt_cnt, 1);
+        assert_eq!(f.dir[1].tcp.rtt_ms().unwrap().0, 2.0);
+        assert_eq!(f.rtt_3whs, [10_000_000, 2_000_000]);
+        assert_eq!(c.pkts_push, 1);
+        assert_eq!(f.dir[0].pkts_retx, 1);
+        // In flight: 100 bytes when each segment left (the first ACK of data came in between).
+        assert_eq!((c.cwin_ini, c.cwin_max), (100, 100));
+    }
+
+    #[test]
+    fn windows_are_scaled_once_both_syns_offered_scaling() {
+        let mut syn = ack_seg(true, SYN, 100, 0, 0);
+        syn.tcp_opts = tapstat_decode::TcpOptions { mss: 1460, wscale: 7, has_wscale: true, ..Default::default() };
+        let mut synack = ack_seg(false, SYNACK, 9000, 101, 0);
+        synack.tcp_opts = tapstat_decode::TcpOptions { mss: 1400, wscale: 2, has_wscale: true, ..Default::default() };
+        let mut ack = ack_seg(true, ACK, 101, 9001, 0);
+        ack.tcp.window = 10;
+        let f = &run_ms(&[(0, syn), (1, synack), (2, ack)])[0];
+        assert_eq!(f.win_scale(0), 7);
+        assert_eq!(f.win_scale(1), 2);
+        // The SYN's 1000 is not scaled, the ACK's 10 is: 10 << 7.
+        assert_eq!((f.dir[0].tcp.win_min, f.dir[0].tcp.win_max), (1000, 1280));
+        assert_eq!(f.dir[1].tcp.syn_opts.unwrap().mss, 1400);
+    }
+
     #[test]
     fn a_full_table_evicts_the_flow_idle_longest_and_says_so() {
         let cfg = TrackerConfig { capacity: 2, ..Default::default() };

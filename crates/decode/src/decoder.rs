@@ -27,7 +27,9 @@
 use crate::fragment::{FragKey, FragTable};
 use crate::wire::ethernet::{self, ethertype};
 use crate::wire::{geneve, gre, gtpu, icmp, ipv4, ipv6, mpls, null, pppoe, sll, tcp, teredo, udp, vxlan, Error};
-use crate::{Anomalies, Anomaly, DecodeConfig, Decoded, Fragment, LinkType, TcpFields, Tunnel, TunnelKind, L4};
+use crate::{
+    Anomalies, Anomaly, DecodeConfig, Decoded, Fragment, LinkType, TcpFields, TcpOptions, Tunnel, TunnelKind, L4,
+};
 
 /// Most VLAN tags plus MPLS labels followed in one link layer.
 const MAX_LABELS: u32 = 8;
@@ -707,6 +709,9 @@ impl Decoder {
         d.l4_offset = off as u32;
         d.payload_offset = (off + used).min(end) as u32;
         d.payload_len = len.saturating_sub(used) as u32;
+        if hl > tcp::MIN_HEADER_LEN {
+            d.tcp_opts = TcpOptions::parse(t.options());
+        }
     }
 
     /// ICMP (RFC 792) / ICMPv6 (RFC 4443). Errors belong to ICMP, not to the flow of
@@ -932,6 +937,7 @@ mod tests {
                 icmp_error: false,
                 icmp_type: 0,
                 icmp_code: 0,
+                tcp_opts: TcpOptions::default(),
             }
         );
         assert_eq!(std::net::Ipv4Addr::from(d.src as u32), std::net::Ipv4Addr::new(192, 0, 2, 1));

@@ -190,6 +190,67 @@ pub struct Decoded {
     /// ICMP / ICMPv6 type and code (when `l4` is `Icmp` / `Icmpv6`), else 0.
     pub icmp_type: u8,
     pub icmp_code: u8,
+    /// The TCP options the analyzers use (when `l4` is `Tcp` and the header was there).
+    pub tcp_opts: TcpOptions,
+}
+
+/// TCP options the analyzers use: MSS (RFC 9293 §3.2, kind 2), window scale and
+/// timestamps (RFC 7323, kinds 3 and 8), SACK (RFC 2018, kinds 4 and 5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct TcpOptions {
+    /// Maximum segment size; 0 when absent.
+    pub mss: u16,
+    /// Window scale shift (capped at 14 as RFC 7323 §2.3 says); absent when
+    /// `has_wscale` is false.
+    pub wscale: u8,
+    pub has_wscale: bool,
+    /// SACK permitted.
+    pub sack_perm: bool,
+    /// SACK blocks carried by this segment.
+    pub sack_blocks: u8,
+    /// Timestamps option present, with its values.
+    pub has_ts: bool,
+    pub ts_val: u32,
+    pub ts_ecr: u32,
+}
+
+impl TcpOptions {
+    /// Reads the options of one segment. Never fails: a malformed option list ends
+    /// the reading (what was read stands), as a receiver would stop parsing there.
+    #[inline]
+    pub fn parse(mut b: &[u8]) -> TcpOptions {
+        let mut o = TcpOptions::default();
+        while let Some(&kind) = b.first() {
+            match kind {
+                0 => break,
+                1 => {
+                    b = &b[1..];
+                    continue;
+                }
+                _ => {}
+            }
+            let Some(&len) = b.get(1) else { break };
+            let len = len as usize;
+            let Some(body) = b.get(2..len.max(2)).filter(|_| len >= 2) else { break };
+            match (kind, body.len()) {
+                (2, 2) => o.mss = u16::from_be_bytes([body[0], body[1]]),
+                (3, 1) => {
+                    o.wscale = body[0].min(14);
+                    o.has_wscale = true;
+                }
+                (4, 0) => o.sack_perm = true,
+                (5, n) => o.sack_blocks = (n / 8) as u8,
+                (8, 8) => {
+                    o.has_ts = true;
+                    o.ts_val = u32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+                    o.ts_ecr = u32::from_be_bytes([body[4], body[5], body[6], body[7]]);
+                }
+                _ => {}
+            }
+            b = &b[len..];
+        }
+        o
+    }
 }
 
 /// Settings of the decoder.
@@ -218,3 +279,34 @@ pub mod wire;
 
 pub use anomaly::{Anomalies, Anomaly};
 pub use decoder::Decoder;
+
+#[cfg(test)]
+mod tests {
+    use super::TcpOptions;
+
+    #[test]
+    fn tcp_options_of_a_syn_and_of_a_data_segment() {
+        // Linux's SYN: MSS 1460, SACK permitted, timestamps, NOP, window scale 7.
+        let syn = [2, 4, 5, 180, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7];
+        let o = TcpOptions::parse(&syn);
+        assert_eq!(o.mss, 1460);
+        assert!(o.sack_perm && o.has_ts && o.has_wscale);
+        assert_eq!((o.wscale, o.ts_val, o.ts_ecr), (7, 1, 0));
+        // NOP NOP timestamps, then a SACK option with two blocks.
+        let ack = [1, 1, 8, 10, 0, 0, 0, 9, 0, 0, 0, 8, 1, 1, 5, 18, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4];
+        let o = TcpOptions::parse(&ack);
+        assert_eq!((o.has_ts, o.ts_val, o.ts_ecr, o.sack_blocks), (true, 9, 8, 2));
+        assert_eq!(o.mss, 0);
+        assert!(!o.has_wscale);
+    }
+
+    #[test]
+    fn malformed_option_lists_stop_without_panicking() {
+        for b in [&[2u8][..], &[2, 1], &[2, 0, 5], &[3, 3], &[8, 10, 0], &[5, 200, 1], &[3, 3, 200]] {
+            let o = TcpOptions::parse(b);
+            assert!(o.wscale <= 14);
+        }
+        // A window scale above 14 is taken as 14 (RFC 7323 §2.3).
+        assert_eq!(TcpOptions::parse(&[3, 3, 200]).wscale, 14);
+    }
+}

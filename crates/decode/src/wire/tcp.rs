@@ -62,6 +62,14 @@ impl<'a> Packet<'a> {
         usize::from(self.buf[field::DATA_OFFSET] >> 4) * 4
     }
 
+    /// The option bytes that were captured (between the fixed header and the
+    /// header length; empty when the header length is 20 or less).
+    #[inline]
+    pub fn options(&self) -> &'a [u8] {
+        let end = self.header_len().min(self.buf.len());
+        self.buf.get(MIN_HEADER_LEN..end).unwrap_or(&[])
+    }
+
     #[inline]
     pub fn flags(&self) -> u8 {
         self.buf[field::FLAGS]

@@ -184,6 +184,18 @@ impl Flow {
         }
     }
 
+    /// Payload bytes of side `di` that the other side acknowledged but the probe
+    /// never saw (the probe's own losses, apart from the sender's retransmissions).
+    pub fn bytes_missed(&self, di: usize) -> u64 {
+        let d = &self.dir[di];
+        let Some(mut ack) = d.tcp.acked else { return 0 };
+        // The FIN takes a sequence number too: an ACK of the FIN is one past the data.
+        if d.tcp.fin_end == Some(ack) {
+            ack -= 1;
+        }
+        d.seq.missed_below(ack)
+    }
+
     /// Packets in both directions.
     pub fn packets(&self) -> u64 {
         self.dir[0].pkts_all + self.dir[1].pkts_all
@@ -227,6 +239,6 @@ mod tests {
     fn flow_state_size_is_as_documented() {
         let size = std::mem::size_of::<Flow>();
         eprintln!("size_of::<Flow>() = {size}");
-        assert!(size <= 1760, "Flow grew to {size} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
+        assert!(size <= 1984, "Flow grew to {size} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
     }
 }

@@ -281,6 +281,16 @@ macro_rules! tcp_options {
                 ),
                 |f: &Flow| Value::U64(f.dir[$i].tcp.cwin_ini)
             ),
+            col!(concat!($p, "_pkts_rto"), U64, "packets", "anomalies", concat!("the ", $who, "'s segments sent again after a timeout (no 3 duplicate ACKs, later than the RTO estimate)"), |f: &Flow| Value::U64(f.dir[$i].tcp.pkts_rto)),
+            col!(concat!($p, "_pkts_fs"), U64, "packets", "anomalies", concat!("the ", $who, "'s segments sent again after 3 duplicate ACKs (fast retransmit)"), |f: &Flow| Value::U64(f.dir[$i].tcp.pkts_fs)),
+            col!(concat!($p, "_pkts_reor"), U64, "packets", "anomalies", concat!("the ", $who, "'s segments that filled a gap opened less than an RTT before: reordered by the network"), |f: &Flow| Value::U64(f.dir[$i].tcp.pkts_reor)),
+            col!(concat!($p, "_pkts_dup"), U64, "packets", "anomalies", concat!("the ", $who, "'s segments seen twice within half an RTT: duplicated by the network"), |f: &Flow| Value::U64(f.dir[$i].tcp.pkts_dup)),
+            col!(concat!($p, "_pkts_unk"), U64, "packets", "anomalies", concat!("the ", $who, "'s out-of-sequence or repeated segments of no other class"), |f: &Flow| Value::U64(f.dir[$i].tcp.pkts_unk)),
+            col!(concat!($p, "_pkts_fc"), U64, "packets", "anomalies", concat!("the ", $who, "'s window probes: at most one byte sent into a zero window"), |f: &Flow| Value::U64(f.dir[$i].tcp.pkts_fc)),
+            col!(concat!($p, "_pkts_unrto"), U64, "packets", "anomalies", concat!("the ", $who, "'s unnecessary retransmissions after a timeout: the data had been acknowledged"), |f: &Flow| Value::U64(f.dir[$i].tcp.pkts_unrto)),
+            col!(concat!($p, "_pkts_unfs"), U64, "packets", "anomalies", concat!("the ", $who, "'s unnecessary fast retransmissions: the data had been acknowledged"), |f: &Flow| Value::U64(f.dir[$i].tcp.pkts_unfs)),
+            col!(concat!($p, "_syn_retx"), U64, "packets", "anomalies", concat!("the ", $who, "'s SYNs sent again"), |f: &Flow| Value::U64(f.dir[$i].tcp.syn_retx)),
+            col!(concat!($p, "_bytes_missed"), U64, "bytes", "anomalies", concat!("the ", $who, "'s payload bytes the other side acknowledged but the probe never saw (the probe's own losses, like Zeek's missed_bytes)"), |f: &Flow| Value::U64(f.bytes_missed($i))),
         ]);
     };
 }

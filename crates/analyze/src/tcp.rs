@@ -62,6 +62,14 @@ impl SeqSpace {
         self.next
     }
 
+    /// Bytes below `ack` never seen: the holes the other side acknowledged, and the
+    /// bytes it acknowledged beyond the highest one seen (like Zeek's `missed_bytes`).
+    /// Bounded by the hole list: holes forgotten when it overflowed are not counted.
+    pub fn missed_below(&self, ack: u64) -> u64 {
+        let holes: u64 = self.holes[..self.nholes as usize].iter().map(|&(s, e)| e.min(ack).saturating_sub(s)).sum();
+        holes + ack.saturating_sub(self.next)
+    }
+
     /// The 64-bit offset of `seq`: the one within 2^31 of the highest byte seen.
     /// `None` for a sequence number before the start of the space.
     #[inline]
@@ -457,6 +465,30 @@ pub struct TcpDir {
     pub syn_ns: u64,
     /// Where this side's FIN ends (its offset + 1), once sent.
     pub fin_end: Option<u64>,
+    /// Out-of-sequence and repeated segments by cause (Tstat's classes, after Mellia et
+    /// al., "Identification of out-of-sequence TCP segments"): retransmission after a
+    /// timeout, fast retransmission (after 3 duplicate ACKs), network reordering,
+    /// network duplicate, flow-control window probe, unnecessary retransmission after a
+    /// timeout / a fast retransmit (the data had been acknowledged), unknown.
+    pub pkts_rto: u64,
+    pub pkts_fs: u64,
+    pub pkts_reor: u64,
+    pub pkts_dup: u64,
+    pub pkts_fc: u64,
+    pub pkts_unrto: u64,
+    pub pkts_unfs: u64,
+    pub pkts_unk: u64,
+    /// SYNs sent again (same ISN).
+    pub syn_retx: u64,
+    /// Duplicate ACKs received in a row for this side's data, and how many there had
+    /// been when the ACK last advanced.
+    pub dup_acks: u32,
+    pub prev_dup_acks: u32,
+    /// The receive window this side advertised last (scaled).
+    pub last_win: u64,
+    /// Time of this side's previous data segment, and of its latest new data.
+    pub last_tx_ns: u64,
+    pub last_new_ns: u64,
     inflight: [InFlight; MAX_INFLIGHT],
     inflight_base_ns: u64,
     inflight_head: u8,
@@ -489,6 +521,20 @@ impl Default for TcpDir {
             acked: None,
             syn_ns: 0,
             fin_end: None,
+            pkts_rto: 0,
+            pkts_fs: 0,
+            pkts_reor: 0,
+            pkts_dup: 0,
+            pkts_fc: 0,
+            pkts_unrto: 0,
+            pkts_unfs: 0,
+            pkts_unk: 0,
+            syn_retx: 0,
+            dup_acks: 0,
+            prev_dup_acks: 0,
+            last_win: u64::MAX,
+            last_tx_ns: 0,
+            last_new_ns: 0,
             inflight: [InFlight::default(); MAX_INFLIGHT],
             inflight_base_ns: 0,
             inflight_head: 0,
@@ -538,6 +584,26 @@ impl TcpDir {
     fn void_all(&mut self) {
         for k in 0..self.inflight_len as usize {
             self.inflight[(self.inflight_head as usize + k) % MAX_INFLIGHT].len_retx |= RETX;
+        }
+    }
+
+    /// When the remembered segment ending at `end` was last sent.
+    fn sent_ns(&self, end: u64) -> Option<u64> {
+        (0..self.inflight_len as usize)
+            .map(|k| self.inflight[(self.inflight_head as usize + k) % MAX_INFLIGHT])
+            .find(|s| s.end == end as u32)
+            .map(|s| self.inflight_base_ns + s.sent_us as u64 * 1000)
+    }
+
+    /// The segment ending at `end` was sent again at `now_ns`: remember when (its
+    /// sample stays void).
+    fn resent(&mut self, end: u64, now_ns: u64) {
+        let rel = now_ns.saturating_sub(self.inflight_base_ns) / 1000;
+        for k in 0..self.inflight_len as usize {
+            let s = &mut self.inflight[(self.inflight_head as usize + k) % MAX_INFLIGHT];
+            if s.end == end as u32 {
+                s.sent_us = rel.min(u32::MAX as u64) as u32;
+            }
         }
     }
 
@@ -595,6 +661,15 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
     if ack && has_header {
         if let Some(a) = f.dir[peer].seq.offset_of(t.ack) {
             let p = &mut f.dir[peer].tcp;
+            let pure = len == 0 && flags & (TcpFields::SYN | TcpFields::FIN | TcpFields::RST) == 0;
+            if p.acked == Some(a) && pure {
+                p.dup_acks += 1;
+            } else if p.acked.is_none_or(|old| a > old) {
+                // Kept: a fast retransmission the probe sees after the ACK that made it
+                // unnecessary was still triggered by these duplicates.
+                p.prev_dup_acks = p.dup_acks;
+                p.dup_acks = 0;
+            }
             if p.acked.is_none_or(|old| a > old) {
                 p.acked = Some(a);
                 if a > 0 && !p.first_data_acked && f.dir[peer].bytes_all > 0 {
@@ -613,6 +688,7 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
         }
     }
 
+    let f_peer_win = f.dir[peer].tcp.last_win;
     let x = &mut f.dir[di];
     let e = &mut x.tcp;
     e.ttl_min = e.ttl_min.min(d.ttl);
@@ -624,6 +700,15 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
         e.pkts_push += 1;
     }
     let o = &d.tcp_opts;
+    if syn && e.syn_opts.is_some() {
+        // A SYN seen again within half a millisecond was duplicated on the way (or by
+        // the capture), as Tstat counts it; later, it was sent again.
+        if ts.saturating_sub(e.syn_ns) < 500_000 {
+            e.pkts_dup += 1;
+        } else {
+            e.syn_retx += 1;
+        }
+    }
     if syn {
         // The SYN takes one sequence number and is acknowledged like data: an RTT
         // sample as tcptrace and Tstat take it, void if the SYN was sent again.
@@ -640,6 +725,7 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
     }
     if flags & TcpFields::RST == 0 {
         let win = if syn { t.window as u64 } else { (t.window as u64) << scale };
+        e.last_win = win;
         e.win_min = e.win_min.min(win);
         e.win_max = e.win_max.max(win);
         if win == 0 {
@@ -652,6 +738,8 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
         let start_seq = if syn { t.seq.wrapping_add(1) } else { t.seq };
         if let Some(start) = x.seq.offset_of(start_seq) {
             let end = start + len as u64;
+            let peer_win = f_peer_win;
+            classify(e, class, end, len, ts, peer_win);
             match class {
                 Some(SegmentClass::InOrder | SegmentClass::AfterGap) => e.remember(end, len, now_ns),
                 // A retransmission (or a segment filling a gap) voids every sample
@@ -682,5 +770,64 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
                 e.remember(end, 1, now_ns);
             }
         }
+    }
+}
+
+/// Classifies a data segment of side `e` that is not plain new data, or that was sent
+/// into a closed window, as Tstat does (Mellia et al.): by whether its bytes had been
+/// acknowledged, the duplicate ACKs received, its distance in time from the previous
+/// segment and from the latest new data, and the RTO estimate of RFC 6298.
+fn classify(e: &mut TcpDir, class: Option<SegmentClass>, end: u64, len: u32, ts: u64, peer_win: u64) {
+    let gap = ts.saturating_sub(e.last_tx_ns);
+    let since_new = ts.saturating_sub(e.last_new_ns);
+    // RTT min and RTO in ns from the samples so far; RFC 6298's 1 s before the first,
+    // and no RTO below 200 ms (Linux's floor).
+    let (rtt_min, rto) = match e.rtt_ms() {
+        Some((avg, std, min, _)) => ((min * 1e6) as u64, (((avg + 4.0 * std) * 1e6) as u64).max(200_000_000)),
+        None => (0, 1_000_000_000),
+    };
+    // When these very bytes were last sent, if they are still remembered in flight.
+    let sent = e.sent_ns(end);
+    let since_sent = sent.map_or(since_new, |t0| ts.saturating_sub(t0));
+    match class {
+        // A probe into a zero window (RFC 9293 §3.8.6.1) is flow control, new or not.
+        _ if peer_win == 0 && len <= 1 => e.pkts_fc += 1,
+        Some(SegmentClass::InOrder | SegmentClass::AfterGap) | None => {}
+        Some(SegmentClass::Retransmission) => {
+            if end <= e.acked.unwrap_or(0) {
+                if e.dup_acks.max(e.prev_dup_acks) >= 3 {
+                    e.pkts_unfs += 1;
+                } else {
+                    e.pkts_unrto += 1;
+                }
+            } else if sent.is_some() && since_sent < rtt_min.max(1_000_000) / 2 {
+                // The same bytes again, much sooner than any ACK could have come
+                // back: the network (or the capture) duplicated them.
+                e.pkts_dup += 1;
+            } else if e.dup_acks >= 3 && since_sent < rto {
+                e.pkts_fs += 1;
+            } else if since_sent >= rto || gap >= rto {
+                e.pkts_rto += 1;
+            } else {
+                e.pkts_unk += 1;
+            }
+            e.resent(end, ts);
+        }
+        Some(SegmentClass::OutOfSequence) => {
+            if since_new < rtt_min.max(1) {
+                // It fills a gap opened less than an RTT ago: overtaken in the network.
+                e.pkts_reor += 1;
+            } else if e.dup_acks >= 3 {
+                e.pkts_fs += 1;
+            } else if since_new >= rto || gap >= rto {
+                e.pkts_rto += 1;
+            } else {
+                e.pkts_unk += 1;
+            }
+        }
+    }
+    e.last_tx_ns = ts;
+    if matches!(class, Some(SegmentClass::InOrder | SegmentClass::AfterGap)) {
+        e.last_new_ns = ts;
     }
 }

@@ -24,7 +24,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use tapstat_analyze::{InputClock, TrackerConfig};
+use tapstat_analyze::TrackerConfig;
 use tapstat_capture::{open_files, open_reader, CaptureError, PacketSource};
 use tapstat_pipeline::{run, EngineConfig, EngineError, Progress, Summary};
 

@@ -203,7 +203,9 @@ impl Flow {
 
     /// Accounts packet `d` of `wire_len` bytes at `ts_ns` in direction `di`.
     #[inline]
-    pub fn update(&mut self, d: &Decoded, wire_len: u32, ts_ns: u64, di: usize) {
+    /// With `full`, TCP segments also go through the end-to-end, options and anomaly
+    /// sets (`TcpSets::Full`).
+    pub fn update(&mut self, d: &Decoded, wire_len: u32, ts_ns: u64, di: usize, full: bool) {
         // Time never runs backwards within a flow: a capture whose clock stepped back
         // by a few packets keeps first <= last.
         self.last_ns = self.last_ns.max(ts_ns);
@@ -225,7 +227,7 @@ impl Flow {
             x.last_payload_ns = x.last_payload_ns.max(ts);
         }
         if self.kind == Kind::Tcp {
-            crate::tcp::on_segment(self, d, ts, di);
+            crate::tcp::on_segment(self, d, ts, di, full);
         }
     }
 }

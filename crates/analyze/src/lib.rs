@@ -25,4 +25,4 @@ mod tcp;
 mod tracker;
 
 pub use flow::{ClientRule, Dir, EndReason, Flow, Kind};
-pub use tracker::{FlowSink, InputClock, Packet, Tracker, TrackerConfig, TrackerStats};
+pub use tracker::{FlowSink, InputClock, Packet, TcpSets, Tracker, TrackerConfig, TrackerStats};

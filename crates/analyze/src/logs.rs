@@ -412,6 +412,22 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
     Log { name: "log_tcp_complete", meaning: "TCP flows whose three-way handshake was seen (SYN, SYN/ACK, ACK). `log_tcp_nocomplete` has the same columns for the other TCP flows.", columns: v }
 });
 
+/// The groups of columns the TCP core set writes; the rest (end-to-end, options,
+/// anomalies) come with `TcpSets::Full`.
+const CORE_GROUPS: &[&str] = &["endpoints", "core", "time", "state"];
+
+/// `log_tcp_complete` / `log_tcp_nocomplete` with the core set only (`--tcp-sets core`).
+pub static TCP_CORE: LazyLock<Log<Flow>> = LazyLock::new(|| Log {
+    name: TCP.name,
+    meaning: TCP.meaning,
+    columns: TCP
+        .columns
+        .iter()
+        .filter(|c| CORE_GROUPS.contains(&c.field.group) && !c.field.name.ends_with("_pkts_push"))
+        .copied()
+        .collect(),
+});
+
 /// `log_udp_complete`: every UDP flow.
 pub static UDP: LazyLock<Log<Flow>> = LazyLock::new(|| {
     let mut v = Vec::new();
@@ -533,12 +549,18 @@ impl LogId {
         }
     }
 
-    /// The columns of this log.
+    /// The columns of this log with every set.
     pub fn log(self) -> &'static Log<Flow> {
-        match self {
-            LogId::TcpComplete | LogId::TcpNocomplete => &TCP,
-            LogId::Udp => &UDP,
-            LogId::Other => &OTHER,
+        self.log_for(crate::TcpSets::Full)
+    }
+
+    /// The columns of this log with the given TCP sets.
+    pub fn log_for(self, sets: crate::TcpSets) -> &'static Log<Flow> {
+        match (self, sets) {
+            (LogId::TcpComplete | LogId::TcpNocomplete, crate::TcpSets::Full) => &TCP,
+            (LogId::TcpComplete | LogId::TcpNocomplete, crate::TcpSets::Core) => &TCP_CORE,
+            (LogId::Udp, _) => &UDP,
+            (LogId::Other, _) => &OTHER,
         }
     }
 }

@@ -240,7 +240,7 @@ impl History {
 
 /// Accounts a TCP segment of flow `f` in direction `di`.
 #[inline]
-pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize) {
+pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize, full: bool) {
     let t = &d.tcp;
     let flags = t.flags;
     let syn = flags & TcpFields::SYN != 0;
@@ -336,7 +336,9 @@ pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize) {
     if t.window == 0 && !rst && has_header {
         h.add(di, b'w');
     }
-    on_segment_e2e(f, d, ts, di, class);
+    if full {
+        on_segment_e2e(f, d, ts, di, class);
+    }
 }
 
 #[cfg(test)]

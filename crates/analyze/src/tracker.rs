@@ -93,6 +93,18 @@ pub struct TrackerConfig {
     /// A TCP flow that closed (FIN both ways or RST) ends after this much silence.
     pub closed_ns: u64,
     pub gc: GcConfig,
+    /// Which TCP sets are computed (and written).
+    pub tcp_sets: TcpSets,
+}
+
+/// The TCP sets computed and written: the core set alone (volumes, sequence
+/// accounting, timing, state), or the core set with the end-to-end (RTT, TTL), options
+/// and anomaly sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TcpSets {
+    Core,
+    #[default]
+    Full,
 }
 
 const S: u64 = 1_000_000_000;
@@ -108,6 +120,7 @@ impl Default for TrackerConfig {
             singleton_ns: 10 * S,
             closed_ns: 10 * S,
             gc: GcConfig::default(),
+            tcp_sets: TcpSets::Full,
         }
     }
 }
@@ -255,7 +268,7 @@ impl Tracker {
         };
         let f = self.table.get_mut(id);
         let di = f.dir_of(p.src_is_lo);
-        f.update(p.dec, p.wire_len, p.ts_ns, di);
+        f.update(p.dec, p.wire_len, p.ts_ns, di, self.cfg.tcp_sets == TcpSets::Full);
         self.table.touch(id, self.now_ns);
     }
 

@@ -2,7 +2,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
-use tapstat_analyze::TrackerConfig;
+use tapstat_analyze::{TcpSets, TrackerConfig};
 use tapstat_flow::GcConfig;
 use tapstat_pipeline::EngineConfig;
 
@@ -42,6 +42,12 @@ pub enum Command {
         #[arg(long)]
         markdown: bool,
     },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum TcpSetsArg {
+    Core,
+    Full,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -91,6 +97,10 @@ pub struct RunArgs {
     /// Garbage collection steps M: every ΔT/M, 1/M of the table is scanned
     #[arg(long, value_name = "M", default_value_t = 500)]
     pub gc_steps: u32,
+    /// TCP sets: `core` (volumes, sequence accounting, timing, state) or `full` (core +
+    /// RTT and TTL, options and windows, retransmission causes)
+    #[arg(long, value_enum, default_value = "full")]
+    pub tcp_sets: TcpSetsArg,
     /// Seed of the flow hash (default: random at start-up, so crafted traffic cannot aim at buckets)
     #[arg(long, value_name = "N")]
     pub hash_seed: Option<u64>,
@@ -119,6 +129,10 @@ impl RunArgs {
                 singleton_ns: ns(self.singleton_timeout),
                 closed_ns: ns(self.closed_timeout),
                 gc: GcConfig { period_ns: ns(self.gc_period).max(1), steps: self.gc_steps.max(1) },
+                tcp_sets: match self.tcp_sets {
+                    TcpSetsArg::Core => TcpSets::Core,
+                    TcpSetsArg::Full => TcpSets::Full,
+                },
             },
             hash_seed: self.hash_seed,
             ..EngineConfig::default()

@@ -202,3 +202,29 @@ fn ctrl_c_on_a_quiet_pipe_still_writes_every_flow_seen() {
         .sum();
     assert_eq!(in_records, packets - s["non_ip_frames"].as_u64().unwrap());
 }
+
+#[test]
+fn the_full_tcp_sets_leave_the_core_columns_as_the_core_set_writes_them() {
+    let dir = tempdir("tcpsets");
+    let cfg = SynthConfig { seed: 11, ..Default::default() };
+    let (bytes, _) = synthesize(&cfg);
+    let pcap = dir.join("s.pcap");
+    std::fs::write(&pcap, bytes).unwrap();
+    let core = dir.join("core");
+    let full = dir.join("full");
+    analyze(&pcap, &core, 1, &["--tcp-sets", "core"]);
+    analyze(&pcap, &full, 2, &[]);
+    for log in ["log_tcp_complete", "log_tcp_nocomplete"] {
+        let c = read_log(&core, log);
+        let f = read_log(&full, log);
+        assert_eq!(c.len(), f.len(), "{log}");
+        assert!(!c.is_empty());
+        let cols: Vec<&String> = c[0].keys().collect();
+        assert!(cols.len() < f[0].len(), "the core set writes fewer columns");
+        let mut a: Vec<Vec<&String>> = c.iter().map(|r| cols.iter().map(|k| &r[*k]).collect()).collect();
+        let mut b: Vec<Vec<&String>> = f.iter().map(|r| cols.iter().map(|k| &r[*k]).collect()).collect();
+        a.sort();
+        b.sort();
+        assert_eq!(a, b, "{log}: core columns differ between --tcp-sets core and full");
+    }
+}

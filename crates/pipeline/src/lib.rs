@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tapstat_analyze::logs::LogId;
-use tapstat_analyze::{Flow, FlowSink, InputClock, Packet, Tracker, TrackerConfig, TrackerStats};
+use tapstat_analyze::{Flow, FlowSink, InputClock, Packet, TcpSets, Tracker, TrackerConfig, TrackerStats};
 use tapstat_capture::{Backing, CaptureError, CaptureStats, Chunk, FrameMeta, PacketSource};
 use tapstat_decode::{Anomalies, DecodeConfig, Decoded, Decoder, L4};
 use tapstat_flow::{FlowHasher, FlowKey};
@@ -126,6 +126,7 @@ const BLOCK_BYTES: usize = 256 * 1024;
 /// faulted in and unmapped again for every 256 KiB of records.
 struct RecordOut {
     format: Format,
+    sets: TcpSets,
     bufs: [Vec<u8>; 4],
     records: [u64; 4],
     tx: crossbeam_channel::Sender<Block>,
@@ -147,7 +148,7 @@ impl FlowSink for RecordOut {
     fn on_flow_end(&mut self, f: &Flow) {
         let id = LogId::of(f);
         let i = id as usize;
-        self.format.record(id.log(), f, &mut self.bufs[i]);
+        self.format.record(id.log_for(self.sets), f, &mut self.bufs[i]);
         self.records[i] += 1;
         if self.bufs[i].len() >= BLOCK_BYTES {
             self.flush(i);
@@ -195,7 +196,7 @@ pub fn run(
         .iter()
         .map(|l| {
             let mut h = Vec::new();
-            cfg.format.header(l.log(), &mut h);
+            cfg.format.header(l.log_for(cfg.tracker.tcp_sets), &mut h);
             h
         })
         .collect();
@@ -224,6 +225,7 @@ pub fn run(
         tracker: Tracker::new(cfg.tracker),
         rout: RecordOut {
             format: cfg.format,
+            sets: cfg.tracker.tcp_sets,
             bufs: Default::default(),
             records: [0; 4],
             tx: tx.clone(),

@@ -83,6 +83,15 @@ pub struct Column<T: 'static> {
     pub get: for<'a> fn(&'a T) -> Value<'a>,
 }
 
+// By hand: a derive would ask `T: Clone`, which a field and a fn pointer do not need.
+impl<T> Clone for Column<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Column<T> {}
+
 /// A log: a named file of records of type `T`, with its columns in order.
 pub struct Log<T: 'static> {
     /// File stem in the output directory (`log_tcp_complete`).

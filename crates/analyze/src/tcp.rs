@@ -651,7 +651,6 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
     let flags = t.flags;
     let syn = flags & TcpFields::SYN != 0;
     let ack = flags & TcpFields::ACK != 0;
-    let now_ns = ts;
     let len = d.payload_len;
     let has_header = d.fragment != tapstat_decode::Fragment::Later;
     // Both sides offered window scaling in their SYNs (RFC 7323 §2.2): later windows
@@ -664,20 +663,18 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
         if let Some(a) = f.dir[peer].seq.offset_of(t.ack) {
             let p = &mut f.dir[peer].tcp;
             let pure = len == 0 && flags & (TcpFields::SYN | TcpFields::FIN | TcpFields::RST) == 0;
-            if p.acked == Some(a) && pure {
-                p.dup_acks += 1;
-            } else if p.acked.is_none_or(|old| a > old) {
+            if p.acked.is_none_or(|old| a > old) {
                 // Kept: a fast retransmission the probe sees after the ACK that made it
                 // unnecessary was still triggered by these duplicates.
                 p.prev_dup_acks = p.dup_acks;
                 p.dup_acks = 0;
-            }
-            if p.acked.is_none_or(|old| a > old) {
                 p.acked = Some(a);
                 if a > 0 && !p.first_data_acked && f.dir[peer].bytes_all > 0 {
                     p.first_data_acked = true;
                 }
-                p.acknowledged(a, now_ns);
+                p.acknowledged(a, ts);
+            } else if p.acked == Some(a) && pure {
+                p.dup_acks += 1;
             }
         }
         // Handshake RTTs: SYN → SYN/ACK (the server side of the probe), SYN/ACK →
@@ -690,7 +687,7 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
         }
     }
 
-    let f_peer_win = f.dir[peer].tcp.last_win;
+    let peer_win = f.dir[peer].tcp.last_win;
     let x = &mut f.dir[di];
     let e = &mut x.tcp;
     e.ttl_min = e.ttl_min.min(d.ttl);
@@ -702,22 +699,20 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
         e.pkts_push += 1;
     }
     let o = &d.tcp_opts;
-    if syn && e.syn_opts.is_some() {
-        // A SYN seen again within half a millisecond was duplicated on the way (or by
-        // the capture), as Tstat counts it; later, it was sent again.
-        if ts.saturating_sub(e.syn_ns) < 500_000 {
-            e.pkts_dup += 1;
-        } else {
-            e.syn_retx += 1;
-        }
-    }
     if syn {
         // The SYN takes one sequence number and is acknowledged like data: an RTT
         // sample as tcptrace and Tstat take it, void if the SYN was sent again.
         if e.syn_opts.is_some() {
+            // A SYN seen again within half a millisecond was duplicated on the way
+            // (or by the capture), as Tstat counts it; later, it was sent again.
+            if ts.saturating_sub(e.syn_ns) < 500_000 {
+                e.pkts_dup += 1;
+            } else {
+                e.syn_retx += 1;
+            }
             e.void(0);
         } else if x.seq.syn_seq == Some(t.seq) {
-            e.remember(0, 1, now_ns);
+            e.remember(0, 1, ts);
         }
         e.syn_opts = Some(*o);
         e.syn_ns = ts;
@@ -734,16 +729,16 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
             e.win_0 += 1;
         }
     }
+    // Payload (and a FIN after it) start one past the SYN's sequence number.
+    let data_seq = if syn { t.seq.wrapping_add(1) } else { t.seq };
     if len > 0 {
         e.seg_min = e.seg_min.min(len);
         e.seg_max = e.seg_max.max(len);
-        let start_seq = if syn { t.seq.wrapping_add(1) } else { t.seq };
-        if let Some(start) = x.seq.offset_of(start_seq) {
+        if let Some(start) = x.seq.offset_of(data_seq) {
             let end = start + len as u64;
-            let peer_win = f_peer_win;
             classify(e, class, end, len, ts, peer_win);
             match class {
-                Some(SegmentClass::InOrder | SegmentClass::AfterGap) => e.remember(end, len, now_ns),
+                Some(SegmentClass::InOrder | SegmentClass::AfterGap) => e.remember(end, len, ts),
                 // A retransmission (or a segment filling a gap) voids every sample
                 // in flight, not only the segments it overlaps: an ACK that then
                 // covers a later segment's end would time the whole recovery
@@ -762,14 +757,13 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
     // The FIN takes one sequence number after the data, and its ACK is a sample too
     // (as tcptrace and Tstat take it), void if the FIN was sent again.
     if flags & TcpFields::FIN != 0 {
-        let seq = if syn { t.seq.wrapping_add(1) } else { t.seq };
-        if let Some(start) = x.seq.offset_of(seq) {
+        if let Some(start) = x.seq.offset_of(data_seq) {
             let end = start + len as u64 + 1;
             if e.fin_end.is_some() {
                 e.void(end);
             } else {
                 e.fin_end = Some(end);
-                e.remember(end, 1, now_ns);
+                e.remember(end, 1, ts);
             }
         }
     }

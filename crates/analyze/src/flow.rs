@@ -1,6 +1,7 @@
 //! The state of one flow, and the counters common to every protocol.
 
 use crate::tcp::{History, SeqSpace, TcpConn, TcpDir};
+
 use tapstat_decode::{Decoded, Tunnel};
 
 /// Which log a flow belongs to.
@@ -98,8 +99,33 @@ pub struct Dir {
     /// Bytes of new sequence space: payload not counting retransmissions.
     pub bytes_uniq: u64,
     pub seq: SeqSpace,
-    /// TCP's end-to-end and options sets (RTT, TTL, options, windows).
-    pub tcp: TcpDir,
+}
+
+/// The state of the full sets (`TcpSets::Full`): TCP's end-to-end, options and
+/// anomaly sets per direction. Boxed and kept apart from [`Flow`] so that the flows of
+/// the core set stay small (a cache line matters more than the pointer); the tracker
+/// recycles the boxes of ended flows, so the packet path does not allocate once the
+/// pool has grown to the most flows live at once.
+#[derive(Clone, Debug, Default)]
+pub struct FullState {
+    /// Index 0: client to server, 1: server to client.
+    pub tcp: [TcpDir; 2],
+}
+
+impl FullState {
+    /// The window scale shift in effect for side `di`'s windows: its SYN's, once
+    /// both SYNs offered scaling (RFC 7323 §2.2); 0 otherwise.
+    pub fn win_scale(&self, di: usize) -> u8 {
+        match (&self.tcp[0].syn_opts, &self.tcp[1].syn_opts) {
+            (Some(a), Some(b)) if a.has_wscale && b.has_wscale => self.tcp[di].syn_opts.map_or(0, |o| o.wscale),
+            _ => 0,
+        }
+    }
+
+    /// Back to the state of a new flow, keeping the allocations.
+    pub fn reset(&mut self) {
+        self.tcp = Default::default();
+    }
 }
 
 /// One bidirectional flow.
@@ -121,12 +147,15 @@ pub struct Flow {
     pub rtt_3whs: [u64; 2],
     pub history: History,
     pub end: EndReason,
+    /// The full sets' state; none with the core set alone.
+    pub full: Option<Box<FullState>>,
 }
 
 impl Flow {
     /// A new flow opened by packet `d`, whose sender is the `lo` endpoint when
     /// `src_is_lo`.
-    pub fn new(d: &Decoded, src_is_lo: bool, ts_ns: u64) -> Flow {
+    /// `full` carries the full sets' state (reset) when they are on.
+    pub fn new(d: &Decoded, src_is_lo: bool, ts_ns: u64, full: Option<Box<FullState>>) -> Flow {
         let kind = match d.l4 {
             tapstat_decode::L4::Tcp if d.sport != 0 || d.dport != 0 => Kind::Tcp,
             tapstat_decode::L4::Udp if d.sport != 0 || d.dport != 0 => Kind::Udp,
@@ -165,6 +194,7 @@ impl Flow {
             rtt_3whs: [0; 2],
             history: History::default(),
             end: EndReason::Live,
+            full,
         }
     }
 
@@ -178,19 +208,24 @@ impl Flow {
     /// The window scale shift in effect for side `di`'s windows: its SYN's, once
     /// both SYNs offered scaling (RFC 7323 §2.2); 0 otherwise.
     pub fn win_scale(&self, di: usize) -> u8 {
-        match (&self.dir[0].tcp.syn_opts, &self.dir[1].tcp.syn_opts) {
-            (Some(a), Some(b)) if a.has_wscale && b.has_wscale => self.dir[di].tcp.syn_opts.map_or(0, |o| o.wscale),
-            _ => 0,
-        }
+        self.full.as_deref().map_or(0, |x| x.win_scale(di))
+    }
+
+    /// The end-to-end, options and anomaly state of side `di` (an empty one with the
+    /// core set alone).
+    pub fn e2e(&self, di: usize) -> &TcpDir {
+        static EMPTY: std::sync::LazyLock<TcpDir> = std::sync::LazyLock::new(TcpDir::default);
+        self.full.as_deref().map_or(&EMPTY, |x| &x.tcp[di])
     }
 
     /// Payload bytes of side `di` that the other side acknowledged but the probe
     /// never saw (the probe's own losses, apart from the sender's retransmissions).
     pub fn bytes_missed(&self, di: usize) -> u64 {
         let d = &self.dir[di];
-        let Some(mut ack) = d.tcp.acked else { return 0 };
+        let e = self.e2e(di);
+        let Some(mut ack) = e.acked else { return 0 };
         // The FIN takes a sequence number too: an ACK of the FIN is one past the data.
-        if d.tcp.fin_end == Some(ack) {
+        if e.fin_end == Some(ack) {
             ack -= 1;
         }
         d.seq.missed_below(ack)
@@ -203,9 +238,9 @@ impl Flow {
 
     /// Accounts packet `d` of `wire_len` bytes at `ts_ns` in direction `di`.
     #[inline]
-    /// With `full`, TCP segments also go through the end-to-end, options and anomaly
-    /// sets (`TcpSets::Full`).
-    pub fn update(&mut self, d: &Decoded, wire_len: u32, ts_ns: u64, di: usize, full: bool) {
+    /// With the full sets' state, TCP segments also go through the end-to-end, options
+    /// and anomaly sets (`TcpSets::Full`).
+    pub fn update(&mut self, d: &Decoded, wire_len: u32, ts_ns: u64, di: usize) {
         // Time never runs backwards within a flow: a capture whose clock stepped back
         // by a few packets keeps first <= last.
         self.last_ns = self.last_ns.max(ts_ns);
@@ -227,7 +262,7 @@ impl Flow {
             x.last_payload_ns = x.last_payload_ns.max(ts);
         }
         if self.kind == Kind::Tcp {
-            crate::tcp::on_segment(self, d, ts, di, full);
+            crate::tcp::on_segment(self, d, ts, di);
         }
     }
 }

@@ -21,8 +21,8 @@
 
 mod flow;
 pub mod logs;
-mod tcp;
+pub mod tcp;
 mod tracker;
 
-pub use flow::{ClientRule, Dir, EndReason, Flow, Kind};
+pub use flow::{ClientRule, Dir, EndReason, Flow, FullState, Kind};
 pub use tracker::{FlowSink, InputClock, Packet, TcpSets, Tracker, TrackerConfig, TrackerStats};

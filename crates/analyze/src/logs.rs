@@ -3,6 +3,7 @@
 //! way; `conn_state` and `history` are Zeek's; the rest are tapstat's own.
 
 use crate::flow::{Dir, Flow, Kind};
+use crate::tcp::TcpDir;
 use std::sync::LazyLock;
 use tapstat_record::{Column, Field, Log, LogDoc, Type, Value};
 
@@ -120,8 +121,8 @@ fn ns_ms(ns: u64) -> Value<'static> {
 
 /// An RTT figure in ms (3 decimals: the samples are whole µs), none without samples.
 /// Written through integer µs: formatting a float costs ten times more.
-fn rtt(d: &Dir, pick: fn((f64, f64, f64, f64)) -> f64) -> Value<'static> {
-    d.tcp.rtt_ms().map_or(Value::None, |r| Value::Micros((pick(r) * 1000.0 + 0.5) as u64))
+fn rtt(d: &TcpDir, pick: fn((f64, f64, f64, f64)) -> f64) -> Value<'static> {
+    d.rtt_ms().map_or(Value::None, |r| Value::Micros((pick(r) * 1000.0 + 0.5) as u64))
 }
 
 /// A minimum that starts at the type's maximum: none when nothing was seen.
@@ -138,13 +139,13 @@ fn min_or_none(v: u64, none: u64) -> Value<'static> {
 macro_rules! tcp_e2e {
     ($v:ident, $p:literal, $i:tt, $who:literal) => {
         $v.extend([
-            col!(concat!($p, "_rtt_avg"), F64, "ms", "end-to-end", concat!("mean RTT of the ", $who, "'s data: segment to the ACK that covers exactly its end, both seen at the probe; no samples from retransmitted segments (Karn)"), |f: &Flow| rtt(&f.dir[$i], |r| r.0)),
-            col!(concat!($p, "_rtt_min"), F64, "ms", "end-to-end", concat!("smallest RTT sample of the ", $who, "'s data"), |f: &Flow| rtt(&f.dir[$i], |r| r.2)),
-            col!(concat!($p, "_rtt_max"), F64, "ms", "end-to-end", concat!("largest RTT sample of the ", $who, "'s data"), |f: &Flow| rtt(&f.dir[$i], |r| r.3)),
-            col!(concat!($p, "_rtt_std"), F64, "ms", "end-to-end", concat!("standard deviation of the RTT samples of the ", $who, "'s data"), |f: &Flow| rtt(&f.dir[$i], |r| r.1)),
-            col!(concat!($p, "_rtt_cnt"), U64, "samples", "end-to-end", concat!("RTT samples of the ", $who, "'s data"), |f: &Flow| Value::U64(f.dir[$i].tcp.rtt_cnt)),
-            col!(concat!($p, "_ttl_min"), U64, "", "end-to-end", concat!("smallest IP TTL / hop limit of the ", $who, "'s packets"), |f: &Flow| min_or_none(f.dir[$i].tcp.ttl_min as u64, u8::MAX as u64)),
-            col!(concat!($p, "_ttl_max"), U64, "", "end-to-end", concat!("largest IP TTL / hop limit of the ", $who, "'s packets"), |f: &Flow| if f.dir[$i].pkts_all == 0 { Value::None } else { Value::U64(f.dir[$i].tcp.ttl_max as u64) }),
+            col!(concat!($p, "_rtt_avg"), F64, "ms", "end-to-end", concat!("mean RTT of the ", $who, "'s data: segment to the ACK that covers exactly its end, both seen at the probe; no samples from retransmitted segments (Karn)"), |f: &Flow| rtt(f.e2e($i), |r| r.0)),
+            col!(concat!($p, "_rtt_min"), F64, "ms", "end-to-end", concat!("smallest RTT sample of the ", $who, "'s data"), |f: &Flow| rtt(f.e2e($i), |r| r.2)),
+            col!(concat!($p, "_rtt_max"), F64, "ms", "end-to-end", concat!("largest RTT sample of the ", $who, "'s data"), |f: &Flow| rtt(f.e2e($i), |r| r.3)),
+            col!(concat!($p, "_rtt_std"), F64, "ms", "end-to-end", concat!("standard deviation of the RTT samples of the ", $who, "'s data"), |f: &Flow| rtt(f.e2e($i), |r| r.1)),
+            col!(concat!($p, "_rtt_cnt"), U64, "samples", "end-to-end", concat!("RTT samples of the ", $who, "'s data"), |f: &Flow| Value::U64(f.e2e($i).rtt_cnt)),
+            col!(concat!($p, "_ttl_min"), U64, "", "end-to-end", concat!("smallest IP TTL / hop limit of the ", $who, "'s packets"), |f: &Flow| min_or_none(f.e2e($i).ttl_min as u64, u8::MAX as u64)),
+            col!(concat!($p, "_ttl_max"), U64, "", "end-to-end", concat!("largest IP TTL / hop limit of the ", $who, "'s packets"), |f: &Flow| if f.dir[$i].pkts_all == 0 { Value::None } else { Value::U64(f.e2e($i).ttl_max as u64) }),
         ]);
     };
 }
@@ -159,7 +160,7 @@ macro_rules! tcp_options {
                 "",
                 "options",
                 concat!("the ", $who, "'s SYN offered window scaling (RFC 7323)"),
-                |f: &Flow| Value::U64(f.dir[$i].tcp.syn_opts.is_some_and(|o| o.has_wscale) as u64)
+                |f: &Flow| Value::U64(f.e2e($i).syn_opts.is_some_and(|o| o.has_wscale) as u64)
             ),
             col!(
                 concat!($p, "_tm_opt"),
@@ -167,7 +168,7 @@ macro_rules! tcp_options {
                 "",
                 "options",
                 concat!("the ", $who, "'s SYN offered timestamps (RFC 7323)"),
-                |f: &Flow| Value::U64(f.dir[$i].tcp.syn_opts.is_some_and(|o| o.has_ts) as u64)
+                |f: &Flow| Value::U64(f.e2e($i).syn_opts.is_some_and(|o| o.has_ts) as u64)
             ),
             col!(
                 concat!($p, "_win_scl"),
@@ -187,7 +188,7 @@ macro_rules! tcp_options {
                 "",
                 "options",
                 concat!("the ", $who, "'s SYN offered SACK (RFC 2018)"),
-                |f: &Flow| Value::U64(f.dir[$i].tcp.syn_opts.is_some_and(|o| o.sack_perm) as u64)
+                |f: &Flow| Value::U64(f.e2e($i).syn_opts.is_some_and(|o| o.sack_perm) as u64)
             ),
             col!(
                 concat!($p, "_sack_cnt"),
@@ -195,7 +196,7 @@ macro_rules! tcp_options {
                 "packets",
                 "options",
                 concat!("segments of the ", $who, " carrying SACK blocks"),
-                |f: &Flow| Value::U64(f.dir[$i].tcp.sack_cnt)
+                |f: &Flow| Value::U64(f.e2e($i).sack_cnt)
             ),
             col!(
                 concat!($p, "_mss"),
@@ -203,7 +204,7 @@ macro_rules! tcp_options {
                 "bytes",
                 "options",
                 concat!("MSS the ", $who, "'s SYN announced (0 when none)"),
-                |f: &Flow| Value::U64(f.dir[$i].tcp.syn_opts.map_or(0, |o| o.mss as u64))
+                |f: &Flow| Value::U64(f.e2e($i).syn_opts.map_or(0, |o| o.mss as u64))
             ),
             col!(
                 concat!($p, "_mss_max"),
@@ -211,7 +212,7 @@ macro_rules! tcp_options {
                 "bytes",
                 "options",
                 concat!("largest payload of a ", $who, " segment"),
-                |f: &Flow| Value::U64(f.dir[$i].tcp.seg_max as u64)
+                |f: &Flow| Value::U64(f.e2e($i).seg_max as u64)
             ),
             col!(
                 concat!($p, "_mss_min"),
@@ -219,7 +220,7 @@ macro_rules! tcp_options {
                 "bytes",
                 "options",
                 concat!("smallest payload of a ", $who, " data segment"),
-                |f: &Flow| min_or_none(f.dir[$i].tcp.seg_min as u64, u32::MAX as u64)
+                |f: &Flow| min_or_none(f.e2e($i).seg_min as u64, u32::MAX as u64)
             ),
             col!(
                 concat!($p, "_win_max"),
@@ -231,7 +232,7 @@ macro_rules! tcp_options {
                     $who,
                     " advertised, scaled when both sides agreed on scaling (a SYN's window never is)"
                 ),
-                |f: &Flow| Value::U64(f.dir[$i].tcp.win_max)
+                |f: &Flow| Value::U64(f.e2e($i).win_max)
             ),
             col!(
                 concat!($p, "_win_min"),
@@ -239,7 +240,7 @@ macro_rules! tcp_options {
                 "bytes",
                 "options",
                 concat!("smallest receive window the ", $who, " advertised, scaled likewise"),
-                |f: &Flow| min_or_none(f.dir[$i].tcp.win_min, u64::MAX)
+                |f: &Flow| min_or_none(f.e2e($i).win_min, u64::MAX)
             ),
             col!(
                 concat!($p, "_win_0"),
@@ -247,7 +248,7 @@ macro_rules! tcp_options {
                 "packets",
                 "options",
                 concat!("segments of the ", $who, " advertising a zero window"),
-                |f: &Flow| Value::U64(f.dir[$i].tcp.win_0)
+                |f: &Flow| Value::U64(f.e2e($i).win_0)
             ),
             col!(
                 concat!($p, "_cwin_max"),
@@ -259,7 +260,7 @@ macro_rules! tcp_options {
                     $who,
                     " had in flight (highest byte sent minus the highest ACK received), at its data segments"
                 ),
-                |f: &Flow| Value::U64(f.dir[$i].tcp.cwin_max)
+                |f: &Flow| Value::U64(f.e2e($i).cwin_max)
             ),
             col!(
                 concat!($p, "_cwin_min"),
@@ -267,7 +268,7 @@ macro_rules! tcp_options {
                 "bytes",
                 "options",
                 concat!("fewest bytes the ", $who, " had in flight at its data segments"),
-                |f: &Flow| min_or_none(f.dir[$i].tcp.cwin_min, u64::MAX)
+                |f: &Flow| min_or_none(f.e2e($i).cwin_min, u64::MAX)
             ),
             col!(
                 concat!($p, "_cwin_ini"),
@@ -279,17 +280,17 @@ macro_rules! tcp_options {
                     $who,
                     " had in flight before its first data was acknowledged (its initial window as seen)"
                 ),
-                |f: &Flow| Value::U64(f.dir[$i].tcp.cwin_ini)
+                |f: &Flow| Value::U64(f.e2e($i).cwin_ini)
             ),
-            col!(concat!($p, "_pkts_rto"), U64, "packets", "anomalies", concat!("the ", $who, "'s segments sent again after a timeout (no 3 duplicate ACKs, later than the RTO estimate)"), |f: &Flow| Value::U64(f.dir[$i].tcp.pkts_rto)),
-            col!(concat!($p, "_pkts_fs"), U64, "packets", "anomalies", concat!("the ", $who, "'s segments sent again after 3 duplicate ACKs (fast retransmit)"), |f: &Flow| Value::U64(f.dir[$i].tcp.pkts_fs)),
-            col!(concat!($p, "_pkts_reor"), U64, "packets", "anomalies", concat!("the ", $who, "'s segments that filled a gap opened less than an RTT before: reordered by the network"), |f: &Flow| Value::U64(f.dir[$i].tcp.pkts_reor)),
-            col!(concat!($p, "_pkts_dup"), U64, "packets", "anomalies", concat!("the ", $who, "'s segments seen twice within half an RTT: duplicated by the network"), |f: &Flow| Value::U64(f.dir[$i].tcp.pkts_dup)),
-            col!(concat!($p, "_pkts_unk"), U64, "packets", "anomalies", concat!("the ", $who, "'s out-of-sequence or repeated segments of no other class"), |f: &Flow| Value::U64(f.dir[$i].tcp.pkts_unk)),
-            col!(concat!($p, "_pkts_fc"), U64, "packets", "anomalies", concat!("the ", $who, "'s window probes: at most one byte sent into a zero window"), |f: &Flow| Value::U64(f.dir[$i].tcp.pkts_fc)),
-            col!(concat!($p, "_pkts_unrto"), U64, "packets", "anomalies", concat!("the ", $who, "'s unnecessary retransmissions after a timeout: the data had been acknowledged"), |f: &Flow| Value::U64(f.dir[$i].tcp.pkts_unrto)),
-            col!(concat!($p, "_pkts_unfs"), U64, "packets", "anomalies", concat!("the ", $who, "'s unnecessary fast retransmissions: the data had been acknowledged"), |f: &Flow| Value::U64(f.dir[$i].tcp.pkts_unfs)),
-            col!(concat!($p, "_syn_retx"), U64, "packets", "anomalies", concat!("the ", $who, "'s SYNs sent again"), |f: &Flow| Value::U64(f.dir[$i].tcp.syn_retx)),
+            col!(concat!($p, "_pkts_rto"), U64, "packets", "anomalies", concat!("the ", $who, "'s segments sent again after a timeout (no 3 duplicate ACKs, later than the RTO estimate)"), |f: &Flow| Value::U64(f.e2e($i).pkts_rto)),
+            col!(concat!($p, "_pkts_fs"), U64, "packets", "anomalies", concat!("the ", $who, "'s segments sent again after 3 duplicate ACKs (fast retransmit)"), |f: &Flow| Value::U64(f.e2e($i).pkts_fs)),
+            col!(concat!($p, "_pkts_reor"), U64, "packets", "anomalies", concat!("the ", $who, "'s segments that filled a gap opened less than an RTT before: reordered by the network"), |f: &Flow| Value::U64(f.e2e($i).pkts_reor)),
+            col!(concat!($p, "_pkts_dup"), U64, "packets", "anomalies", concat!("the ", $who, "'s segments seen twice within half an RTT: duplicated by the network"), |f: &Flow| Value::U64(f.e2e($i).pkts_dup)),
+            col!(concat!($p, "_pkts_unk"), U64, "packets", "anomalies", concat!("the ", $who, "'s out-of-sequence or repeated segments of no other class"), |f: &Flow| Value::U64(f.e2e($i).pkts_unk)),
+            col!(concat!($p, "_pkts_fc"), U64, "packets", "anomalies", concat!("the ", $who, "'s window probes: at most one byte sent into a zero window"), |f: &Flow| Value::U64(f.e2e($i).pkts_fc)),
+            col!(concat!($p, "_pkts_unrto"), U64, "packets", "anomalies", concat!("the ", $who, "'s unnecessary retransmissions after a timeout: the data had been acknowledged"), |f: &Flow| Value::U64(f.e2e($i).pkts_unrto)),
+            col!(concat!($p, "_pkts_unfs"), U64, "packets", "anomalies", concat!("the ", $who, "'s unnecessary fast retransmissions: the data had been acknowledged"), |f: &Flow| Value::U64(f.e2e($i).pkts_unfs)),
+            col!(concat!($p, "_syn_retx"), U64, "packets", "anomalies", concat!("the ", $who, "'s SYNs sent again"), |f: &Flow| Value::U64(f.e2e($i).syn_retx)),
             col!(concat!($p, "_bytes_missed"), U64, "bytes", "anomalies", concat!("the ", $who, "'s payload bytes the other side acknowledged but the probe never saw (the probe's own losses, like Zeek's missed_bytes)"), |f: &Flow| Value::U64(f.bytes_missed($i))),
         ]);
     };
@@ -403,10 +404,10 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
     tcp_options!(v, "s", 1, "server");
     v.extend([
         col!("c_pkts_push", U64, "packets", "core", "segments with PSH (client)", |f: &Flow| Value::U64(
-            f.dir[0].tcp.pkts_push
+            f.e2e(0).pkts_push
         )),
         col!("s_pkts_push", U64, "packets", "core", "segments with PSH (server)", |f: &Flow| Value::U64(
-            f.dir[1].tcp.pkts_push
+            f.e2e(1).pkts_push
         )),
     ]);
     Log { name: "log_tcp_complete", meaning: "TCP flows whose three-way handshake was seen (SYN, SYN/ACK, ACK). `log_tcp_nocomplete` has the same columns for the other TCP flows.", columns: v }

@@ -240,7 +240,7 @@ impl History {
 
 /// Accounts a TCP segment of flow `f` in direction `di`.
 #[inline]
-pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize, full: bool) {
+pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize) {
     let t = &d.tcp;
     let flags = t.flags;
     let syn = flags & TcpFields::SYN != 0;
@@ -336,7 +336,7 @@ pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize, full: bo
     if t.window == 0 && !rst && has_header {
         h.add(di, b'w');
     }
-    if full {
+    if f.full.is_some() {
         on_segment_e2e(f, d, ts, di, class);
     }
 }
@@ -653,15 +653,16 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
     let ack = flags & TcpFields::ACK != 0;
     let len = d.payload_len;
     let has_header = d.fragment != tapstat_decode::Fragment::Later;
+    let Some(full) = f.full.as_deref_mut() else { return };
     // Both sides offered window scaling in their SYNs (RFC 7323 §2.2): later windows
     // are scaled; the SYN's own window never is.
-    let scale = f.win_scale(di);
+    let scale = full.win_scale(di);
     let peer = 1 - di;
 
     // The ACK this segment carries, for the other side's data.
     if ack && has_header {
         if let Some(a) = f.dir[peer].seq.offset_of(t.ack) {
-            let p = &mut f.dir[peer].tcp;
+            let p = &mut full.tcp[peer];
             let pure = len == 0 && flags & (TcpFields::SYN | TcpFields::FIN | TcpFields::RST) == 0;
             if p.acked.is_none_or(|old| a > old) {
                 // Kept: a fast retransmission the probe sees after the ACK that made it
@@ -679,17 +680,17 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
         }
         // Handshake RTTs: SYN → SYN/ACK (the server side of the probe), SYN/ACK →
         // the client's ACK (the client side).
-        if syn && di == 1 && f.dir[0].tcp.syn_ns != 0 && f.rtt_3whs[0] == 0 {
-            f.rtt_3whs[0] = ts.saturating_sub(f.dir[0].tcp.syn_ns).max(1);
+        if syn && di == 1 && full.tcp[0].syn_ns != 0 && f.rtt_3whs[0] == 0 {
+            f.rtt_3whs[0] = ts.saturating_sub(full.tcp[0].syn_ns).max(1);
         }
-        if !syn && di == 0 && f.dir[1].tcp.syn_ns != 0 && f.rtt_3whs[1] == 0 && f.tcp.syn[0] {
-            f.rtt_3whs[1] = ts.saturating_sub(f.dir[1].tcp.syn_ns).max(1);
+        if !syn && di == 0 && full.tcp[1].syn_ns != 0 && f.rtt_3whs[1] == 0 && f.tcp.syn[0] {
+            f.rtt_3whs[1] = ts.saturating_sub(full.tcp[1].syn_ns).max(1);
         }
     }
 
-    let peer_win = f.dir[peer].tcp.last_win;
+    let peer_win = full.tcp[peer].last_win;
     let x = &mut f.dir[di];
-    let e = &mut x.tcp;
+    let e = &mut full.tcp[di];
     e.ttl_min = e.ttl_min.min(d.ttl);
     e.ttl_max = e.ttl_max.max(d.ttl);
     if !has_header {

@@ -1,7 +1,7 @@
 //! The per-worker tracker: matches packets to flows, runs the analyzers, decides in
 //! packet time when a flow ends, and hands finished flows to a [`FlowSink`].
 
-use crate::flow::{EndReason, Flow, Kind};
+use crate::flow::{EndReason, Flow, FullState, Kind};
 use tapstat_decode::{Decoded, TcpFields, L4};
 use tapstat_flow::{FlowKey, FlowTable, Gc, GcConfig};
 
@@ -205,6 +205,8 @@ pub struct Tracker {
     gc: Gc,
     cfg: TrackerConfig,
     now_ns: u64,
+    /// The full sets' state of ended flows, for the next flows (see [`FullState`]).
+    pool: Vec<Box<FullState>>,
     pub stats: TrackerStats,
 }
 
@@ -215,6 +217,7 @@ impl Tracker {
             gc: Gc::new(cfg.gc),
             cfg,
             now_ns: 0,
+            pool: Vec::new(),
             stats: TrackerStats::default(),
         }
     }
@@ -250,7 +253,14 @@ impl Tracker {
         let id = match slot {
             Some(id) => id,
             None => {
-                let f = Flow::new(p.dec, p.src_is_lo, p.ts_ns);
+                let full = (self.cfg.tcp_sets == TcpSets::Full).then(|| match self.pool.pop() {
+                    Some(mut b) => {
+                        b.reset();
+                        b
+                    }
+                    None => Box::default(),
+                });
+                let f = Flow::new(p.dec, p.src_is_lo, p.ts_ns, full);
                 match f.kind {
                     Kind::Tcp => self.stats.flows_tcp += 1,
                     Kind::Udp => self.stats.flows_udp += 1,
@@ -261,6 +271,7 @@ impl Tracker {
                     old.end = end_reason(&old, EndReason::Evicted);
                     self.stats.evictions += 1;
                     out.on_flow_end(&old);
+                    self.pool.extend(old.full.take());
                 }
                 self.stats.peak_flows = self.stats.peak_flows.max(self.table.len() as u64);
                 id
@@ -268,7 +279,7 @@ impl Tracker {
         };
         let f = self.table.get_mut(id);
         let di = f.dir_of(p.src_is_lo);
-        f.update(p.dec, p.wire_len, p.ts_ns, di, self.cfg.tcp_sets == TcpSets::Full);
+        f.update(p.dec, p.wire_len, p.ts_ns, di);
         self.table.touch(id, self.now_ns);
     }
 
@@ -278,10 +289,12 @@ impl Tracker {
         self.now_ns = self.now_ns.max(final_ns);
         self.collect(usize::MAX, out);
         let stats = &mut self.stats;
+        let pool = &mut self.pool;
         self.table.drain(|_, mut f| {
             f.end = end_reason(&f, EndReason::EndOfInput);
             count_end(stats, f.end);
             out.on_flow_end(&f);
+            pool.extend(f.full.take());
         });
     }
 
@@ -290,6 +303,7 @@ impl Tracker {
         let now = self.now_ns;
         let cfg = self.cfg;
         let stats = &mut self.stats;
+        let pool = &mut self.pool;
         self.table.scan(
             n,
             now,
@@ -299,6 +313,7 @@ impl Tracker {
                 f.end = end_reason(&f, EndReason::Idle);
                 count_end(stats, f.end);
                 out.on_flow_end(&f);
+                pool.extend(f.full.take());
             },
         );
     }
@@ -308,6 +323,7 @@ impl Tracker {
         f.end = why;
         count_end(&mut self.stats, why);
         out.on_flow_end(&f);
+        self.pool.extend(f.full.take());
     }
 }
 
@@ -493,14 +509,14 @@ mod tests {
             (50, ack_seg(false, ACK, 9001, 301, 0)),                   // no sample
         ];
         let f = &run_ms(&p)[0];
-        let c = &f.dir[0].tcp;
+        let c = f.e2e(0);
         // SYN → SYN/ACK (10 ms) and the first data segment (10 ms); not the one sent twice.
         assert_eq!(c.rtt_cnt, 2);
         let (avg, std, min, max) = c.rtt_ms().unwrap();
         assert_eq!((avg, std, min, max), (10.0, 0.0, 10.0, 10.0));
         // The server's SYN/ACK → the client's ACK: 2 ms.
-        assert_eq!(f.dir[1].tcp.rtt_cnt, 1);
-        assert_eq!(f.dir[1].tcp.rtt_ms().unwrap().0, 2.0);
+        assert_eq!(f.e2e(1).rtt_cnt, 1);
+        assert_eq!(f.e2e(1).rtt_ms().unwrap().0, 2.0);
         assert_eq!(f.rtt_3whs, [10_000_000, 2_000_000]);
         assert_eq!(c.pkts_push, 1);
         assert_eq!(f.dir[0].pkts_retx, 1);
@@ -520,8 +536,8 @@ mod tests {
         assert_eq!(f.win_scale(0), 7);
         assert_eq!(f.win_scale(1), 2);
         // The SYN's 1000 is not scaled, the ACK's 10 is: 10 << 7.
-        assert_eq!((f.dir[0].tcp.win_min, f.dir[0].tcp.win_max), (1000, 1280));
-        assert_eq!(f.dir[1].tcp.syn_opts.unwrap().mss, 1400);
+        assert_eq!((f.e2e(0).win_min, f.e2e(0).win_max), (1000, 1280));
+        assert_eq!(f.e2e(1).syn_opts.unwrap().mss, 1400);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! here), RTO = mean + 4 std dev, at least 100 ms (tapstat's floor may be higher: the
 //! scripts keep clear of 100..1000 ms where it matters).
 
-use tapstat_analyze::{Dir, Flow};
+use tapstat_analyze::tcp::TcpDir;
+use tapstat_analyze::Flow;
 use tapstat_testkit::Conversation;
 
 /// The class counters of a direction.
@@ -26,8 +27,7 @@ struct Classes {
 
 const NONE: Classes = Classes { rto: 0, fs: 0, reor: 0, dup: 0, fc: 0, unrto: 0, unfs: 0, unk: 0 };
 
-fn classes(d: &Dir) -> Classes {
-    let t = &d.tcp;
+fn classes(t: &TcpDir) -> Classes {
     Classes {
         rto: t.pkts_rto,
         fs: t.pkts_fs,
@@ -65,8 +65,8 @@ fn close(mut c: Conversation, ms: f64) -> Flow {
 }
 
 fn assert_server_clean(f: &Flow) {
-    assert_eq!(classes(&f.dir[1]), NONE, "nothing out of sequence from the server");
-    assert_eq!(f.dir[1].tcp.syn_retx, 0);
+    assert_eq!(classes(f.e2e(1)), NONE, "nothing out of sequence from the server");
+    assert_eq!(f.e2e(1).syn_retx, 0);
 }
 
 #[test]
@@ -82,10 +82,10 @@ fn a_clean_transfer_has_no_anomalies() {
         c.at(t + 10.6).client_ack_next();
     }
     let f = close(c, 300.0);
-    assert_eq!(classes(&f.dir[0]), NONE);
+    assert_eq!(classes(f.e2e(0)), NONE);
     assert_server_clean(&f);
     assert_eq!((f.dir[0].pkts_retx, f.dir[0].pkts_ooo), (0, 0));
-    assert_eq!(f.dir[0].tcp.syn_retx, 0);
+    assert_eq!(f.e2e(0).syn_retx, 0);
     assert_eq!((f.bytes_missed(0), f.bytes_missed(1)), (0, 0));
     assert_eq!(f.dir[0].bytes_uniq, 21 * MSS as u64);
 }
@@ -97,7 +97,7 @@ fn retransmission_after_a_timeout_is_rto() {
     let s = c.at(30.0).client_data(MSS);
     c.at(1030.0).client_resend(s.start, MSS);
     let f = close(c, 1040.0);
-    assert_eq!(classes(&f.dir[0]), Classes { rto: 1, ..NONE });
+    assert_eq!(classes(f.e2e(0)), Classes { rto: 1, ..NONE });
     assert_eq!(f.dir[0].pkts_retx, 1);
     assert_eq!(f.dir[0].pkts_ooo, 0);
     assert_server_clean(&f);
@@ -116,7 +116,7 @@ fn every_segment_resent_in_the_recovery_after_a_timeout_is_rto() {
     c.at(1040.5).client_resend(s2.start, MSS);
     c.at(1040.6).client_resend(s3.start, MSS);
     let f = close(c, 1050.6);
-    assert_eq!(classes(&f.dir[0]), Classes { rto: 3, ..NONE });
+    assert_eq!(classes(f.e2e(0)), Classes { rto: 3, ..NONE });
     assert_eq!(f.dir[0].pkts_retx, 3);
     assert_server_clean(&f);
 }
@@ -134,7 +134,7 @@ fn retransmission_after_three_duplicate_acks_is_fast_retransmit() {
     c.at(40.3).server_dup_ack(1);
     c.at(40.8).client_resend(seg[1].start, MSS);
     let f = close(c, 50.8);
-    assert_eq!(classes(&f.dir[0]), Classes { fs: 1, ..NONE });
+    assert_eq!(classes(f.e2e(0)), Classes { fs: 1, ..NONE });
     assert_eq!(f.dir[0].pkts_retx, 1);
     assert_server_clean(&f);
 }
@@ -155,7 +155,7 @@ fn fast_retransmit_of_a_segment_lost_before_the_probe_is_fast_retransmit() {
     c.at(40.3).server_dup_ack(1);
     c.at(40.8).client_resend(lost.start, MSS);
     let f = close(c, 50.8);
-    assert_eq!(classes(&f.dir[0]), Classes { fs: 1, ..NONE });
+    assert_eq!(classes(f.e2e(0)), Classes { fs: 1, ..NONE });
     // New bytes to the probe: out of sequence, not a retransmission it could see.
     assert_eq!((f.dir[0].pkts_retx, f.dir[0].pkts_ooo), (0, 1));
     assert_eq!(f.bytes_missed(0), 0);
@@ -172,7 +172,7 @@ fn a_segment_overtaken_in_the_network_is_reordering() {
     c.at(30.1).client_data(MSS);
     c.at(31.1).client_resend(second.start, MSS);
     let f = close(c, 40.1);
-    assert_eq!(classes(&f.dir[0]), Classes { reor: 1, ..NONE });
+    assert_eq!(classes(f.e2e(0)), Classes { reor: 1, ..NONE });
     assert_eq!((f.dir[0].pkts_retx, f.dir[0].pkts_ooo), (0, 1));
     assert_eq!(f.bytes_missed(0), 0);
     assert_server_clean(&f);
@@ -186,7 +186,7 @@ fn the_same_segment_twice_in_a_tenth_of_a_millisecond_is_a_network_duplicate() {
     let s = c.at(30.0).client_data(MSS);
     c.at(30.1).client_resend(s.start, MSS);
     let f = close(c, 40.1);
-    assert_eq!(classes(&f.dir[0]), Classes { dup: 1, ..NONE });
+    assert_eq!(classes(f.e2e(0)), Classes { dup: 1, ..NONE });
     // The bytes are repeated at the probe all the same (Tstat's rexmit counters too).
     assert_eq!(f.dir[0].pkts_retx, 1);
     assert_eq!(f.dir[0].bytes_uniq, 2 * MSS as u64);
@@ -203,7 +203,7 @@ fn a_network_duplicate_need_not_follow_its_original_directly() {
     c.at(30.05).client_data(MSS);
     c.at(30.1).client_resend(s.start, MSS);
     let f = close(c, 40.1);
-    assert_eq!(classes(&f.dir[0]), Classes { dup: 1, ..NONE });
+    assert_eq!(classes(f.e2e(0)), Classes { dup: 1, ..NONE });
     assert_eq!(f.dir[0].pkts_retx, 1);
     assert_server_clean(&f);
 }
@@ -224,8 +224,8 @@ fn probes_into_a_zero_window_are_flow_control() {
     c.at(660.0).set_server_window(65535).server_ack(probe.end);
     c.at(660.5).client_data(MSS);
     let f = close(c, 670.5);
-    assert_eq!(classes(&f.dir[0]), Classes { fc: 2, ..NONE });
-    assert_eq!(f.dir[1].tcp.win_0, 2);
+    assert_eq!(classes(f.e2e(0)), Classes { fc: 2, ..NONE });
+    assert_eq!(f.e2e(1).win_0, 2);
     assert_eq!(f.dir[0].bytes_uniq, 3 * MSS as u64 + 1);
     assert_server_clean(&f);
 }
@@ -239,7 +239,7 @@ fn a_retransmission_of_acknowledged_data_after_a_timeout_is_unnecessary_rto() {
     c.at(40.0).server_ack_next();
     c.at(1030.0).client_resend(s.start, MSS);
     let f = close(c, 1040.0);
-    assert_eq!(classes(&f.dir[0]), Classes { unrto: 1, ..NONE });
+    assert_eq!(classes(f.e2e(0)), Classes { unrto: 1, ..NONE });
     assert_eq!(f.dir[0].pkts_retx, 1);
     assert_server_clean(&f);
 }
@@ -259,7 +259,7 @@ fn a_fast_retransmission_of_acknowledged_data_is_unnecessary_fast_retransmit() {
     c.at(40.4).server_ack(seg[4].end);
     c.at(40.8).client_resend(seg[1].start, MSS);
     let f = close(c, 50.8);
-    assert_eq!(classes(&f.dir[0]), Classes { unfs: 1, ..NONE });
+    assert_eq!(classes(f.e2e(0)), Classes { unfs: 1, ..NONE });
     assert_eq!(f.dir[0].pkts_retx, 1);
     assert_server_clean(&f);
 }
@@ -274,7 +274,7 @@ fn a_retransmission_sooner_than_the_rto_without_duplicate_acks_is_unknown() {
     let s = c.at(30.0).client_data(MSS);
     c.at(80.0).client_resend(s.start, MSS);
     let f = close(c, 90.0);
-    assert_eq!(classes(&f.dir[0]), Classes { unk: 1, ..NONE });
+    assert_eq!(classes(f.e2e(0)), Classes { unk: 1, ..NONE });
     assert_eq!(f.dir[0].pkts_retx, 1);
     assert_server_clean(&f);
 }
@@ -290,11 +290,11 @@ fn a_syn_sent_again_with_the_same_isn_is_a_syn_retransmission() {
     c.at(1011.0).client_data(MSS);
     let f = close(c, 1021.0);
     assert_eq!(f.dir[0].syn_cnt, 2);
-    assert_eq!(f.dir[0].tcp.syn_retx, 1);
+    assert_eq!(f.e2e(0).syn_retx, 1);
     assert!(f.tcp.complete);
     // A SYN is not data: no data retransmission, no class.
     assert_eq!(f.dir[0].pkts_retx, 0);
-    assert_eq!(classes(&f.dir[0]), NONE);
+    assert_eq!(classes(f.e2e(0)), NONE);
     assert_server_clean(&f);
 }
 
@@ -310,8 +310,8 @@ fn a_synack_sent_again_is_a_syn_retransmission_of_the_server() {
     c.at(1010.5).client_ack_next();
     let f = close(c, 1020.0);
     assert_eq!(f.dir[1].syn_cnt, 2);
-    assert_eq!((f.dir[0].tcp.syn_retx, f.dir[1].tcp.syn_retx), (0, 1));
-    assert_eq!((classes(&f.dir[0]), classes(&f.dir[1])), (NONE, NONE));
+    assert_eq!((f.e2e(0).syn_retx, f.e2e(1).syn_retx), (0, 1));
+    assert_eq!((classes(f.e2e(0)), classes(f.e2e(1))), (NONE, NONE));
 }
 
 #[test]
@@ -325,7 +325,7 @@ fn data_acknowledged_but_never_seen_is_missed_not_retransmitted() {
     let f = close(c, 50.0);
     assert_eq!(f.bytes_missed(0), 700);
     assert_eq!((f.dir[0].pkts_retx, f.dir[0].pkts_ooo), (0, 0));
-    assert_eq!(classes(&f.dir[0]), NONE);
+    assert_eq!(classes(f.e2e(0)), NONE);
     assert_eq!(f.dir[0].bytes_uniq, 3 * MSS as u64);
     assert_server_clean(&f);
 }
@@ -339,7 +339,7 @@ fn a_lost_tail_acknowledged_by_the_server_is_missed() {
     let f = close(c, 40.0);
     assert_eq!(f.bytes_missed(0), 300);
     assert_eq!(f.dir[0].pkts_retx, 0);
-    assert_eq!(classes(&f.dir[0]), NONE);
+    assert_eq!(classes(f.e2e(0)), NONE);
 }
 
 #[test]
@@ -351,8 +351,8 @@ fn classes_are_counted_in_the_direction_that_sent_the_segment() {
     c.at(1030.0).server_resend(s.start, MSS);
     c.at(1030.5).client_ack_next();
     let f = close(c, 1040.0);
-    assert_eq!(classes(&f.dir[1]), Classes { rto: 1, ..NONE });
-    assert_eq!(classes(&f.dir[0]), NONE);
+    assert_eq!(classes(f.e2e(1)), Classes { rto: 1, ..NONE });
+    assert_eq!(classes(f.e2e(0)), NONE);
     assert_eq!((f.dir[0].pkts_retx, f.dir[1].pkts_retx), (0, 1));
 }
 
@@ -371,7 +371,7 @@ fn a_lost_fast_retransmission_sent_again_after_a_timeout_is_rto() {
     c.at(40.8).client_resend(seg[1].start, MSS);
     c.at(1040.8).client_resend(seg[1].start, MSS);
     let f = close(c, 1050.8);
-    assert_eq!(classes(&f.dir[0]), Classes { fs: 1, rto: 1, ..NONE });
+    assert_eq!(classes(f.e2e(0)), Classes { fs: 1, rto: 1, ..NONE });
     assert_eq!(f.dir[0].pkts_retx, 2);
     assert_server_clean(&f);
 }
@@ -386,6 +386,6 @@ fn a_timeout_is_recognised_without_rtt_samples() {
     c.at(3000.0).client_resend(s.start, MSS);
     c.at(3010.0).server_ack_next();
     let f = c.flow();
-    assert_eq!(classes(&f.dir[0]), Classes { rto: 1, ..NONE });
+    assert_eq!(classes(f.e2e(0)), Classes { rto: 1, ..NONE });
     assert_eq!(f.dir[0].pkts_retx, 1);
 }

@@ -206,6 +206,8 @@ pub struct Tracker {
     cfg: TrackerConfig,
     now_ns: u64,
     /// The full sets' state of ended flows, for the next flows (see [`FullState`]).
+    // Boxes, not values: the point is to hand the same allocations back to flows.
+    #[allow(clippy::vec_box)]
     pool: Vec<Box<FullState>>,
     pub stats: TrackerStats,
 }

@@ -1,5 +1,6 @@
 //! The state of one flow, and the counters common to every protocol.
 
+use crate::stats::{FirstPackets, PktStats};
 use crate::tcp::{History, SeqSpace, TcpConn, TcpDir};
 
 use tapstat_decode::{Decoded, Tunnel};
@@ -110,6 +111,11 @@ pub struct Dir {
 pub struct FullState {
     /// Index 0: client to server, 1: server to client.
     pub tcp: [TcpDir; 2],
+    /// Packet size and inter-arrival statistics (NFStream's `statistical_analysis`).
+    pub stats: PktStats,
+    /// The first `first_limit` packets (`--first-n`).
+    pub first: FirstPackets,
+    pub first_limit: usize,
 }
 
 impl FullState {
@@ -125,6 +131,8 @@ impl FullState {
     /// Back to the state of a new flow, keeping the allocations.
     pub fn reset(&mut self) {
         self.tcp = Default::default();
+        self.stats = PktStats::default();
+        self.first.clear();
     }
 }
 
@@ -243,8 +251,20 @@ impl Flow {
     pub fn update(&mut self, d: &Decoded, wire_len: u32, ts_ns: u64, di: usize) {
         // Time never runs backwards within a flow: a capture whose clock stepped back
         // by a few packets keeps first <= last.
+        let prev_ns = self.last_ns;
         self.last_ns = self.last_ns.max(ts_ns);
         let ts = ts_ns.max(self.first_ns);
+        if let Some(full) = self.full.as_deref_mut() {
+            // Gaps from the latest packet time so far: a packet stamped earlier than
+            // one before it (reordered capture queues) counts as a gap of 0.
+            let gap = ts.saturating_sub(prev_ns);
+            let prev_dir = self.dir[di].last_ns;
+            let first = self.dir[0].pkts_all + self.dir[1].pkts_all == 0;
+            let gap_dir = (prev_dir != 0).then(|| ts.saturating_sub(prev_dir));
+            full.stats.on_packet(di, wire_len, gap_dir, (!first).then_some(gap));
+            let limit = full.first_limit;
+            full.first.on_packet(limit, di, wire_len, if first { 0 } else { gap });
+        }
         let x = &mut self.dir[di];
         x.pkts_all += 1;
         x.bytes_wire += wire_len as u64;

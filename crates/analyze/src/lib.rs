@@ -21,6 +21,7 @@
 
 mod flow;
 pub mod logs;
+pub mod stats;
 pub mod tcp;
 mod tracker;
 

@@ -320,6 +320,102 @@ fn time_cols() -> [Column<Flow>; 3] {
     ]
 }
 
+fn stats(f: &Flow) -> Option<&crate::stats::PktStats> {
+    f.full.as_deref().map(|x| &x.stats)
+}
+
+fn f64_or_none(x: Option<f64>) -> Value<'static> {
+    x.map_or(Value::None, Value::F64)
+}
+
+/// Packet-size and inter-arrival statistics of one direction (`$i` 0, 1) or of both
+/// (2), NFStream's `statistical_analysis` figures.
+macro_rules! stat_cols {
+    ($v:ident, $p:literal, $i:tt, $who:literal) => {
+        $v.extend([
+            col!(
+                concat!($p, "min_ps"),
+                U64,
+                "bytes",
+                "stats",
+                concat!("smallest frame on the wire (", $who, ")"),
+                |f: &Flow| stats(f).and_then(|s| s.size[$i].min()).map_or(Value::None, Value::U64)
+            ),
+            col!(
+                concat!($p, "mean_ps"),
+                F64,
+                "bytes",
+                "stats",
+                concat!("mean frame length on the wire (", $who, ")"),
+                |f: &Flow| f64_or_none(stats(f).and_then(|s| s.size[$i].mean()))
+            ),
+            col!(
+                concat!($p, "stddev_ps"),
+                F64,
+                "bytes",
+                "stats",
+                concat!("sample standard deviation of the frame lengths (", $who, ")"),
+                |f: &Flow| f64_or_none(stats(f).and_then(|s| s.size[$i].std()))
+            ),
+            col!(
+                concat!($p, "max_ps"),
+                U64,
+                "bytes",
+                "stats",
+                concat!("largest frame on the wire (", $who, ")"),
+                |f: &Flow| stats(f).and_then(|s| s.size[$i].max()).map_or(Value::None, Value::U64)
+            ),
+            col!(
+                concat!($p, "min_piat"),
+                F64,
+                "ms",
+                "stats",
+                concat!("shortest gap between consecutive packets (", $who, ")"),
+                |f: &Flow| stats(f).and_then(|s| s.iat_us[$i].min()).map_or(Value::None, Value::Micros)
+            ),
+            col!(
+                concat!($p, "mean_piat"),
+                F64,
+                "ms",
+                "stats",
+                concat!("mean gap between consecutive packets (", $who, ")"),
+                |f: &Flow| f64_or_none(stats(f).and_then(|s| s.iat_us[$i].mean()).map(|x| x / 1000.0))
+            ),
+            col!(
+                concat!($p, "stddev_piat"),
+                F64,
+                "ms",
+                "stats",
+                concat!("sample standard deviation of the gaps between consecutive packets (", $who, ")"),
+                |f: &Flow| f64_or_none(stats(f).and_then(|s| s.iat_us[$i].std()).map(|x| x / 1000.0))
+            ),
+            col!(
+                concat!($p, "max_piat"),
+                F64,
+                "ms",
+                "stats",
+                concat!("longest gap between consecutive packets (", $who, ")"),
+                |f: &Flow| stats(f).and_then(|s| s.iat_us[$i].max()).map_or(Value::None, Value::Micros)
+            ),
+        ]);
+    };
+}
+
+/// Size and inter-arrival statistics per direction and of the whole flow, and its
+/// first packets (`--first-n`): the full sets' features for traffic classifiers.
+fn stats_cols() -> Vec<Column<Flow>> {
+    let mut v = Vec::new();
+    stat_cols!(v, "c_", 0, "client to server");
+    stat_cols!(v, "s_", 1, "server to client");
+    stat_cols!(v, "", 2, "both directions");
+    v.extend([
+        col!("first_dirs", Str, "", "first_n", "direction of each of the flow's first packets (`--first-n`, default 10): c client to server, s server to client", |f: &Flow| f.full.as_deref().map_or(Value::None, |x| Value::Str(&x.first.dirs))),
+        col!("first_ps", List, "bytes", "first_n", "frame length on the wire of each of the flow's first packets", |f: &Flow| f.full.as_deref().map_or(Value::None, |x| Value::U32s(&x.first.sizes))),
+        col!("first_piat", List, "ms", "first_n", "gap from the flow's previous packet to each of its first packets (0 for the first)", |f: &Flow| f.full.as_deref().map_or(Value::None, |x| Value::MicrosU32s(&x.first.gaps_us))),
+    ]);
+    v
+}
+
 /// `log_tcp_complete` (three-way handshake seen) and `log_tcp_nocomplete` (the rest)
 /// share these columns.
 pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
@@ -410,6 +506,7 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
             f.e2e(1).pkts_push
         )),
     ]);
+    v.extend(stats_cols());
     Log { name: "log_tcp_complete", meaning: "TCP flows whose three-way handshake was seen (SYN, SYN/ACK, ACK). `log_tcp_nocomplete` has the same columns for the other TCP flows.", columns: v }
 });
 
@@ -479,7 +576,15 @@ pub static UDP: LazyLock<Log<Flow>> = LazyLock::new(|| {
     )));
     v.extend(tunnel_cols());
     v.extend(end_cols());
+    v.extend(stats_cols());
     Log { name: "log_udp_complete", meaning: "UDP flows; the client is the sender of the first packet.", columns: v }
+});
+
+/// `log_udp_complete` without the full sets' statistics (`--tcp-sets core`).
+pub static UDP_CORE: LazyLock<Log<Flow>> = LazyLock::new(|| Log {
+    name: UDP.name,
+    meaning: UDP.meaning,
+    columns: UDP.columns.iter().filter(|c| CORE_GROUPS.contains(&c.field.group)).copied().collect(),
 });
 
 /// `log_other`: ICMP, ICMPv6 and the other IP protocols, one record per address pair
@@ -560,7 +665,8 @@ impl LogId {
         match (self, sets) {
             (LogId::TcpComplete | LogId::TcpNocomplete, crate::TcpSets::Full) => &TCP,
             (LogId::TcpComplete | LogId::TcpNocomplete, crate::TcpSets::Core) => &TCP_CORE,
-            (LogId::Udp, _) => &UDP,
+            (LogId::Udp, crate::TcpSets::Full) => &UDP,
+            (LogId::Udp, crate::TcpSets::Core) => &UDP_CORE,
             (LogId::Other, _) => &OTHER,
         }
     }

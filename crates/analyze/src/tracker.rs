@@ -95,6 +95,8 @@ pub struct TrackerConfig {
     pub gc: GcConfig,
     /// Which TCP sets are computed (and written).
     pub tcp_sets: TcpSets,
+    /// Packets whose direction, size and gap the full sets record per flow.
+    pub first_n: usize,
 }
 
 /// The TCP sets computed and written: the core set alone (volumes, sequence
@@ -121,6 +123,7 @@ impl Default for TrackerConfig {
             closed_ns: 10 * S,
             gc: GcConfig::default(),
             tcp_sets: TcpSets::Full,
+            first_n: 10,
         }
     }
 }
@@ -255,12 +258,16 @@ impl Tracker {
         let id = match slot {
             Some(id) => id,
             None => {
-                let full = (self.cfg.tcp_sets == TcpSets::Full).then(|| match self.pool.pop() {
-                    Some(mut b) => {
-                        b.reset();
-                        b
-                    }
-                    None => Box::default(),
+                let full = (self.cfg.tcp_sets == TcpSets::Full).then(|| {
+                    let mut b = match self.pool.pop() {
+                        Some(mut b) => {
+                            b.reset();
+                            b
+                        }
+                        None => Box::<FullState>::default(),
+                    };
+                    b.first_limit = self.cfg.first_n;
+                    b
                 });
                 let f = Flow::new(p.dec, p.src_is_lo, p.ts_ns, full);
                 match f.kind {

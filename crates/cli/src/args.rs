@@ -98,9 +98,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "M", default_value_t = 500)]
     pub gc_steps: u32,
     /// TCP sets: `core` (volumes, sequence accounting, timing, state) or `full` (core +
-    /// RTT and TTL, options and windows, retransmission causes)
+    /// RTT and TTL, options and windows, retransmission causes, and for TCP and UDP the
+    /// packet size and gap statistics and the first packets)
     #[arg(long, value_enum, default_value = "full")]
     pub tcp_sets: TcpSetsArg,
+    /// Packets per flow whose direction, size and gap are recorded (`first_dirs`,
+    /// `first_ps`, `first_piat`; full sets)
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub first_n: usize,
     /// Seed of the flow hash (default: random at start-up, so crafted traffic cannot aim at buckets)
     #[arg(long, value_name = "N")]
     pub hash_seed: Option<u64>,
@@ -133,6 +138,7 @@ impl RunArgs {
                     TcpSetsArg::Core => TcpSets::Core,
                     TcpSetsArg::Full => TcpSets::Full,
                 },
+                first_n: self.first_n,
             },
             hash_seed: self.hash_seed,
             ..EngineConfig::default()

@@ -33,6 +33,8 @@ pub enum Type {
     Ip,
     /// 0 or 1.
     Bool,
+    /// A list of numbers: comma-separated in TSV (`-` when empty), an array in JSON.
+    List,
 }
 
 impl Type {
@@ -43,6 +45,7 @@ impl Type {
             Type::Str => "string",
             Type::Ip => "ip",
             Type::Bool => "bool",
+            Type::List => "list",
         }
     }
 }
@@ -75,6 +78,10 @@ pub enum Value<'a> {
     Bool(bool),
     /// No value (an event that did not happen): `-` in TSV, `null` in JSON.
     None,
+    /// Integers (`Type::List`).
+    U32s(&'a [u32]),
+    /// Durations in µs written as ms with 3 decimals (`Type::List`).
+    MicrosU32s(&'a [u32]),
 }
 
 /// A field and how to read it from a record of type `T`.

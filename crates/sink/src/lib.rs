@@ -189,7 +189,19 @@ fn tsv_value(v: Value<'_>, out: &mut Vec<u8>) {
         }
         Value::Ip(ip) => ip_value(ip, out),
         Value::Bool(b) => out.push(if b { b'1' } else { b'0' }),
-        Value::None => out.push(b'-'),
+        Value::None | Value::U32s(&[]) | Value::MicrosU32s(&[]) => out.push(b'-'),
+        Value::U32s(xs) => list_value(xs, out, |x, out| push_u64(out, x as u64)),
+        Value::MicrosU32s(xs) => list_value(xs, out, |x, out| micros_value(x as u64, out)),
+    }
+}
+
+/// Comma-separated values (the brackets, for JSON, are the caller's).
+fn list_value(xs: &[u32], out: &mut Vec<u8>, one: fn(u32, &mut Vec<u8>)) {
+    for (i, &x) in xs.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        one(x, out);
     }
 }
 
@@ -212,6 +224,16 @@ fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
         }
         Value::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
         Value::None => out.extend_from_slice(b"null"),
+        Value::U32s(xs) => {
+            out.push(b'[');
+            list_value(xs, out, |x, out| push_u64(out, x as u64));
+            out.push(b']');
+        }
+        Value::MicrosU32s(xs) => {
+            out.push(b'[');
+            list_value(xs, out, |x, out| micros_value(x as u64, out));
+            out.push(b']');
+        }
     }
 }
 
@@ -294,6 +316,20 @@ mod tests {
                 Column { field: f("n"), get: |r: &R| r.n.map_or(Value::None, Value::U64) },
             ],
         }
+    }
+
+    #[test]
+    fn lists_are_comma_separated_in_tsv_and_arrays_in_json() {
+        let (mut t, mut j) = (Vec::new(), Vec::new());
+        tsv_value(Value::U32s(&[60, 1514]), &mut t);
+        t.push(b' ');
+        tsv_value(Value::MicrosU32s(&[0, 12_345]), &mut t);
+        t.push(b' ');
+        tsv_value(Value::U32s(&[]), &mut t);
+        assert_eq!(String::from_utf8(t).unwrap(), "60,1514 0.000,12.345 -");
+        json_value(Value::MicrosU32s(&[1, 2_000]), &mut j);
+        json_value(Value::U32s(&[]), &mut j);
+        assert_eq!(String::from_utf8(j).unwrap(), "[0.001,2.000][]");
     }
 
     #[test]

@@ -1,0 +1,168 @@
+//! Packet-size and inter-arrival statistics, and the first packets of a flow: the
+//! figures of NFStream's `statistical_analysis` and its "early" features (`splt_*`),
+//! which traffic classifiers train on.
+//!
+//! Sums are kept as exact integers and turned into mean and standard deviation only
+//! when the record is written: no division and no rounding on the packet path, and
+//! none of the cancellation a float sum of squares suffers on long flows.
+
+/// Count, sum, sum of squares, minimum and maximum of a series of integers.
+#[derive(Clone, Copy, Debug)]
+pub struct Moments {
+    pub n: u64,
+    pub sum: u64,
+    pub sum_sq: u128,
+    pub min: u64,
+    pub max: u64,
+}
+
+impl Default for Moments {
+    fn default() -> Self {
+        Moments { n: 0, sum: 0, sum_sq: 0, min: u64::MAX, max: 0 }
+    }
+}
+
+impl Moments {
+    #[inline]
+    pub fn add(&mut self, x: u64) {
+        self.n += 1;
+        self.sum = self.sum.saturating_add(x);
+        self.sum_sq = self.sum_sq.saturating_add((x as u128) * (x as u128));
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+    }
+
+    pub fn mean(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum as f64 / self.n as f64)
+    }
+
+    /// The sample standard deviation (n − 1 in the denominator, as NFStream's Welford
+    /// update gives); 0 for a single value.
+    pub fn std(&self) -> Option<f64> {
+        match self.n {
+            0 => None,
+            1 => Some(0.0),
+            n => {
+                // n·Σx² − (Σx)² is exact in integers (and never negative), so the
+                // variance is as precise as one float division can make it.
+                let n = n as u128;
+                let s = self.sum as u128;
+                let num = n.saturating_mul(self.sum_sq).saturating_sub(s * s);
+                Some((num as f64 / (n * (n - 1)) as f64).sqrt())
+            }
+        }
+    }
+
+    pub fn min(&self) -> Option<u64> {
+        (self.n > 0).then_some(self.min)
+    }
+
+    pub fn max(&self) -> Option<u64> {
+        (self.n > 0).then_some(self.max)
+    }
+}
+
+/// Size and inter-arrival statistics of a flow: index 0 client to server, 1 server to
+/// client, 2 both directions.
+#[derive(Clone, Debug, Default)]
+pub struct PktStats {
+    /// Frame lengths on the wire (pcap `orig_len`), as NFStream's default accounting
+    /// mode counts packet sizes.
+    pub size: [Moments; 3],
+    /// Gaps in µs between consecutive packets (of the direction, or of the flow).
+    pub iat_us: [Moments; 3],
+}
+
+impl PktStats {
+    /// Accounts a packet of `wire_len` bytes in direction `di`, `gap_dir_ns` after the
+    /// direction's previous packet and `gap_ns` after the flow's (none for the first).
+    #[inline]
+    pub fn on_packet(&mut self, di: usize, wire_len: u32, gap_dir_ns: Option<u64>, gap_ns: Option<u64>) {
+        self.size[di].add(wire_len as u64);
+        self.size[2].add(wire_len as u64);
+        if let Some(g) = gap_dir_ns {
+            self.iat_us[di].add(us(g));
+        }
+        if let Some(g) = gap_ns {
+            self.iat_us[2].add(us(g));
+        }
+    }
+}
+
+fn us(ns: u64) -> u64 {
+    ns.saturating_add(500) / 1000
+}
+
+/// The first packets of a flow: direction, size and gap to the flow's previous packet.
+/// The vectors keep their capacity when the state is recycled, so after warm-up the
+/// packet path does not allocate.
+#[derive(Clone, Debug, Default)]
+pub struct FirstPackets {
+    /// `c` (client to server) or `s` per packet.
+    pub dirs: String,
+    /// Frame lengths on the wire.
+    pub sizes: Vec<u32>,
+    /// µs since the flow's previous packet (0 for the first).
+    pub gaps_us: Vec<u32>,
+}
+
+impl FirstPackets {
+    #[inline]
+    pub fn on_packet(&mut self, limit: usize, di: usize, wire_len: u32, gap_ns: u64) {
+        if self.sizes.len() < limit {
+            self.dirs.push(if di == 0 { 'c' } else { 's' });
+            self.sizes.push(wire_len);
+            self.gaps_us.push(us(gap_ns).min(u32::MAX as u64) as u32);
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.dirs.clear();
+        self.sizes.clear();
+        self.gaps_us.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn moments_of_a_known_series() {
+        let mut m = Moments::default();
+        assert_eq!((m.mean(), m.std(), m.min(), m.max()), (None, None, None, None));
+        for x in [2, 4, 4, 4, 5, 5, 7, 9] {
+            m.add(x);
+        }
+        assert_eq!(m.mean(), Some(5.0));
+        // Sample variance: Σ(x − 5)² = 32 over 7.
+        assert!((m.std().unwrap() - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+        assert_eq!((m.min(), m.max()), (Some(2), Some(9)));
+    }
+
+    proptest! {
+        /// The integer form agrees with a two-pass float computation.
+        #[test]
+        fn std_agrees_with_two_pass(xs in proptest::collection::vec(0u64..10_000_000, 2..200)) {
+            let mut m = Moments::default();
+            xs.iter().for_each(|&x| m.add(x));
+            let n = xs.len() as f64;
+            let mean = xs.iter().sum::<u64>() as f64 / n;
+            let var = xs.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0);
+            let std = m.std().unwrap();
+            prop_assert!((std - var.sqrt()).abs() <= 1e-6 * var.sqrt().max(1.0), "{} vs {}", std, var.sqrt());
+        }
+    }
+
+    #[test]
+    fn first_packets_stop_at_the_limit() {
+        let mut p = FirstPackets::default();
+        for i in 0..5 {
+            p.on_packet(3, i % 2, 60 + i as u32, 1_500 * i as u64);
+        }
+        assert_eq!(p.dirs, "csc");
+        assert_eq!(p.sizes, [60, 61, 62]);
+        assert_eq!(p.gaps_us, [0, 2, 3]);
+    }
+}

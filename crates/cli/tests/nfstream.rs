@@ -39,6 +39,14 @@ fn csv_fields(line: &str) -> Vec<String> {
     out
 }
 
+/// tapstat's records by 5-tuple (client first) and packet count.
+type ByTuple = HashMap<(String, String, String, String, u64), Vec<HashMap<String, String>>>;
+
+/// `|a - b| <= tol`, false when either is not a number.
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol
+}
+
 fn f(r: &HashMap<String, String>, k: &str) -> f64 {
     r.get(k).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
 }
@@ -63,7 +71,7 @@ fn packet_size_and_gap_statistics_match_nfstream() {
         }
         let out = tempdir(&format!("nfstream-{name}"));
         analyze(&cap, &out, 1, &[]);
-        let mut ours: HashMap<(String, String, String, String, u64), Vec<HashMap<String, String>>> = HashMap::new();
+        let mut ours = ByTuple::new();
         for log in ["log_tcp_complete", "log_tcp_nocomplete", "log_udp_complete"] {
             for r in read_log(&out, log) {
                 let pkts: u64 = r["c_pkts_all"].parse::<u64>().unwrap() + r["s_pkts_all"].parse::<u64>().unwrap();
@@ -97,7 +105,7 @@ fn packet_size_and_gap_statistics_match_nfstream() {
                 for stat in ["min", "max", "mean", "stddev"] {
                     let (a, b) = (f(r, &format!("{ours_p}{stat}_ps")), f(n, &format!("{theirs_p}_{stat}_ps")));
                     let tol = if stat == "mean" || stat == "stddev" { 1e-3 * b.abs().max(1.0) } else { 0.0 };
-                    if n_pkts > 0.0 && !((a - b).abs() <= tol) {
+                    if n_pkts > 0.0 && !close(a, b, tol) {
                         why.push(format!("{ours_p}{stat}_ps {a} vs {b}"));
                     }
                 }
@@ -106,7 +114,7 @@ fn packet_size_and_gap_statistics_match_nfstream() {
                     for stat in ["min", "max", "mean"] {
                         let a = f(r, &format!("{ours_p}{stat}_piat"));
                         let b = f(n, &format!("{theirs_p}_{stat}_piat_ms"));
-                        if !((a - b).abs() < 1.0) {
+                        if !close(a, b, 0.999_999) {
                             why.push(format!("{ours_p}{stat}_piat {a} vs {b}"));
                         }
                     }

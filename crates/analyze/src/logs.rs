@@ -144,6 +144,11 @@ macro_rules! tcp_e2e {
             col!(concat!($p, "_rtt_max"), F64, "ms", "end-to-end", concat!("largest RTT sample of the ", $who, "'s data"), |f: &Flow| rtt(f.e2e($i), |r| r.3)),
             col!(concat!($p, "_rtt_std"), F64, "ms", "end-to-end", concat!("standard deviation of the RTT samples of the ", $who, "'s data"), |f: &Flow| rtt(f.e2e($i), |r| r.1)),
             col!(concat!($p, "_rtt_cnt"), U64, "samples", "end-to-end", concat!("RTT samples of the ", $who, "'s data"), |f: &Flow| Value::U64(f.e2e($i).rtt_cnt)),
+            col!(concat!($p, "_rtt_ts_avg"), F64, "ms", "end-to-end", concat!("mean RTT from TCP timestamps: a segment of the ", $who, " that must be acknowledged (data, SYN, FIN) carrying a TSval, to the first segment of the other side echoing it (RFC 7323); no Karn ambiguity"), |f: &Flow| f64_or_none(f.e2e($i).ts.rtt_us.mean().map(|x| x / 1000.0))),
+            col!(concat!($p, "_rtt_ts_min"), F64, "ms", "end-to-end", concat!("smallest timestamp RTT sample of the ", $who, "'s segments"), |f: &Flow| f.e2e($i).ts.rtt_us.min().map_or(Value::None, Value::Micros)),
+            col!(concat!($p, "_rtt_ts_max"), F64, "ms", "end-to-end", concat!("largest timestamp RTT sample of the ", $who, "'s segments"), |f: &Flow| f.e2e($i).ts.rtt_us.max().map_or(Value::None, Value::Micros)),
+            col!(concat!($p, "_rtt_ts_std"), F64, "ms", "end-to-end", concat!("sample standard deviation of the timestamp RTT samples of the ", $who, "'s segments"), |f: &Flow| f64_or_none(f.e2e($i).ts.rtt_us.std().map(|x| x / 1000.0))),
+            col!(concat!($p, "_rtt_ts_cnt"), U64, "samples", "end-to-end", concat!("timestamp RTT samples of the ", $who, "'s segments"), |f: &Flow| Value::U64(f.e2e($i).ts.rtt_us.n)),
             col!(concat!($p, "_ttl_min"), U64, "", "end-to-end", concat!("smallest IP TTL / hop limit of the ", $who, "'s packets"), |f: &Flow| min_or_none(f.e2e($i).ttl_min as u64, u8::MAX as u64)),
             col!(concat!($p, "_ttl_max"), U64, "", "end-to-end", concat!("largest IP TTL / hop limit of the ", $who, "'s packets"), |f: &Flow| if f.dir[$i].pkts_all == 0 { Value::None } else { Value::U64(f.e2e($i).ttl_max as u64) }),
         ]);

@@ -428,6 +428,62 @@ struct InFlight {
 
 const RETX: u32 = 1 << 31;
 
+/// TSvals awaiting their echo, per direction.
+const TS_PENDING: usize = 8;
+
+/// RTT from TCP timestamps (RFC 7323 §4.1): the time from the first segment that
+/// carried a TSval to the first segment of the other side that echoes it in TSecr.
+///
+/// Only segments that the other side must acknowledge (data, SYN, FIN) enter: a pure
+/// ACK's TSval is echoed whenever the other side next has something to send, which may
+/// be minutes later. Unlike the sequence-number RTT this needs no Karn rule: a
+/// retransmission carries a new TSval, so every echo names the transmission it answers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TsEcho {
+    /// (TSval, first time seen at the probe), oldest first, as a ring.
+    pending: [(u32, u64); TS_PENDING],
+    head: u8,
+    len: u8,
+    /// Samples in µs.
+    pub rtt_us: crate::stats::Moments,
+}
+
+impl TsEcho {
+    /// A segment that must be acknowledged carried `tsval` at `now_ns`.
+    #[inline]
+    fn on_sent(&mut self, tsval: u32, now_ns: u64) {
+        if self.len > 0 {
+            let last = (self.head as usize + self.len as usize - 1) % TS_PENDING;
+            // The same clock tick as the previous segment: its first sight stands.
+            if self.pending[last].0 == tsval {
+                return;
+            }
+        }
+        if self.len as usize == TS_PENDING {
+            self.head = ((self.head as usize + 1) % TS_PENDING) as u8;
+            self.len -= 1;
+        }
+        let i = (self.head as usize + self.len as usize) % TS_PENDING;
+        self.pending[i] = (tsval, now_ns);
+        self.len += 1;
+    }
+
+    /// The other side echoed `tsecr` at `now_ns`: a sample when it names a pending
+    /// TSval; that one and every older one are done.
+    #[inline]
+    fn on_echo(&mut self, tsecr: u32, now_ns: u64) {
+        for k in 0..self.len as usize {
+            let (val, sent) = self.pending[(self.head as usize + k) % TS_PENDING];
+            if val == tsecr {
+                self.rtt_us.add(now_ns.saturating_sub(sent).saturating_add(500) / 1000);
+                self.head = ((self.head as usize + k + 1) % TS_PENDING) as u8;
+                self.len -= (k + 1) as u8;
+                return;
+            }
+        }
+    }
+}
+
 /// The end-to-end and options sets of one direction (Tstat's names in the logs).
 #[derive(Clone, Debug)]
 pub struct TcpDir {
@@ -491,6 +547,8 @@ pub struct TcpDir {
     /// Time of this side's previous data segment, and of its latest new data.
     pub last_tx_ns: u64,
     pub last_new_ns: u64,
+    /// RTT from this side's TSvals echoed by the other side.
+    pub ts: TsEcho,
     inflight: [InFlight; MAX_INFLIGHT],
     inflight_base_ns: u64,
     inflight_head: u8,
@@ -537,6 +595,7 @@ impl Default for TcpDir {
             last_win: u64::MAX,
             last_tx_ns: 0,
             last_new_ns: 0,
+            ts: TsEcho::default(),
             inflight: [InFlight::default(); MAX_INFLIGHT],
             inflight_base_ns: 0,
             inflight_head: 0,
@@ -688,6 +747,15 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
         }
     }
 
+    let o = &d.tcp_opts;
+    if o.has_ts && has_header {
+        if ack {
+            full.tcp[peer].ts.on_echo(o.ts_ecr, ts);
+        }
+        if len > 0 || flags & (TcpFields::SYN | TcpFields::FIN) != 0 {
+            full.tcp[di].ts.on_sent(o.ts_val, ts);
+        }
+    }
     let peer_win = full.tcp[peer].last_win;
     let x = &mut f.dir[di];
     let e = &mut full.tcp[di];
@@ -699,7 +767,6 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
     if flags & TcpFields::PSH != 0 {
         e.pkts_push += 1;
     }
-    let o = &d.tcp_opts;
     if syn {
         // The SYN takes one sequence number and is acknowledged like data: an RTT
         // sample as tcptrace and Tstat take it, void if the SYN was sent again.

@@ -503,6 +503,35 @@ mod tests {
         out
     }
 
+    /// `d` with the timestamps option.
+    fn with_ts(mut d: Decoded, val: u32, ecr: u32) -> Decoded {
+        d.tcp_opts.has_ts = true;
+        d.tcp_opts.ts_val = val;
+        d.tcp_opts.ts_ecr = ecr;
+        d
+    }
+
+    #[test]
+    fn timestamp_rtt_needs_no_karn_and_ignores_pure_acks() {
+        let p = vec![
+            (0, with_ts(ack_seg(true, SYN, 100, 0, 0), 1, 0)),
+            (10, with_ts(ack_seg(false, SYNACK, 9000, 101, 0), 50, 1)), // echoes the SYN: 10 ms
+            (12, with_ts(ack_seg(true, ACK, 101, 9001, 0), 2, 50)),     // echoes the SYN/ACK: 2 ms
+            (12, with_ts(ack_seg(true, ACK, 101, 9001, 100), 3, 50)),   // data 101..201, lost
+            (40, with_ts(ack_seg(true, ACK, 101, 9001, 100), 4, 50)),   // sent again, new TSval
+            (50, with_ts(ack_seg(false, ACK, 9001, 201, 0), 51, 4)),    // echoes the second: 10 ms
+            (60, with_ts(ack_seg(true, ACK, 201, 9001, 0), 5, 51)),     // pure ACK: not timed
+            (5000, with_ts(ack_seg(false, ACK, 9001, 201, 10), 52, 5)), // echoes it much later
+        ];
+        let f = &run_ms(&p)[0];
+        let c = &f.e2e(0).ts.rtt_us;
+        assert_eq!((c.n, c.min(), c.max()), (2, Some(10_000), Some(10_000)));
+        let s = &f.e2e(1).ts.rtt_us;
+        assert_eq!((s.n, s.mean()), (1, Some(2_000.0)));
+        // The sequence-number RTT gave up on the retransmitted segment (Karn).
+        assert_eq!(f.e2e(0).rtt_cnt, 1);
+    }
+
     #[test]
     fn rtt_samples_follow_tcptrace_and_karn() {
         // Client ISN 100, server ISN 9000; the probe sits 10 ms from the server and

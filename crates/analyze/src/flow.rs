@@ -136,6 +136,34 @@ impl FullState {
     }
 }
 
+/// A flow's id: 16 hex digits from its 5-tuple and first packet time, the same with
+/// any number of workers and in every run over the same input (periodic rows and the
+/// final record share it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FlowId(pub [u8; 16]);
+
+impl FlowId {
+    pub fn new(key: &tapstat_flow::FlowKey, first_ns: u64) -> FlowId {
+        // A fixed seed: the id must not depend on the run's (random) flow hash seed.
+        static H: std::sync::LazyLock<tapstat_flow::FlowHasher> =
+            std::sync::LazyLock::new(|| tapstat_flow::FlowHasher::new(0x7a95_7a75_f10d_1d00));
+        // splitmix64's finalizer over the key's hash and the time.
+        let mut z = H.hash(key) ^ first_ns.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let mut out = [0u8; 16];
+        for (i, b) in out.iter_mut().enumerate() {
+            *b = b"0123456789abcdef"[(z >> (60 - 4 * i) & 0xf) as usize];
+        }
+        FlowId(out)
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).unwrap_or("")
+    }
+}
+
 /// One bidirectional flow.
 #[derive(Clone, Debug)]
 pub struct Flow {
@@ -157,6 +185,9 @@ pub struct Flow {
     pub end: EndReason,
     /// The full sets' state; none with the core set alone.
     pub full: Option<Box<FullState>>,
+    pub flow_id: FlowId,
+    /// Where the previous periodic row left off (`--periodic`).
+    pub snap: crate::periodic::Snapshot,
 }
 
 impl Flow {
@@ -203,6 +234,8 @@ impl Flow {
             history: History::default(),
             end: EndReason::Live,
             full,
+            flow_id: FlowId::default(),
+            snap: Default::default(),
         }
     }
 

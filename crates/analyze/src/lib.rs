@@ -21,9 +21,10 @@
 
 mod flow;
 pub mod logs;
+pub mod periodic;
 pub mod stats;
 pub mod tcp;
 mod tracker;
 
-pub use flow::{ClientRule, Dir, EndReason, Flow, FullState, Kind};
+pub use flow::{ClientRule, Dir, EndReason, Flow, FlowId, FullState, Kind};
 pub use tracker::{FlowSink, InputClock, Packet, TcpSets, Tracker, TrackerConfig, TrackerStats};

@@ -511,6 +511,14 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
             f.e2e(1).pkts_push
         )),
     ]);
+    v.push(col!(
+        "flow_id",
+        Str,
+        "",
+        "state",
+        "the flow's id (16 hex digits from its 5-tuple and first packet time), shared with its periodic rows",
+        |f: &Flow| Value::Str(f.flow_id.as_str())
+    ));
     v.extend(stats_cols());
     Log { name: "log_tcp_complete", meaning: "TCP flows whose three-way handshake was seen (SYN, SYN/ACK, ACK). `log_tcp_nocomplete` has the same columns for the other TCP flows.", columns: v }
 });
@@ -581,6 +589,14 @@ pub static UDP: LazyLock<Log<Flow>> = LazyLock::new(|| {
     )));
     v.extend(tunnel_cols());
     v.extend(end_cols());
+    v.push(col!(
+        "flow_id",
+        Str,
+        "",
+        "state",
+        "the flow's id (16 hex digits from its 5-tuple and first packet time), shared with its periodic rows",
+        |f: &Flow| Value::Str(f.flow_id.as_str())
+    ));
     v.extend(stats_cols());
     Log { name: "log_udp_complete", meaning: "UDP flows; the client is the sender of the first packet.", columns: v }
 });
@@ -625,6 +641,14 @@ pub static OTHER: LazyLock<Log<Flow>> = LazyLock::new(|| {
         "state",
         "why the record was written: idle, evicted, end_of_input",
         |f: &Flow| Value::Str(f.end.name())
+    ));
+    v.push(col!(
+        "flow_id",
+        Str,
+        "",
+        "state",
+        "the flow's id (16 hex digits from its 5-tuple and first packet time), shared with its periodic rows",
+        |f: &Flow| Value::Str(f.flow_id.as_str())
     ));
     Log { name: "log_other", meaning: "ICMP, ICMPv6 and other IP protocols (and IP fragments whose first fragment was not seen), per address pair and protocol.", columns: v }
 });
@@ -679,7 +703,9 @@ impl LogId {
 
 /// The reference of every log, for docs/METRICS.md.
 pub fn docs() -> Vec<LogDoc> {
-    vec![LogDoc::from(&*TCP), LogDoc::from(&*UDP), LogDoc::from(&*OTHER)]
+    let mut v = vec![LogDoc::from(&*TCP), LogDoc::from(&*UDP), LogDoc::from(&*OTHER)];
+    v.extend(crate::periodic::docs());
+    v
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! The per-worker tracker: matches packets to flows, runs the analyzers, decides in
 //! packet time when a flow ends, and hands finished flows to a [`FlowSink`].
 
-use crate::flow::{EndReason, Flow, FullState, Kind};
+use crate::flow::{EndReason, Flow, FlowId, FullState, Kind};
+use crate::periodic::PeriodicRow;
 use tapstat_decode::{Decoded, TcpFields, L4};
 use tapstat_flow::{FlowKey, FlowTable, Gc, GcConfig};
 
@@ -71,6 +72,8 @@ impl InputClock {
 /// Where finished flows go (the worker's record writer, a test's vector...).
 pub trait FlowSink {
     fn on_flow_end(&mut self, flow: &Flow);
+    /// A periodic row of a live flow (`--periodic`).
+    fn on_periodic(&mut self, _row: &PeriodicRow) {}
 }
 
 impl<F: FnMut(&Flow)> FlowSink for F {
@@ -97,6 +100,8 @@ pub struct TrackerConfig {
     pub tcp_sets: TcpSets,
     /// Packets whose direction, size and gap the full sets record per flow.
     pub first_n: usize,
+    /// Interval of the periodic rows of live TCP and UDP flows; 0 for none.
+    pub periodic_ns: u64,
 }
 
 /// The TCP sets computed and written: the core set alone (volumes, sequence
@@ -124,6 +129,7 @@ impl Default for TrackerConfig {
             gc: GcConfig::default(),
             tcp_sets: TcpSets::Full,
             first_n: 10,
+            periodic_ns: 0,
         }
     }
 }
@@ -183,6 +189,7 @@ pub struct TrackerStats {
     pub ended_syn_reuse: u64,
     pub ended_end_of_input: u64,
     pub peak_flows: u64,
+    pub periodic_rows: u64,
 }
 
 impl TrackerStats {
@@ -199,6 +206,7 @@ impl TrackerStats {
         self.ended_syn_reuse += o.ended_syn_reuse;
         self.ended_end_of_input += o.ended_end_of_input;
         self.peak_flows += o.peak_flows;
+        self.periodic_rows += o.periodic_rows;
     }
 }
 
@@ -208,6 +216,10 @@ pub struct Tracker {
     gc: Gc,
     cfg: TrackerConfig,
     now_ns: u64,
+    /// The next periodic boundary (0: before the first packet), and whether packets
+    /// came since the previous one.
+    next_boundary_ns: u64,
+    dirty: bool,
     /// The full sets' state of ended flows, for the next flows (see [`FullState`]).
     // Boxes, not values: the point is to hand the same allocations back to flows.
     #[allow(clippy::vec_box)]
@@ -222,6 +234,8 @@ impl Tracker {
             gc: Gc::new(cfg.gc),
             cfg,
             now_ns: 0,
+            next_boundary_ns: 0,
+            dirty: false,
             pool: Vec::new(),
             stats: TrackerStats::default(),
         }
@@ -238,6 +252,10 @@ impl Tracker {
         self.stats.packets += 1;
         self.stats.wire_bytes += p.wire_len as u64;
         self.now_ns = self.now_ns.max(p.now_ns);
+        if self.cfg.periodic_ns > 0 {
+            self.periodic(out);
+            self.dirty = true;
+        }
         let scan = self.gc.poll(self.now_ns, self.table.slab_len());
         if scan > 0 {
             self.collect(scan, out);
@@ -269,7 +287,8 @@ impl Tracker {
                     b.first_limit = self.cfg.first_n;
                     b
                 });
-                let f = Flow::new(p.dec, p.src_is_lo, p.ts_ns, full);
+                let mut f = Flow::new(p.dec, p.src_is_lo, p.ts_ns, full);
+                f.flow_id = FlowId::new(&p.key, p.ts_ns);
                 match f.kind {
                     Kind::Tcp => self.stats.flows_tcp += 1,
                     Kind::Udp => self.stats.flows_udp += 1,
@@ -296,6 +315,9 @@ impl Tracker {
     /// same for every worker) as idle, the rest as `end_of_input`.
     pub fn finish(&mut self, final_ns: u64, out: &mut impl FlowSink) {
         self.now_ns = self.now_ns.max(final_ns);
+        if self.cfg.periodic_ns > 0 {
+            self.periodic(out);
+        }
         self.collect(usize::MAX, out);
         let stats = &mut self.stats;
         let pool = &mut self.pool;
@@ -325,6 +347,37 @@ impl Tracker {
                 pool.extend(f.full.take());
             },
         );
+    }
+
+    /// Writes the periodic rows of the boundary that the clock passed, if any. Only the
+    /// first boundary after packets can have rows: at the next ones every flow's
+    /// snapshot is current.
+    fn periodic(&mut self, out: &mut impl FlowSink) {
+        let period = self.cfg.periodic_ns;
+        if self.next_boundary_ns == 0 {
+            self.next_boundary_ns = (self.now_ns / period).saturating_add(1).saturating_mul(period);
+        }
+        if self.now_ns < self.next_boundary_ns {
+            return;
+        }
+        if self.dirty {
+            let b = self.next_boundary_ns;
+            let cfg = self.cfg;
+            let stats = &mut self.stats;
+            self.table.for_each_mut(|_, last, f| {
+                // A flow that expired before the boundary ended there, whether or not
+                // the collector has passed: its final record has it all.
+                if f.kind == Kind::Other || cfg.expiry(f, last, b).is_some() {
+                    return;
+                }
+                if let Some(row) = crate::periodic::take_row(f, b) {
+                    stats.periodic_rows += 1;
+                    out.on_periodic(&row);
+                }
+            });
+            self.dirty = false;
+        }
+        self.next_boundary_ns = (self.now_ns / period).saturating_add(1).saturating_mul(period);
     }
 
     fn end(&mut self, id: tapstat_flow::SlotId, why: EndReason, out: &mut impl FlowSink) {

@@ -106,6 +106,10 @@ pub struct RunArgs {
     /// `first_ps`, `first_piat`; full sets)
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub first_n: usize,
+    /// Also write, every S seconds of packet time, a row per live TCP and UDP flow with
+    /// what it did in the interval (log_tcp_periodic, log_udp_periodic)
+    #[arg(long, value_name = "S")]
+    pub periodic: Option<f64>,
     /// Seed of the flow hash (default: random at start-up, so crafted traffic cannot aim at buckets)
     #[arg(long, value_name = "N")]
     pub hash_seed: Option<u64>,
@@ -139,6 +143,7 @@ impl RunArgs {
                     TcpSetsArg::Full => TcpSets::Full,
                 },
                 first_n: self.first_n,
+                periodic_ns: self.periodic.map_or(0, |s| ns(s).max(1_000_000)),
             },
             hash_seed: self.hash_seed,
             ..EngineConfig::default()

@@ -205,6 +205,15 @@ impl<V> FlowTable<V> {
         }
     }
 
+    /// Visits every live flow with its last-use time.
+    pub fn for_each_mut(&mut self, mut f: impl FnMut(&FlowKey, u64, &mut V)) {
+        for (s, m) in self.slots.iter_mut().zip(&self.meta) {
+            if let Some(v) = &mut s.val {
+                f(&s.key, m.last_ns, v);
+            }
+        }
+    }
+
     /// Number of slots in the slab (live or free): what a full scan visits.
     pub fn slab_len(&self) -> usize {
         self.slots.len()

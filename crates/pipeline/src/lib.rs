@@ -26,6 +26,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tapstat_analyze::logs::LogId;
+use tapstat_analyze::periodic::{self, PeriodicRow};
+use tapstat_analyze::Kind;
 use tapstat_analyze::{Flow, FlowSink, InputClock, Packet, TcpSets, Tracker, TrackerConfig, TrackerStats};
 use tapstat_capture::{Backing, CaptureError, CaptureStats, Chunk, FrameMeta, PacketSource};
 use tapstat_decode::{Anomalies, DecodeConfig, Decoded, Decoder, L4};
@@ -116,6 +118,12 @@ enum Msg {
     End(u64),
 }
 
+/// Output files: the four logs of finished flows ([`LogId`] order), then the periodic
+/// logs of TCP and UDP (created only with `--periodic`).
+const NLOGS: usize = 6;
+const TCP_PERIODIC: usize = 4;
+const UDP_PERIODIC: usize = 5;
+
 /// Formatted records on their way to the writer: (log index, bytes).
 type Block = (usize, Vec<u8>);
 
@@ -127,8 +135,8 @@ const BLOCK_BYTES: usize = 256 * 1024;
 struct RecordOut {
     format: Format,
     sets: TcpSets,
-    bufs: [Vec<u8>; 4],
-    records: [u64; 4],
+    bufs: [Vec<u8>; NLOGS],
+    records: [u64; NLOGS],
     tx: crossbeam_channel::Sender<Block>,
     free: crossbeam_channel::Receiver<Vec<u8>>,
 }
@@ -144,15 +152,30 @@ impl RecordOut {
     }
 }
 
+impl RecordOut {
+    fn wrote(&mut self, i: usize) {
+        self.records[i] += 1;
+        if self.bufs[i].len() >= BLOCK_BYTES {
+            self.flush(i);
+        }
+    }
+}
+
 impl FlowSink for RecordOut {
     fn on_flow_end(&mut self, f: &Flow) {
         let id = LogId::of(f);
         let i = id as usize;
         self.format.record(id.log_for(self.sets), f, &mut self.bufs[i]);
-        self.records[i] += 1;
-        if self.bufs[i].len() >= BLOCK_BYTES {
-            self.flush(i);
-        }
+        self.wrote(i);
+    }
+
+    fn on_periodic(&mut self, row: &PeriodicRow) {
+        let (i, log) = match row.kind {
+            Kind::Tcp => (TCP_PERIODIC, &*periodic::TCP_PERIODIC),
+            _ => (UDP_PERIODIC, &*periodic::UDP_PERIODIC),
+        };
+        self.format.record(log, row, &mut self.bufs[i]);
+        self.wrote(i);
     }
 }
 
@@ -164,7 +187,7 @@ struct ReaderResult {
 
 struct WorkerResult {
     stats: TrackerStats,
-    records: [u64; 4],
+    records: [u64; NLOGS],
 }
 
 struct DispatchResult {
@@ -191,8 +214,8 @@ pub fn run(
     let hasher = FlowHasher::new(seed);
 
     // Output files first: an unwritable directory is an error before any work.
-    let names: Vec<String> = LogId::ALL.iter().map(|l| cfg.format.file_name(l.name())).collect();
-    let headers: Vec<Vec<u8>> = LogId::ALL
+    let mut names: Vec<String> = LogId::ALL.iter().map(|l| cfg.format.file_name(l.name())).collect();
+    let mut headers: Vec<Vec<u8>> = LogId::ALL
         .iter()
         .map(|l| {
             let mut h = Vec::new();
@@ -200,6 +223,14 @@ pub fn run(
             h
         })
         .collect();
+    if cfg.tracker.periodic_ns > 0 {
+        for log in [&*periodic::TCP_PERIODIC, &*periodic::UDP_PERIODIC] {
+            names.push(cfg.format.file_name(log.name));
+            let mut h = Vec::new();
+            cfg.format.header(log, &mut h);
+            headers.push(h);
+        }
+    }
     let mut out = OutputDir::create(&cfg.out_dir, &names, &headers)?;
     let (block_tx, block_rx) = crossbeam_channel::bounded::<Block>(64);
     let (free_tx, free_rx) = crossbeam_channel::bounded::<Vec<u8>>(16);
@@ -227,7 +258,7 @@ pub fn run(
             format: cfg.format,
             sets: cfg.tracker.tcp_sets,
             bufs: Default::default(),
-            records: [0; 4],
+            records: [0; NLOGS],
             tx: tx.clone(),
             free: free_rx.clone(),
         },
@@ -305,7 +336,7 @@ pub fn run(
 
     let (disp, inline_work) = dispatcher.join().map_err(|_| EngineError::Thread("dispatcher"))?;
     let mut stats = TrackerStats::default();
-    let mut records = [0u64; 4];
+    let mut records = [0u64; NLOGS];
     let worker_results = workers.into_iter().map(|h| h.join().map_err(|_| EngineError::Thread("worker")));
     for r in inline_work.into_iter().map(Ok).chain(worker_results) {
         let r = r?;

@@ -69,7 +69,7 @@ impl Summary {
         first_ns: u64,
         last_ns: u64,
         t: &TrackerStats,
-        records: &[u64; 4],
+        records: &[u64; 6],
         cap: CaptureStats,
         warnings: Vec<String>,
         interrupted: bool,
@@ -91,7 +91,16 @@ impl Summary {
             first_packet_s: first_ns as f64 / 1e9,
             last_packet_s: last_ns as f64 / 1e9,
             flows: [("tcp", t.flows_tcp), ("udp", t.flows_udp), ("other", t.flows_other)].into_iter().collect(),
-            records: LogId::ALL.iter().map(|l| (l.name(), records[*l as usize])).collect(),
+            records: LogId::ALL
+                .iter()
+                .map(|l| (l.name(), records[*l as usize]))
+                .chain(
+                    (cfg.tracker.periodic_ns > 0)
+                        .then_some([("log_tcp_periodic", records[4]), ("log_udp_periodic", records[5])])
+                        .into_iter()
+                        .flatten(),
+                )
+                .collect(),
             end_reasons: [
                 ("fin", t.ended_fin),
                 ("rst", t.ended_rst),

@@ -119,6 +119,15 @@ pub struct FullState {
 }
 
 impl FullState {
+    /// A new state whose first-packets lists hold `n` without growing.
+    pub fn with_first_n(n: usize) -> FullState {
+        let mut s = FullState::default();
+        s.first.dirs.reserve(n);
+        s.first.sizes.reserve(n);
+        s.first.gaps_us.reserve(n);
+        s
+    }
+
     /// The window scale shift in effect for side `di`'s windows: its SYN's, once
     /// both SYNs offered scaling (RFC 7323 §2.2); 0 otherwise.
     pub fn win_scale(&self, di: usize) -> u8 {
@@ -256,7 +265,11 @@ impl Flow {
     /// core set alone).
     pub fn e2e(&self, di: usize) -> &TcpDir {
         static EMPTY: std::sync::LazyLock<TcpDir> = std::sync::LazyLock::new(TcpDir::default);
-        self.full.as_deref().map_or(&EMPTY, |x| &x.tcp[di])
+        match self.full.as_deref() {
+            Some(x) => &x.tcp[di],
+            // Not `map_or(&EMPTY, ..)`: that would force the lazy static on every call.
+            None => &EMPTY,
+        }
     }
 
     /// Payload bytes of side `di` that the other side acknowledged but the probe

@@ -282,7 +282,7 @@ impl Tracker {
                             b.reset();
                             b
                         }
-                        None => Box::<FullState>::default(),
+                        None => Box::new(FullState::with_first_n(self.cfg.first_n)),
                     };
                     b.first_limit = self.cfg.first_n;
                     b

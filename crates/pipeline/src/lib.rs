@@ -15,11 +15,18 @@
 //! path. Everything a worker decides, it decides from packet time, so the records of 1
 //! worker and of N workers are the same set.
 
+mod acquire;
+mod buffer;
+mod live;
 mod ring;
 mod summary;
+mod telemetry;
 
 pub use ring::{ring, Receiver, Sender};
 pub use summary::{cpu_seconds, Summary};
+pub use acquire::Acquire;
+pub use live::{interval_dir_name, run_live, LiveConfig, LiveSummary};
+pub use telemetry::{Gauges, WorkerStats};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -80,6 +87,8 @@ pub enum EngineError {
     Sink(#[from] SinkError),
     #[error("a {0} thread panicked")]
     Thread(&'static str),
+    #[error("{0}")]
+    Live(String),
 }
 
 /// One packet on its way to a worker: decoded, keyed and hashed once, by the

@@ -53,7 +53,7 @@ pub struct LiveConfig {
     /// Rotate output directories every this long of packet time.
     pub rotate: Option<Duration>,
     /// Set (by a SIGHUP handler) to make the writer reopen its files.
-    pub reopen: Arc<AtomicBool>,
+    pub reopen: &'static AtomicBool,
     /// Called once the sources are open and the acquisition threads have their
     /// scheduling, before any frame is read (to drop privileges, say).
     pub on_ready: Option<Box<dyn FnOnce() -> Result<(), String> + Send>>,
@@ -68,11 +68,13 @@ impl Default for LiveConfig {
             stats_stderr: true,
             metrics: None,
             rotate: None,
-            reopen: Arc::new(AtomicBool::new(false)),
+            reopen: &NEVER,
             on_ready: None,
         }
     }
 }
+
+static NEVER: AtomicBool = AtomicBool::new(false);
 
 /// What a live run adds to summary.json.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -186,7 +188,7 @@ pub fn run_live(
             intervals: BTreeMap::new(),
             closed_below: 0,
             cur: vec![None; n],
-            reopen: live.reopen.clone(),
+            reopen: live.reopen,
             warnings: Vec::new(),
         };
         std::thread::Builder::new()
@@ -542,7 +544,7 @@ struct Writer {
     closed_below: u64,
     /// The interval each worker writes to.
     cur: Vec<Option<u64>>,
-    reopen: Arc<AtomicBool>,
+    reopen: &'static AtomicBool,
     warnings: Vec<String>,
 }
 

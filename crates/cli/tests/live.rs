@@ -268,11 +268,13 @@ fn missing_interface_and_missing_dpdk_are_clear_errors() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("no network interface named \"tapstat-nope0\""), "{err}");
-    let o = Command::new(bin()).args(["--dpdk=--no-pci --no-huge", "-o", out.to_str().unwrap(), "-q"]).output().unwrap();
+    let o =
+        Command::new(bin()).args(["--dpdk=--no-pci --no-huge", "-o", out.to_str().unwrap(), "-q"]).output().unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("without DPDK") || err.contains("EAL"), "{err}");
-    let o = Command::new(bin()).args(["-i", "lo", "-f", "tcp port banana", "-o", out.to_str().unwrap()]).output().unwrap();
+    let o =
+        Command::new(bin()).args(["-i", "lo", "-f", "tcp port banana", "-o", out.to_str().unwrap()]).output().unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("banana") || err.contains("libpcap"), "{err}");

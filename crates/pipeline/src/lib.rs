@@ -22,10 +22,10 @@ mod ring;
 mod summary;
 mod telemetry;
 
-pub use ring::{ring, Receiver, Sender};
-pub use summary::{cpu_seconds, Summary};
 pub use acquire::Acquire;
 pub use live::{interval_dir_name, run_live, LiveConfig, LiveSummary};
+pub use ring::{ring, Receiver, Sender};
+pub use summary::{cpu_seconds, Summary};
 pub use telemetry::{Gauges, WorkerStats};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -23,8 +23,8 @@ use crate::acquire::{Acquire, Pacer};
 use crate::buffer::{packet_buffer, Consumer, Producer};
 use crate::telemetry::{serve_metrics, spawn_reporter, Gauges, ProcTimes, ReportTo};
 use crate::{
-    cpu_seconds, random_seed, Block, Dispatch, DispatchResult, EngineConfig, EngineError, Progress, RecordOut,
-    Summary, Work, WorkerResult,
+    cpu_seconds, random_seed, Block, Dispatch, DispatchResult, EngineConfig, EngineError, Progress, RecordOut, Summary,
+    Work, WorkerResult,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -227,7 +227,7 @@ pub fn run_live(
             },
         };
         let a = Analysis {
-            dispatch: Dispatch::new(cfg.decode, hasher.clone(), 1),
+            dispatch: Dispatch::new(cfg.decode, hasher, 1),
             work,
             cons,
             link,
@@ -459,7 +459,7 @@ impl Analysis {
                 let t0 = Instant::now();
                 if let Some((_, p)) = dispatch.frame(f, bytes) {
                     if let Some(r) = rotate_ns {
-                        if interval.map_or(true, |i| p.now_ns >= i + r) {
+                        if !matches!(*interval, Some(i) if p.now_ns < i + r) {
                             rotate(work, interval, r, p.now_ns);
                         }
                     }
@@ -482,7 +482,7 @@ impl Analysis {
             // the writer can close the old one.
             if let Some(r) = self.rotate_ns {
                 let g = self.global_clock.load(Ordering::Relaxed);
-                if g > 0 && self.interval.map_or(true, |i| g >= i + r) {
+                if g > 0 && !matches!(self.interval, Some(i) if g < i + r) {
                     rotate(&mut self.work, &mut self.interval, r, g);
                 }
             }

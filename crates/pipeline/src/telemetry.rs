@@ -273,7 +273,9 @@ pub fn prometheus(stats: &[WorkerStats]) -> String {
     family("tapstat_received_packets_total", "counter", "Frames the worker's acquisition thread received.", &|s| {
         s.totals[0].to_string()
     });
-    family("tapstat_received_bytes_total", "counter", "Wire bytes of the frames received.", &|s| s.totals[1].to_string());
+    family("tapstat_received_bytes_total", "counter", "Wire bytes of the frames received.", &|s| {
+        s.totals[1].to_string()
+    });
     family("tapstat_kernel_drops_total", "counter", "Frames the kernel or NIC dropped (ring full).", &|s| {
         s.totals[2].to_string()
     });
@@ -290,22 +292,33 @@ pub fn prometheus(stats: &[WorkerStats]) -> String {
     family("tapstat_buffer_max_bytes", "gauge", "Most bytes ever waiting in the worker's buffer.", &|s| {
         s.buffer_max_bytes.to_string()
     });
-    family("tapstat_buffer_capacity_bytes", "gauge", "Size of the worker's buffer.", &|s| s.buffer_capacity.to_string());
+    family("tapstat_buffer_capacity_bytes", "gauge", "Size of the worker's buffer.", &|s| {
+        s.buffer_capacity.to_string()
+    });
     family("tapstat_flows", "gauge", "Flows in the worker's table.", &|s| s.flows.to_string());
     family("tapstat_evictions_total", "counter", "Flows evicted from a full table.", &|s| s.evictions.to_string());
     let secs = |ns: f64| format!("{:e}", ns / 1e9);
     family("tapstat_packet_seconds_mean", "gauge", "Mean processing time per packet over the last interval.", &|s| {
         secs(s.proc_mean_ns)
     });
-    family("tapstat_packet_seconds_p99", "gauge", "99th percentile of the per-packet processing time (last interval).", &|s| {
-        secs(s.proc_p99_ns as f64)
-    });
-    family("tapstat_packet_seconds_max", "gauge", "Longest processing time of one packet in the last interval.", &|s| {
-        secs(s.proc_max_ns as f64)
-    });
-    family("tapstat_packet_seconds_ewma", "gauge", "Exponentially weighted mean per-packet time (alpha 1/1024).", &|s| {
-        secs(s.proc_ewma_ns)
-    });
+    family(
+        "tapstat_packet_seconds_p99",
+        "gauge",
+        "99th percentile of the per-packet processing time (last interval).",
+        &|s| secs(s.proc_p99_ns as f64),
+    );
+    family(
+        "tapstat_packet_seconds_max",
+        "gauge",
+        "Longest processing time of one packet in the last interval.",
+        &|s| secs(s.proc_max_ns as f64),
+    );
+    family(
+        "tapstat_packet_seconds_ewma",
+        "gauge",
+        "Exponentially weighted mean per-packet time (alpha 1/1024).",
+        &|s| secs(s.proc_ewma_ns),
+    );
     out
 }
 

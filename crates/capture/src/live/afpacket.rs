@@ -111,7 +111,8 @@ fn setsockopt<T>(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, val: &T, w
 }
 
 fn attach(fd: &OwnedFd, prog: &BpfProgram, what: &str) -> Result<(), LiveError> {
-    let fprog = libc::sock_fprog { len: prog.insns.len() as u16, filter: prog.insns.as_ptr() as *mut libc::sock_filter };
+    let fprog =
+        libc::sock_fprog { len: prog.insns.len() as u16, filter: prog.insns.as_ptr() as *mut libc::sock_filter };
     // SO_ATTACH_FILTER copies the program into the kernel during the call.
     setsockopt(fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &fprog, what)
 }
@@ -119,7 +120,8 @@ fn attach(fd: &OwnedFd, prog: &BpfProgram, what: &str) -> Result<(), LiveError> 
 /// Opens `n` sockets on `cfg.iface`, all in one fanout group, each with its own ring.
 pub fn open_fanout(cfg: &AfPacketConfig, n: usize) -> Result<Vec<AfPacket>, LiveError> {
     let link = link_type(&cfg.iface)?;
-    let cname = std::ffi::CString::new(cfg.iface.as_str()).map_err(|_| LiveError::NoSuchInterface(cfg.iface.clone()))?;
+    let cname =
+        std::ffi::CString::new(cfg.iface.as_str()).map_err(|_| LiveError::NoSuchInterface(cfg.iface.clone()))?;
     // SAFETY: `cname` is a valid NUL-terminated string for the duration of the call.
     let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) };
     if ifindex == 0 {
@@ -318,7 +320,9 @@ impl LiveSource for AfPacket {
                         offset: 0,
                         link: self.link,
                     };
-                    if tp.tp_status & libc::TP_STATUS_VLAN_VALID != 0 && data.len() >= 12 && self.link == LinkType::ETHERNET
+                    if tp.tp_status & libc::TP_STATUS_VLAN_VALID != 0
+                        && data.len() >= 12
+                        && self.link == LinkType::ETHERNET
                     {
                         // The kernel took the 802.1Q tag out of the frame; put it
                         // back, as libpcap does, so the decoder sees the wire's bytes.

@@ -47,9 +47,14 @@ pub fn compile_filter(expr: &str, link: LinkType) -> Result<BpfProgram, LiveErro
     let cexpr = CString::new(expr).map_err(|_| fail("contains a NUL byte".into()))?;
     // SAFETY: dlopen with valid C strings; the handle is checked. The library stays
     // loaded for the life of the process (never dlclosed), so the symbols stay valid.
-    let lib = SONAMES.iter().map(|n| unsafe { libc::dlopen(n.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) }).find(|h| !h.is_null());
+    let lib = SONAMES
+        .iter()
+        .map(|n| unsafe { libc::dlopen(n.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) })
+        .find(|h| !h.is_null());
     let Some(lib) = lib else {
-        return Err(fail("filters need libpcap (libpcap.so.0.8), which is not installed: apt-get install libpcap0.8".into()));
+        return Err(fail(
+            "filters need libpcap (libpcap.so.0.8), which is not installed: apt-get install libpcap0.8".into(),
+        ));
     };
     let sym = |name: &CStr| {
         // SAFETY: `lib` is a live handle and `name` a valid C string.

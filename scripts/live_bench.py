@@ -32,17 +32,19 @@ def packets_in(pcap, bin_):
     sh(bin_, "-r", pcap, "-o", out, "-q", "-w", "1")
     return json.load(open(os.path.join(out, "summary.json")))["packets"]
 
+BUFFER = "16MiB"
+
 def trial(ns, bin_, pcap, npk, rate, workers, acquire, secs):
     out = tempfile.mkdtemp(prefix="tapstat-bench-")
     tap = subprocess.Popen(ns.cmd(bin_, "-i", "vb", "-o", out, "-q", "-w", str(workers), "--acquire", acquire,
-                                  "--buffer", "256MiB", "--kernel-ring", "64MiB"),
+                                  "--buffer", BUFFER, "--kernel-ring", "64MiB"),
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     t0 = time.time()
     while not os.path.exists(os.path.join(out, "stats.jsonl")):
         if tap.poll() is not None or time.time() - t0 > 30:
             sys.exit("tapstat did not start: " + tap.stderr.read())
         time.sleep(0.02)
-    loops = max(1, math.ceil(rate * secs / npk))
+    loops = max(1, math.ceil((rate or 400_000) * secs / npk))
     rate_args = ["--topspeed"] if rate == 0 else ["--pps", str(rate)]
     r = sh(*ns.cmd("tcpreplay", "-i", "va", *rate_args, "--loop", str(loops), pcap), check=False)
     m = re.search(r"Actual: (\d+) packets .*? in ([\d.]+) seconds", r.stdout)
@@ -68,7 +70,11 @@ def main():
     ap.add_argument("--acquire", nargs="+", default=["poll", "periodic"])
     ap.add_argument("--secs", type=float, default=3.0)
     ap.add_argument("--low", type=int, default=10_000)
+    ap.add_argument("--buffer", default="16MiB",
+                    help="per-worker buffer; small, so that a few seconds measure a sustained rate, not a burst")
     a = ap.parse_args()
+    global BUFFER
+    BUFFER = a.buffer
     npk = packets_in(a.pcap, a.bin)
     ns = Netns()
     try:

@@ -356,7 +356,12 @@ fn metrics_sighup_rotation_and_user() {
             .unwrap();
         std::io::Write::write_all(p.stdin.as_mut().unwrap(), body.as_bytes()).unwrap();
         let o = p.wait_with_output().unwrap();
-        assert!(o.status.success(), "promtool: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "promtool: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
     } else {
         eprintln!("note: promtool not installed; the format is checked by the unit test in telemetry.rs");
     }

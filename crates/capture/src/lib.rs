@@ -159,6 +159,7 @@ pub trait PacketSource: Send {
 
 mod file;
 mod format;
+pub mod live;
 mod pcap;
 mod pcapng;
 #[cfg(test)]

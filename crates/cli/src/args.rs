@@ -12,6 +12,7 @@ Examples:
   tapstat -r a.pcap b.pcap -o out/ -w 4         rotated captures as one stream, 4 workers
   tapstat -r - -o out/ --format jsonl < x.pcap  read stdin, write JSON lines
   tcpdump -i eth0 -w - | tapstat -r - -o out/   analyze a live capture through a pipe
+  tapstat -i eth0 -w 2 -f 'tcp port 443' -o out/ capture live (AF_PACKET fanout), 2 workers
   tapstat synth -o sample.pcap                  write the built-in sample trace
   tapstat bench -r trace.pcap -w 1,2            measure packets/s per CPU-second
 
@@ -113,6 +114,8 @@ pub struct RunArgs {
     /// Seed of the flow hash (default: random at start-up, so crafted traffic cannot aim at buckets)
     #[arg(long, value_name = "N")]
     pub hash_seed: Option<u64>,
+    #[command(flatten)]
+    pub live: crate::live::LiveArgs,
 }
 
 fn ns(s: f64) -> u64 {

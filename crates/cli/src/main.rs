@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod live;
 
 use anyhow::{bail, Context, Result};
 use args::{Cli, Command, RunArgs};
@@ -31,6 +32,9 @@ fn main() {
 
 /// Runs the engine as the flags say; writes summary.json; prints the summary.
 pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
+    if a.live.is_live() {
+        return live::analyze(a);
+    }
     if a.read.is_empty() {
         bail!("no input: give capture files with -r FILE (or -r - for stdin); see --help");
     }

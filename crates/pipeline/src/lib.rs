@@ -15,11 +15,18 @@
 //! path. Everything a worker decides, it decides from packet time, so the records of 1
 //! worker and of N workers are the same set.
 
+mod acquire;
+mod buffer;
+mod live;
 mod ring;
 mod summary;
+mod telemetry;
 
+pub use acquire::Acquire;
+pub use live::{interval_dir_name, run_live, LiveConfig, LiveSummary};
 pub use ring::{ring, Receiver, Sender};
 pub use summary::{cpu_seconds, Summary};
+pub use telemetry::{Gauges, WorkerStats};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -82,6 +89,8 @@ pub enum EngineError {
     Sink(#[from] SinkError),
     #[error("a {0} thread panicked")]
     Thread(&'static str),
+    #[error("{0}")]
+    Live(String),
 }
 
 /// One packet on its way to a worker: decoded, keyed and hashed once, by the
@@ -199,21 +208,8 @@ struct DispatchResult {
     last_ns: u64,
 }
 
-/// Runs the engine over `source` until it ends or `stop` is set; every live flow is
-/// written before returning.
-pub fn run(
-    source: Box<dyn PacketSource>,
-    cfg: &EngineConfig,
-    stop: Arc<AtomicBool>,
-    progress: Arc<Progress>,
-) -> Result<Summary, EngineError> {
-    let started = Instant::now();
-    let cpu0 = cpu_seconds();
-    let n = cfg.workers.max(1);
-    let seed = cfg.hash_seed.unwrap_or_else(random_seed);
-    let hasher = FlowHasher::new(seed);
-
-    // Output files first: an unwritable directory is an error before any work.
+/// The output files' names and headers, in log index order (see [`NLOGS`]).
+fn log_files(cfg: &EngineConfig) -> (Vec<String>, Vec<Vec<u8>>) {
     let mut names: Vec<String> = LogId::ALL.iter().map(|l| cfg.format.file_name(l.name())).collect();
     let mut headers: Vec<Vec<u8>> = LogId::ALL
         .iter()
@@ -231,6 +227,25 @@ pub fn run(
             headers.push(h);
         }
     }
+    (names, headers)
+}
+
+/// Runs the engine over `source` until it ends or `stop` is set; every live flow is
+/// written before returning.
+pub fn run(
+    source: Box<dyn PacketSource>,
+    cfg: &EngineConfig,
+    stop: Arc<AtomicBool>,
+    progress: Arc<Progress>,
+) -> Result<Summary, EngineError> {
+    let started = Instant::now();
+    let cpu0 = cpu_seconds();
+    let n = cfg.workers.max(1);
+    let seed = cfg.hash_seed.unwrap_or_else(random_seed);
+    let hasher = FlowHasher::new(seed);
+
+    // Output files first: an unwritable directory is an error before any work.
+    let (names, headers) = log_files(cfg);
     let mut out = OutputDir::create(&cfg.out_dir, &names, &headers)?;
     let (block_tx, block_rx) = crossbeam_channel::bounded::<Block>(64);
     let (free_tx, free_rx) = crossbeam_channel::bounded::<Vec<u8>>(16);

@@ -46,6 +46,9 @@ pub struct Summary {
     pub pkts_per_s: f64,
     pub gbit_per_s: f64,
     pub pkts_per_cpu_s: f64,
+    /// Live capture: sources, drops, buffers (absent for files).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live: Option<crate::LiveSummary>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -127,6 +130,7 @@ impl Summary {
             pkts_per_s: per(packets as f64, elapsed_s),
             gbit_per_s: per(bytes as f64 * 8.0 / 1e9, elapsed_s),
             pkts_per_cpu_s: per(packets as f64, cpu_s),
+            live: None,
         }
     }
 

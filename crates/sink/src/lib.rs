@@ -22,6 +22,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use tapstat_record::{Log, Value};
 
+mod reopen;
+
 /// How records are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Format {

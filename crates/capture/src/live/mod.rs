@@ -1,0 +1,96 @@
+//! Live sources: frames from a network interface as they arrive.
+//!
+//! The main types are [`LiveSource`] (what an acquisition thread polls),
+//! [`AfPacket`] (a Linux `AF_PACKET` socket with a `TPACKET_V3` block ring, one per
+//! worker, all in one fanout group so the kernel spreads flows over the workers) and
+//! [`BpfProgram`] (a tcpdump-style filter compiled by libpcap, attached to every
+//! socket).
+//!
+//! ```no_run
+//! use tapstat_capture::live::{open_fanout, AfPacketConfig, LiveSource};
+//! let mut socks = open_fanout(&AfPacketConfig::new("eth0"), 2).unwrap();
+//! let n = socks[0].poll(&mut |f, bytes| println!("{} ns, {} bytes", f.ts_ns, bytes.len())).unwrap();
+//! println!("{n} frames were ready");
+//! ```
+//!
+//! A live source is not a [`crate::PacketSource`]: the engine gives each worker its
+//! own source and an acquisition thread that copies frames into the worker's large
+//! buffer (DPDKStat, seeds/000 §3.2), so a source hands out borrowed frames that are
+//! valid only during the callback, and never blocks in `poll`.
+
+mod afpacket;
+mod bpf;
+
+pub use afpacket::{open_fanout, AfPacket, AfPacketConfig};
+pub use bpf::{compile_filter, BpfProgram};
+
+use crate::{FrameMeta, LinkType};
+use std::time::Duration;
+
+/// Counters a live source keeps, cumulative since it was opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LiveStats {
+    /// Frames the kernel (or NIC) dropped because the source's ring was full.
+    pub kernel_drops: u64,
+    /// Times the kernel froze the ring (`TPACKET_V3`: every block owned by user space).
+    pub freezes: u64,
+}
+
+/// Errors that stop a live source from opening.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    #[error("no network interface named {0:?} (see `ip link`)")]
+    NoSuchInterface(String),
+    #[error("{what}: permission denied: live capture needs root or the CAP_NET_RAW capability (e.g. `setcap cap_net_raw+ep tapstat`)")]
+    Permission {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{what}")]
+    Os {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("interface {iface}: link type {arphrd} is not supported (Ethernet, loopback and raw IP are)")]
+    LinkType { iface: String, arphrd: u32 },
+    #[error("filter {expr:?}: {reason}")]
+    Filter { expr: String, reason: String },
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+impl LiveError {
+    /// The error of a failed system call: a permission error names the capability.
+    pub(crate) fn os(what: impl Into<String>) -> LiveError {
+        let source = std::io::Error::last_os_error();
+        let what = what.into();
+        match source.raw_os_error() {
+            Some(libc::EPERM) | Some(libc::EACCES) => LiveError::Permission { what, source },
+            _ => LiveError::Os { what, source },
+        }
+    }
+}
+
+/// A source of live frames that an acquisition thread polls.
+pub trait LiveSource: Send {
+    /// A name for messages (`eth0#1`: interface and socket).
+    fn name(&self) -> String;
+    /// Link type of the frames.
+    fn link(&self) -> LinkType;
+    /// Hands every frame that is ready now to `on_frame`, in arrival order, and
+    /// returns how many there were. Never blocks. The bytes are valid only during
+    /// the call. A frame's `ts_ns` is 0 when the source does not stamp frames itself
+    /// (see [`LiveSource::stamps_frames`]); its `offset` means nothing.
+    fn poll(&mut self, on_frame: &mut dyn FnMut(&FrameMeta, &[u8])) -> Result<usize, LiveError>;
+    /// Waits at most `timeout` for frames to become ready (or returns at once).
+    fn wait(&mut self, timeout: Duration);
+    /// Drop counters so far.
+    fn stats(&mut self) -> LiveStats;
+    /// Whether frames carry their own capture time. When not, the acquisition
+    /// thread stamps each batch and spreads the stamps over it (seeds/000 §3.2, [23]).
+    fn stamps_frames(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,268 @@
+//! `tapstat -i IFACE`: live capture flags, and the glue that opens the sockets,
+//! handles signals and drops privileges before the engine runs.
+
+use crate::args::RunArgs;
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tapstat_capture::live::{compile_filter, open_fanout, AfPacketConfig, LiveSource};
+use tapstat_pipeline::{Acquire, LiveConfig, Progress, Summary};
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum AcquireArg {
+    /// Busy loop: a core per acquisition thread
+    Poll,
+    /// Once per --period under SCHED_DEADLINE (a timerfd where refused)
+    Periodic,
+    /// Sleep until the kernel hands over a block (lightest on an idle link)
+    Block,
+}
+
+/// Live capture (AF_PACKET; DPDK with the `dpdk` feature).
+#[derive(Args, Debug, Clone)]
+pub struct LiveArgs {
+    /// Capture live from this interface (AF_PACKET, one socket per worker in one fanout group)
+    #[arg(short = 'i', long = "interface", value_name = "IFACE", conflicts_with = "read")]
+    pub interface: Option<String>,
+    /// Capture filter, tcpdump syntax (compiled by libpcap, run in the kernel), e.g. 'tcp port 443'
+    #[arg(short = 'f', long = "filter", value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Capture through DPDK with these EAL arguments (needs a build with `--features dpdk`)
+    #[arg(long, value_name = "EAL ARGS", conflicts_with_all = ["read", "interface"])]
+    pub dpdk: Option<String>,
+    /// Size of each worker's packet buffer between acquisition and analysis (e.g. 256MiB, 1GiB)
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size)]
+    pub buffer: u64,
+    /// Size of each socket's kernel ring (blocks of 1 MiB)
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
+    pub kernel_ring: u64,
+    /// Acquisition policy
+    #[arg(long, value_enum, default_value = "periodic")]
+    pub acquire: AcquireArg,
+    /// Period of periodic acquisition (e.g. 500us, 1ms)
+    #[arg(long, value_name = "DUR", default_value = "500us", value_parser = parse_duration)]
+    pub period: Duration,
+    /// How often each worker's figures go to stderr and stats.jsonl
+    #[arg(long, value_name = "DUR", default_value = "1s", value_parser = parse_duration)]
+    pub stats_interval: Duration,
+    /// Serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9100)
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// Start a new output directory (YYYY_MM_DD_HH_MM.out, UTC) every DUR of packet time (e.g. 1h, 15m)
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub rotate: Option<Duration>,
+    /// After opening the sockets, run as this user (and its group), with no capabilities
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
+}
+
+impl LiveArgs {
+    pub fn is_live(&self) -> bool {
+        self.interface.is_some() || self.dpdk.is_some()
+    }
+}
+
+/// `256MiB`, `64M`, `1G`, `1000000`: bytes (binary multiples for K/M/G with or
+/// without `i`/`B`).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a size (e.g. 256MiB)"))?;
+    let mult = match unit.trim().to_ascii_lowercase().trim_end_matches('b').trim_end_matches('i') {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        _ => return Err(format!("{s:?}: unknown unit (use KiB, MiB or GiB)")),
+    };
+    n.checked_mul(mult).ok_or_else(|| format!("{s:?} is too large"))
+}
+
+/// `500us`, `1ms`, `2s`, `15m`, `1h`, `250ns`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration (e.g. 500us, 1s, 1h)"))?;
+    let secs = match unit.trim() {
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "" | "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        "d" => 86400.0,
+        _ => return Err(format!("{s:?}: unknown unit (ns, us, ms, s, m, h, d)")),
+    };
+    if !(n * secs).is_finite() || n * secs <= 0.0 {
+        return Err(format!("{s:?} must be positive"));
+    }
+    Ok(Duration::from_secs_f64(n * secs))
+}
+
+static REOPEN: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sighup(_: libc::c_int) {
+    REOPEN.store(true, Ordering::SeqCst);
+}
+
+/// SIGHUP reopens the output files (after logrotate, say) instead of stopping.
+fn catch_sighup() {
+    // SAFETY: sigaction is plain data (all-zero is valid); the handler only stores to
+    // an atomic, which is async-signal-safe.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_sighup as extern "C" fn(libc::c_int) as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGHUP, &sa, std::ptr::null_mut());
+    }
+}
+
+/// The user to become: its uid and gid.
+fn lookup_user(name: &str) -> Result<(libc::uid_t, libc::gid_t)> {
+    let c = std::ffi::CString::new(name).context("user name")?;
+    // SAFETY: getpwnam reads a valid C string; the result is copied out at once and
+    // no other thread calls getpwnam now.
+    let pw = unsafe { libc::getpwnam(c.as_ptr()) };
+    if pw.is_null() {
+        bail!("--user {name}: no such user");
+    }
+    // SAFETY: `pw` is non-null and points to libc's static passwd entry.
+    Ok(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
+}
+
+/// Gives up root: supplementary groups, group, then user (in that order, since
+/// setgid needs the privilege setuid gives up). Without PR_SET_KEEPCAPS, setuid to a
+/// non-zero uid clears every capability; the open sockets stay usable.
+fn drop_privileges(uid: libc::uid_t, gid: libc::gid_t, out: &std::path::Path) -> Result<(), String> {
+    // The output directory and what is in it stay writable for the new user (rotation
+    // creates directories, SIGHUP reopens files).
+    let chown = |p: &std::path::Path| std::os::unix::fs::chown(p, Some(uid), Some(gid));
+    chown(out).map_err(|e| format!("chown {}: {e}", out.display()))?;
+    for e in std::fs::read_dir(out).map_err(|e| e.to_string())?.flatten() {
+        let _ = chown(&e.path());
+    }
+    // SAFETY: plain system calls on the whole process (glibc applies set*id to every
+    // thread); each result is checked.
+    unsafe {
+        if libc::setgroups(0, std::ptr::null()) != 0 {
+            return Err(format!("setgroups: {}", std::io::Error::last_os_error()));
+        }
+        if libc::setgid(gid) != 0 {
+            return Err(format!("setgid({gid}): {}", std::io::Error::last_os_error()));
+        }
+        if libc::setuid(uid) != 0 {
+            return Err(format!("setuid({uid}): {}", std::io::Error::last_os_error()));
+        }
+        if libc::setuid(0) == 0 {
+            return Err("still able to become root after setuid".into());
+        }
+    }
+    Ok(())
+}
+
+/// Runs a live capture until SIGINT/SIGTERM; writes summary.json.
+pub fn analyze(a: &RunArgs) -> Result<Summary> {
+    let l = &a.live;
+    if l.dpdk.is_some() {
+        bail!("--dpdk: this tapstat was built without DPDK; rebuild with `cargo build --release --features dpdk` (needs libdpdk-dev)");
+    }
+    let iface = l.interface.as_deref().expect("is_live() checked");
+    let cfg = a.engine_config();
+    let user = l.user.as_deref().map(lookup_user).transpose()?;
+    let mut ac = AfPacketConfig::new(iface);
+    ac.blocks = (l.kernel_ring >> 20).clamp(2, 1 << 14) as u32;
+    if let Some(expr) = &l.filter {
+        // The link type is the interface's: compile against what the sockets see.
+        let link = std::fs::read_to_string(format!("/sys/class/net/{iface}/type"))
+            .ok()
+            .filter(|t| t.trim() == "65534")
+            .map_or(tapstat_capture::LinkType::ETHERNET, |_| tapstat_capture::LinkType::RAW);
+        ac.filter = Some(compile_filter(expr, link)?);
+    }
+    let socks = open_fanout(&ac, cfg.workers).with_context(|| format!("capturing on {iface}"))?;
+    let sources: Vec<Box<dyn LiveSource>> = socks.into_iter().map(|s| Box::new(s) as Box<dyn LiveSource>).collect();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        // SIGINT/SIGTERM stop the capture; every live flow is still written. A
+        // second one leaves at once.
+        let _ = ctrlc::set_handler(move || {
+            if stop.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+            eprintln!("\ntapstat: stopping: writing the live flows (again to quit at once)");
+        });
+    }
+    catch_sighup();
+    let out = cfg.out_dir.clone();
+    let live = LiveConfig {
+        buffer_bytes: l.buffer.min(usize::MAX as u64) as usize,
+        acquire: match l.acquire {
+            AcquireArg::Poll => Acquire::Poll,
+            AcquireArg::Periodic => Acquire::Periodic { period: l.period },
+            AcquireArg::Block => Acquire::Block,
+        },
+        stats_interval: l.stats_interval,
+        stats_stderr: !a.quiet,
+        metrics: l.metrics,
+        rotate: l.rotate,
+        reopen: &REOPEN,
+        on_ready: user.map(|(uid, gid)| {
+            Box::new(move || drop_privileges(uid, gid, &out)) as Box<dyn FnOnce() -> Result<(), String> + Send>
+        }),
+    };
+    if !a.quiet {
+        eprintln!(
+            "tapstat: capturing on {iface} with {} worker(s), {} acquisition; SIGINT/SIGTERM to stop, SIGHUP to reopen files",
+            cfg.workers,
+            live.acquire.name()
+        );
+    }
+    let summary = tapstat_pipeline::run_live(sources, &cfg, live, stop, Arc::new(Progress::default()))?;
+    let path = cfg.out_dir.join("summary.json");
+    let json = serde_json::to_string_pretty(&summary).context("serializing the summary")?;
+    std::fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+    for w in &summary.warnings {
+        eprintln!("tapstat: warning: {w}");
+    }
+    if !a.quiet {
+        eprint!("{}", summary.human());
+        if let Some(ls) = &summary.live {
+            eprintln!(
+                "  live: {} received, {} kernel drops, {} buffer drops, buffer max {:.1}% ({})",
+                ls.received_packets,
+                ls.kernel_drops,
+                ls.buffer_drops,
+                100.0 * ls.buffer_max_bytes as f64 / ls.buffer_capacity_bytes.max(1) as f64,
+                ls.pacing.join(",")
+            );
+        }
+        eprintln!("  output: {}", cfg.out_dir.display());
+    }
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_durations() {
+        assert_eq!(parse_size("256MiB"), Ok(256 << 20));
+        assert_eq!(parse_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("12 parsecs").is_err());
+        assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("1 fortnight").is_err());
+    }
+}

@@ -1,0 +1,409 @@
+//! Live capture against the real thing: a network namespace of its own per test, a
+//! veth pair in it, `tcpreplay --pps N` into one end and `tapstat -i` on the other.
+//! The records must be those of `tapstat -r` on the same file (packets and bytes per
+//! flow; times differ), so no flow was split across workers, and nothing was dropped.
+//!
+//! These tests need root (network namespaces, AF_PACKET), `ip` and `tcpreplay`. They
+//! skip with a reason when something is missing, and fail instead when
+//! `TAPSTAT_REQUIRE_LIVE=1` (as `.ci/run` sets after installing tcpreplay).
+
+mod common;
+
+use common::{bin, corpus, read_log, summary, tempdir, LOGS};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn have(tool: &str) -> bool {
+    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
+}
+
+/// Why live tests cannot run here, if they cannot.
+fn live_unavailable() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root (network namespaces and AF_PACKET need it)".into());
+    }
+    for t in ["ip", "tcpreplay"] {
+        if !have(t) {
+            return Some(format!("{t} is not installed (apt-get install iproute2 tcpreplay)"));
+        }
+    }
+    None
+}
+
+/// `true` when the test may go on; prints why not, or panics under TAPSTAT_REQUIRE_LIVE=1.
+fn live_ready() -> bool {
+    match live_unavailable() {
+        None => true,
+        Some(why) if std::env::var("TAPSTAT_REQUIRE_LIVE").as_deref() == Ok("1") => {
+            panic!("TAPSTAT_REQUIRE_LIVE=1 but {why}")
+        }
+        Some(why) => {
+            eprintln!("skipped: {why}");
+            false
+        }
+    }
+}
+
+fn run(cmd: &mut Command) {
+    let o = cmd.output().expect("command runs");
+    assert!(o.status.success(), "{cmd:?} failed: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A network namespace with a veth pair `va` (send) — `vb` (capture), removed on drop.
+struct Netns {
+    name: String,
+}
+
+impl Netns {
+    fn new(tag: &str) -> Netns {
+        let name = format!("tapstat-{}-{tag}", std::process::id());
+        let _ = Command::new("ip").args(["netns", "del", &name]).output();
+        run(Command::new("ip").args(["netns", "add", &name]));
+        let ns = Netns { name };
+        // No IPv6 in the namespace: the kernel would send its own router and
+        // neighbour solicitations on the veth, which are not in the file.
+        ns.exec(&["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]);
+        ns.exec(&["ip", "link", "add", "va", "type", "veth", "peer", "name", "vb"]);
+        for dev in ["va", "vb"] {
+            ns.exec(&["ip", "link", "set", dev, "mtu", "65535", "up"]);
+        }
+        ns
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name]).args(args);
+        c
+    }
+
+    fn exec(&self, args: &[&str]) {
+        run(&mut self.cmd(args));
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.name]).output();
+    }
+}
+
+/// Timeouts long enough that only the end of the capture ends a flow, so records do
+/// not depend on the replay's timing.
+const NO_TIMEOUTS: [&str; 10] = [
+    "--tcp-timeout",
+    "1e9",
+    "--udp-timeout",
+    "1e9",
+    "--other-timeout",
+    "1e9",
+    "--singleton-timeout",
+    "1e9",
+    "--closed-timeout",
+    "1e9",
+];
+
+fn wait_timeout(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+    let t0 = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().expect("waitable") {
+            return s;
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Replays `file` into a fresh veth at `pps` while `tapstat -i vb <extra>` captures;
+/// stops tapstat with SIGINT and returns its output directory.
+fn capture(tag: &str, file: &Path, pps: u32, workers: usize, extra: &[&str]) -> PathBuf {
+    let ns = Netns::new(tag);
+    let out = tempdir(&format!("live-{tag}"));
+    let w = workers.to_string();
+    let mut args = vec![bin(), "-i", "vb", "-o", out.to_str().unwrap(), "-q", "-w", &w, "--hash-seed", "7"];
+    args.extend_from_slice(&["--buffer", "16MiB", "--kernel-ring", "8MiB", "--stats-interval", "200ms"]);
+    args.extend_from_slice(&NO_TIMEOUTS);
+    args.extend_from_slice(extra);
+    let mut tap = ns.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tapstat starts");
+    // The sockets are open (and queue frames) once the stats file exists.
+    let t0 = Instant::now();
+    while !out.join("stats.jsonl").exists() {
+        if let Some(s) = tap.try_wait().expect("waitable") {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(tap.stderr.as_mut().unwrap(), &mut err);
+            panic!("tapstat -i exited early ({s}): {err}");
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "tapstat -i did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pps = pps.to_string();
+    let mut replay = ns
+        .cmd(&["tcpreplay", "-q", "-i", "va", "--pps", &pps, file.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tcpreplay starts");
+    let s = wait_timeout(&mut replay, Duration::from_secs(120), "tcpreplay");
+    assert!(s.success(), "tcpreplay failed");
+    // Let the last block time out of the kernel ring (10 ms) and through the buffer.
+    std::thread::sleep(Duration::from_millis(500));
+    run(Command::new("kill").args(["-INT", &tap.id().to_string()]));
+    let s = wait_timeout(&mut tap, Duration::from_secs(60), "tapstat -i after SIGINT");
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(tap.stderr.as_mut().unwrap(), &mut err);
+    assert!(s.success(), "tapstat -i failed: {err}");
+    out
+}
+
+/// The flows of a log as a multiset of (endpoints, packets and bytes each way).
+fn flows(dir: &Path, log: &str) -> BTreeMap<String, usize> {
+    let keys = ["c_ip", "c_port", "s_ip", "s_port", "proto", "c_pkts_all", "s_pkts_all", "c_bytes_all", "s_bytes_all"];
+    let mut m = BTreeMap::new();
+    for r in read_log(dir, log) {
+        let k: Vec<String> = keys.iter().filter_map(|c| r.get(*c).cloned()).collect();
+        *m.entry(k.join(" ")).or_insert(0) += 1;
+    }
+    m
+}
+
+fn reference(file: &Path, tag: &str, extra: &[&str]) -> PathBuf {
+    let out = tempdir(&format!("ref-{tag}"));
+    let mut args = vec!["-r", file.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q", "-w", "1", "--hash-seed", "7"];
+    args.extend_from_slice(&NO_TIMEOUTS);
+    args.extend_from_slice(extra);
+    let o = Command::new(bin()).args(&args).output().expect("tapstat runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+/// The dev captures replayed by these tests: Ethernet, no frame beyond the veth's
+/// largest MTU (some captures hold 64 KiB GRO frames), no truncated frames (tcpreplay sends what was captured), a mix of TCP, UDP,
+/// IPv4 and IPv6.
+const FILES: [&str; 2] = ["ndpi__1kxun.pcap", "ndpi__443-firefox.pcap"];
+
+fn check_same_records(tag: &str, workers: usize, pps: u32, extra: &[&str]) {
+    if !live_ready() {
+        return;
+    }
+    let Some(c) = corpus() else { return };
+    let mut spread = vec![0u64; workers];
+    for (i, f) in FILES.iter().enumerate() {
+        let file = c.join(f);
+        let t = format!("{tag}{i}");
+        let live = capture(&t, &file, pps, workers, extra);
+        let file_out = reference(&file, &t, &[]);
+        for log in LOGS {
+            let (a, b) = (flows(&live, log), flows(&file_out, log));
+            let only_live: Vec<_> = a.iter().filter(|(k, n)| b.get(*k) != Some(n)).take(5).collect();
+            let only_file: Vec<_> = b.iter().filter(|(k, n)| a.get(*k) != Some(n)).take(5).collect();
+            assert!(
+                only_live.is_empty() && only_file.is_empty(),
+                "{f} {log}, {workers} worker(s) {extra:?}: live-only {only_live:?} file-only {only_file:?}"
+            );
+        }
+        let s = summary(&live);
+        let l = &s["live"];
+        assert_eq!(l["kernel_drops"], 0, "{f}: {l}");
+        assert_eq!(l["buffer_drops"], 0, "{f}: {l}");
+        assert_eq!(s["packets"], summary(&file_out)["packets"], "{f}: every frame of the file was captured");
+        let per_worker = l["per_worker_packets"].as_array().unwrap();
+        assert_eq!(per_worker.len(), workers);
+        for (t, n) in spread.iter_mut().zip(per_worker) {
+            *t += n.as_u64().unwrap();
+        }
+        // stats.jsonl has a line per worker per interval.
+        let stats = std::fs::read_to_string(live.join("stats.jsonl")).unwrap();
+        let lines: Vec<serde_json::Value> = stats.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert!(lines.len() >= workers, "{stats}");
+        let rx: u64 = lines.iter().map(|v| v["rx_packets"].as_u64().unwrap()).sum();
+        assert_eq!(rx, l["received_packets"].as_u64().unwrap());
+        let _ = std::fs::remove_dir_all(&live);
+        let _ = std::fs::remove_dir_all(&file_out);
+    }
+    // The fanout spread the flows: every worker had some (else "no flow was split"
+    // would prove nothing). ndpi__1kxun.pcap has about 200 flows; a file of one
+    // flow lands on one worker, so this is checked over all files.
+    assert!(spread.iter().all(|n| *n > 0), "packets per worker: {spread:?}");
+}
+
+#[test]
+fn one_worker_periodic_equals_the_file() {
+    check_same_records("p1", 1, 2000, &["--acquire", "periodic"]);
+}
+
+#[test]
+fn two_workers_periodic_equal_the_file_and_split_no_flow() {
+    // A flow split across workers would show up as two partial records.
+    check_same_records("p2", 2, 2000, &["--acquire", "periodic"]);
+}
+
+#[test]
+fn two_workers_polling_equal_the_file() {
+    check_same_records("q2", 2, 2000, &["--acquire", "poll"]);
+}
+
+#[test]
+fn a_filter_keeps_only_what_it_matches() {
+    if !live_ready() {
+        return;
+    }
+    let Some(c) = corpus() else { return };
+    let file = c.join(FILES[0]);
+    let live = capture("f2", &file, 2000, 2, &["-f", "udp", "--acquire", "block"]);
+    let file_out = reference(&file, "f2", &[]);
+    assert_eq!(flows(&live, "log_udp_complete"), flows(&file_out, "log_udp_complete"));
+    assert!(!flows(&file_out, "log_tcp_complete").is_empty());
+    for log in ["log_tcp_complete", "log_tcp_nocomplete"] {
+        assert!(flows(&live, log).is_empty(), "{log} has records through a 'udp' filter");
+    }
+    let _ = std::fs::remove_dir_all(&live);
+    let _ = std::fs::remove_dir_all(&file_out);
+}
+
+#[test]
+fn missing_interface_and_missing_dpdk_are_clear_errors() {
+    let out = tempdir("live-errors");
+    let o = Command::new(bin()).args(["-i", "tapstat-nope0", "-o", out.to_str().unwrap(), "-q"]).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no network interface named \"tapstat-nope0\""), "{err}");
+    let o =
+        Command::new(bin()).args(["--dpdk=--no-pci --no-huge", "-o", out.to_str().unwrap(), "-q"]).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("without DPDK") || err.contains("EAL"), "{err}");
+    let o =
+        Command::new(bin()).args(["-i", "lo", "-f", "tcp port banana", "-o", out.to_str().unwrap()]).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("banana") || err.contains("libpcap"), "{err}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Operations in one run: the Prometheus endpoint answers while capturing, SIGHUP
+/// reopens the files (appending), `--rotate` writes Tstat-named interval directories
+/// closed by a rename, `--user nobody` drops root after the sockets are open, and
+/// SIGTERM ends the run writing every flow.
+#[test]
+fn metrics_sighup_rotation_and_user() {
+    if !live_ready() {
+        return;
+    }
+    let Some(c) = corpus() else { return };
+    let file = c.join(FILES[1]);
+    let ns = Netns::new("ops");
+    ns.exec(&["ip", "link", "set", "lo", "up"]);
+    let out = tempdir("live-ops");
+    // (tapstat gives the output directory to nobody; its parent, the temp dir, is
+    // world-traversable.)
+    let args = [
+        bin(),
+        "-i",
+        "vb",
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+        "-w",
+        "2",
+        "--buffer",
+        "4MiB",
+        "--kernel-ring",
+        "4MiB",
+        "--stats-interval",
+        "100ms",
+        "--metrics",
+        "127.0.0.1:9464",
+        "--rotate",
+        "1m",
+        "--user",
+        "nobody",
+    ];
+    let mut tap = ns.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tapstat starts");
+    let t0 = Instant::now();
+    while !out.join("stats.jsonl").exists() {
+        assert!(tap.try_wait().unwrap().is_none(), "tapstat -i exited early");
+        assert!(t0.elapsed() < Duration::from_secs(30), "tapstat -i did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut replay = ns
+        .cmd(&["tcpreplay", "-q", "-i", "va", "--pps", "2000", file.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_timeout(&mut replay, Duration::from_secs(60), "tcpreplay").success());
+    std::thread::sleep(Duration::from_millis(400));
+    let scrape = ns
+        .cmd(&[
+            "bash",
+            "-c",
+            "exec 3<>/dev/tcp/127.0.0.1/9464 && printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&scrape.stdout).to_string();
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
+    let rx: u64 = body
+        .lines()
+        .filter(|l| l.starts_with("tapstat_received_packets_total{"))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(rx > 0, "{body}");
+    if have("promtool") {
+        let mut p = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(p.stdin.as_mut().unwrap(), body.as_bytes()).unwrap();
+        let o = p.wait_with_output().unwrap();
+        assert!(
+            o.status.success(),
+            "promtool: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    } else {
+        eprintln!("note: promtool not installed; the format is checked by the unit test in telemetry.rs");
+    }
+    // The process runs as nobody now.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", tap.id())).unwrap();
+    let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap().to_string();
+    assert!(uid.split_whitespace().skip(1).all(|u| u == "65534"), "{uid}");
+    // SIGHUP: the files are reopened, not truncated, and the run goes on.
+    run(Command::new("kill").args(["-HUP", &tap.id().to_string()]));
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(tap.try_wait().unwrap().is_none(), "SIGHUP stopped the run");
+    run(Command::new("kill").args(["-TERM", &tap.id().to_string()]));
+    let s = wait_timeout(&mut tap, Duration::from_secs(60), "tapstat -i after SIGTERM");
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(tap.stderr.as_mut().unwrap(), &mut err);
+    assert!(s.success(), "{err}");
+    // One or two interval directories (the replay may cross a minute), closed.
+    let dirs: Vec<PathBuf> =
+        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    assert!(!dirs.is_empty() && dirs.len() <= 2, "{dirs:?}");
+    let mut records = 0;
+    for d in &dirs {
+        let name = d.file_name().unwrap().to_str().unwrap();
+        assert!(name.len() == 20 && name.ends_with(".out") && !name.starts_with('.'), "{name}");
+        for log in LOGS {
+            let text = std::fs::read_to_string(d.join(log)).unwrap();
+            assert_eq!(text.lines().filter(|l| l.starts_with('#')).count(), 1, "{name}/{log}: one header");
+            records += text.lines().filter(|l| !l.starts_with('#')).count();
+        }
+    }
+    let s = summary(&out);
+    assert_eq!(records as u64, s["records"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum::<u64>());
+    assert!(records > 0);
+    assert_eq!(s["interrupted"], true);
+    let _ = std::fs::remove_dir_all(&out);
+}

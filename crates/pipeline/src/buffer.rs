@@ -1,0 +1,347 @@
+//! The large per-worker packet buffer between an acquisition thread and its analysis
+//! thread: a lock-free single-producer/single-consumer ring of bytes (DPDKStat's
+//! "large buffer", seeds/000 §3.2: absorb processing jitter and bursts, about a
+//! second of traffic).
+//!
+//! Frames are stored as records: a 16-byte header (capture time in ns, original
+//! length, captured length) and the captured bytes, padded to 16 bytes. A record
+//! never wraps: when it does not fit before the end of the ring, a pad header
+//! (captured length `u32::MAX`) fills the rest and the record starts at 0. Because
+//! every record is a multiple of 16 bytes, the space left at the end is too.
+//!
+//! The producer writes records beyond `tail` and publishes them with one release
+//! store per batch; the consumer reads up to `tail` and frees space with one release
+//! store of `head` per batch. A full buffer drops the frame (counted by the caller).
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use tapstat_capture::{FrameMeta, LinkType};
+
+const HDR: usize = 16;
+const PAD: u32 = u32::MAX;
+
+#[repr(align(128))]
+struct Padded<T>(T);
+
+struct Shared {
+    /// The ring's storage: `cap` bytes, 16-byte aligned (u128 cells).
+    data: Box<[UnsafeCell<u128>]>,
+    cap: usize,
+    /// Bytes the consumer has freed (monotonic).
+    head: Padded<AtomicU64>,
+    /// Bytes the producer has published (monotonic).
+    tail: Padded<AtomicU64>,
+    /// The producer will publish nothing more.
+    closed: AtomicBool,
+}
+
+// SAFETY: the producer only writes bytes in [tail, head + cap) and the consumer only
+// reads bytes in [head, tail); the release/acquire pairs on `head` and `tail` order
+// those accesses, so no byte is ever accessed by both threads at once.
+unsafe impl Sync for Shared {}
+// SAFETY: see Sync; the storage is plain bytes owned by the Arc.
+unsafe impl Send for Shared {}
+
+impl Shared {
+    fn base(&self) -> *mut u8 {
+        UnsafeCell::raw_get(self.data.as_ptr()).cast()
+    }
+}
+
+/// A new buffer of at least `bytes` bytes (rounded up to a power of two, at least
+/// 64 KiB). The memory is zeroed lazily by the kernel, so an idle worker's buffer
+/// costs address space, not RAM.
+pub fn packet_buffer(bytes: usize) -> (Producer, Consumer) {
+    let cap = bytes.max(1 << 16).next_power_of_two();
+    // vec![0; n] asks the allocator for zeroed memory (calloc: fresh pages, not
+    // written here).
+    let zeroed: Box<[u128]> = vec![0u128; cap / 16].into_boxed_slice();
+    // SAFETY: UnsafeCell<u128> is repr(transparent) over u128, so the slice has the
+    // same layout; the box's ownership passes from one type to the other.
+    let data: Box<[UnsafeCell<u128>]> = unsafe { Box::from_raw(Box::into_raw(zeroed) as *mut [UnsafeCell<u128>]) };
+    let s = Arc::new(Shared {
+        data,
+        cap,
+        head: Padded(AtomicU64::new(0)),
+        tail: Padded(AtomicU64::new(0)),
+        closed: AtomicBool::new(false),
+    });
+    (Producer { s: s.clone(), tail: 0, head: 0, max_used: 0 }, Consumer { s, head: 0 })
+}
+
+fn record_len(caplen: usize) -> usize {
+    HDR + caplen.next_multiple_of(16)
+}
+
+/// The acquisition thread's end.
+pub struct Producer {
+    s: Arc<Shared>,
+    /// Written, perhaps not yet published.
+    tail: u64,
+    /// The consumer's head as last read.
+    head: u64,
+    max_used: u64,
+}
+
+impl Producer {
+    /// Appends a frame; `false` (and nothing written) when the buffer is full.
+    #[inline]
+    pub fn push(&mut self, ts_ns: u64, orig_len: u32, bytes: &[u8]) -> bool {
+        let cap = self.s.cap;
+        let need = record_len(bytes.len());
+        if need > cap / 2 {
+            return false;
+        }
+        let off = (self.tail as usize) & (cap - 1);
+        let to_end = cap - off;
+        let total = if to_end < need { to_end + need } else { need };
+        if (cap as u64) - (self.tail - self.head) < total as u64 {
+            self.head = self.s.head.0.load(Ordering::Acquire);
+            if (cap as u64) - (self.tail - self.head) < total as u64 {
+                return false;
+            }
+        }
+        let base = self.s.base();
+        let mut off = off;
+        if to_end < need {
+            // SAFETY: [off, cap) is free (checked above) and off is 16-aligned with at
+            // least 16 bytes to the end.
+            unsafe { write_hdr(base.add(off), 0, 0, PAD) };
+            self.tail += to_end as u64;
+            off = 0;
+        }
+        // SAFETY: [off, off + need) is free space inside the ring (checked above), not
+        // visible to the consumer until `publish`.
+        unsafe {
+            write_hdr(base.add(off), ts_ns, orig_len, bytes.len() as u32);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(off + HDR), bytes.len());
+        }
+        self.tail += need as u64;
+        let used = self.tail - self.head;
+        if used > self.max_used {
+            self.max_used = used;
+        }
+        true
+    }
+
+    /// Rewrites the capture times of the records written since `mark` (a value of
+    /// [`Producer::mark`]) and not yet published: the n-th of k gets
+    /// `from_ns + n·(to_ns − from_ns)/k`, spreading a batch that arrived between two
+    /// polls over the time between them (seeds/000 §3.2 and its ref. [23]).
+    pub fn spread_times(&mut self, mark: u64, from_ns: u64, to_ns: u64) {
+        let base = self.s.base();
+        let cap = self.s.cap;
+        let mut offs = Vec::new();
+        let mut p = mark;
+        while p < self.tail {
+            let off = (p as usize) & (cap - 1);
+            // SAFETY: [mark, tail) was written by this producer and is unpublished.
+            let (_, _, caplen) = unsafe { read_hdr(base.add(off)) };
+            if caplen == PAD {
+                p += (cap - off) as u64;
+                continue;
+            }
+            offs.push(off);
+            p += record_len(caplen as usize) as u64;
+        }
+        let k = offs.len() as u64;
+        let span = to_ns.saturating_sub(from_ns);
+        for (n, off) in offs.into_iter().enumerate() {
+            let ts = from_ns + span * (n as u64 + 1) / k;
+            // SAFETY: as above; only the time field of our own record is rewritten.
+            unsafe { base.add(off).cast::<u64>().write(ts) };
+        }
+    }
+
+    /// The position to pass to [`Producer::spread_times`].
+    pub fn mark(&self) -> u64 {
+        self.tail
+    }
+
+    /// Makes the records pushed so far visible to the consumer.
+    #[inline]
+    pub fn publish(&mut self) {
+        self.s.tail.0.store(self.tail, Ordering::Release);
+    }
+
+    /// Bytes in the buffer now, and the most there have been.
+    pub fn occupancy(&self) -> (u64, u64) {
+        let head = self.s.head.0.load(Ordering::Relaxed);
+        (self.tail.saturating_sub(head), self.max_used)
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.s.cap as u64
+    }
+
+    /// Publishes and tells the consumer that nothing more will come.
+    pub fn close(mut self) {
+        self.publish();
+        self.s.closed.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        // A producer that goes away (even by a panic) ends the stream.
+        self.s.tail.0.store(self.tail, Ordering::Release);
+        self.s.closed.store(true, Ordering::Release);
+    }
+}
+
+/// The analysis thread's end.
+pub struct Consumer {
+    s: Arc<Shared>,
+    head: u64,
+}
+
+impl Consumer {
+    /// Hands at most `max` frames to `f` in order, frees their space, and returns how
+    /// many there were.
+    #[inline]
+    pub fn read(&mut self, max: usize, link: LinkType, mut f: impl FnMut(&FrameMeta, &[u8])) -> usize {
+        let tail = self.s.tail.0.load(Ordering::Acquire);
+        let cap = self.s.cap;
+        let base = self.s.base();
+        let mut n = 0;
+        while self.head < tail && n < max {
+            let off = (self.head as usize) & (cap - 1);
+            // SAFETY: [head, tail) was published by the producer (acquire above) and
+            // is not written again until `head` moves past it.
+            let (ts_ns, orig_len, caplen) = unsafe { read_hdr(base.add(off)) };
+            if caplen == PAD {
+                self.head += (cap - off) as u64;
+                continue;
+            }
+            // SAFETY: as above; the record's bytes follow its header inside the ring.
+            let bytes = unsafe { std::slice::from_raw_parts(base.add(off + HDR), caplen as usize) };
+            let meta = FrameMeta { ts_ns, orig_len, caplen, offset: 0, link };
+            f(&meta, bytes);
+            self.head += record_len(caplen as usize) as u64;
+            n += 1;
+        }
+        self.s.head.0.store(self.head, Ordering::Release);
+        n
+    }
+
+    /// The producer has closed the buffer (read once more before concluding it is
+    /// drained: what was published before closing is visible after this returns true).
+    pub fn closed(&self) -> bool {
+        self.s.closed.load(Ordering::Acquire)
+    }
+}
+
+/// # Safety
+/// `p` must be 16-byte aligned with 16 writable bytes.
+unsafe fn write_hdr(p: *mut u8, ts_ns: u64, orig_len: u32, caplen: u32) {
+    // SAFETY: the caller guarantees alignment and room.
+    unsafe {
+        p.cast::<u64>().write(ts_ns);
+        p.add(8).cast::<u32>().write(orig_len);
+        p.add(12).cast::<u32>().write(caplen);
+    }
+}
+
+/// # Safety
+/// `p` must be 16-byte aligned with 16 readable bytes.
+unsafe fn read_hdr(p: *const u8) -> (u64, u32, u32) {
+    // SAFETY: the caller guarantees alignment and room.
+    unsafe { (p.cast::<u64>().read(), p.add(8).cast::<u32>().read(), p.add(12).cast::<u32>().read()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain(c: &mut Consumer) -> Vec<(u64, u32, Vec<u8>)> {
+        let mut v = Vec::new();
+        c.read(usize::MAX, LinkType::ETHERNET, |m, b| v.push((m.ts_ns, m.orig_len, b.to_vec())));
+        v
+    }
+
+    #[test]
+    fn records_wrap_and_come_out_in_order() {
+        let (mut p, mut c) = packet_buffer(1 << 16);
+        let mut expect = Vec::new();
+        let mut got = Vec::new();
+        for i in 0..10_000u64 {
+            let len = (i * 37 % 1500) as usize;
+            let bytes: Vec<u8> = (0..len).map(|j| (i as usize + j) as u8).collect();
+            while !p.push(i, len as u32 + 4, &bytes) {
+                p.publish();
+                got.extend(drain(&mut c));
+            }
+            expect.push((i, len as u32 + 4, bytes));
+            if i % 7 == 0 {
+                p.publish();
+            }
+        }
+        p.close();
+        got.extend(drain(&mut c));
+        assert!(c.closed());
+        assert_eq!(got.len(), expect.len());
+        assert!(got == expect);
+    }
+
+    #[test]
+    fn a_full_buffer_refuses_and_recovers() {
+        let (mut p, mut c) = packet_buffer(1 << 16);
+        let frame = [7u8; 1000];
+        let mut ok = 0;
+        while p.push(0, 1000, &frame) {
+            ok += 1;
+        }
+        assert_eq!(ok, (1 << 16) / 1024);
+        assert_eq!(p.occupancy().1, 1 << 16);
+        p.publish();
+        assert_eq!(drain(&mut c).len(), ok);
+        assert!(p.push(0, 1000, &frame));
+    }
+
+    #[test]
+    fn threads_agree() {
+        let (mut p, mut c) = packet_buffer(1 << 16);
+        let n = 200_000u64;
+        let h = std::thread::spawn(move || {
+            for i in 0..n {
+                let b = i.to_le_bytes();
+                while !p.push(i, 8, &b[..(i % 9) as usize]) {
+                    p.publish();
+                    std::hint::spin_loop();
+                }
+                if i % 64 == 0 {
+                    p.publish();
+                }
+            }
+            p.close();
+        });
+        let mut next = 0u64;
+        loop {
+            let closed = c.closed();
+            let k = c.read(1000, LinkType::ETHERNET, |m, b| {
+                assert_eq!(m.ts_ns, next);
+                assert_eq!(b, &next.to_le_bytes()[..(next % 9) as usize]);
+                next += 1;
+            });
+            if k == 0 && closed {
+                break;
+            }
+        }
+        h.join().unwrap();
+        assert_eq!(next, n);
+    }
+
+    #[test]
+    fn batch_times_are_spread_between_polls() {
+        let (mut p, mut c) = packet_buffer(1 << 16);
+        let m = p.mark();
+        for _ in 0..4 {
+            assert!(p.push(0, 60, &[0u8; 60]));
+        }
+        p.spread_times(m, 1000, 2000);
+        p.publish();
+        let ts: Vec<u64> = drain(&mut c).into_iter().map(|r| r.0).collect();
+        assert_eq!(ts, vec![1250, 1500, 1750, 2000]);
+    }
+}

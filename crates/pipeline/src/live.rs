@@ -1,0 +1,671 @@
+//! The engine for live capture: one source per worker, no dispatcher.
+//!
+//! ```text
+//! socket 0 ──► acquisition 0 ──► buffer 0 (--buffer bytes) ──► analysis 0: decode + Tracker ──┐
+//! socket 1 ──► acquisition 1 ──► buffer 1                  ──► analysis 1: decode + Tracker ──┼─► writer ─► OutputDir(s)
+//!  ...   (the kernel's fanout hash spreads flows)                                             ┘
+//! ```
+//!
+//! The kernel (AF_PACKET fanout) or the NIC (RSS) has already put both directions of
+//! every flow on the same queue, so each worker decodes its own packets, as a single
+//! worker does for files (`run_inline`). Per worker, an acquisition thread moves frames
+//! from its queue into a large byte buffer and an analysis thread drains it
+//! (DPDKStat, seeds/000 §3.2): a slow packet, a burst or a pause of the analysis thread
+//! fills the buffer instead of overflowing the kernel's ring.
+//!
+//! Time is still packet time. Each worker's clock follows its own packets; at the end
+//! every worker expires its flows against the latest clock of all workers. With
+//! `--rotate`, a worker that crosses an interval boundary in packet time flushes its
+//! record buffers and tells the writer, which closes an interval's directory (a
+//! rename from a hidden name) once every worker has moved past it.
+
+use crate::acquire::{Acquire, Pacer};
+use crate::buffer::{packet_buffer, Consumer, Producer};
+use crate::telemetry::{serve_metrics, spawn_reporter, Gauges, ProcTimes, ReportTo};
+use crate::{
+    cpu_seconds, random_seed, Block, Dispatch, DispatchResult, EngineConfig, EngineError, Progress, RecordOut, Summary,
+    Work, WorkerResult,
+};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+use tapstat_analyze::{Tracker, TrackerStats};
+use tapstat_capture::live::{LiveError, LiveSource};
+use tapstat_capture::{CaptureStats, LinkType};
+use tapstat_decode::Anomalies;
+use tapstat_flow::FlowHasher;
+use tapstat_sink::{OutputDir, SinkError};
+
+/// How a live run acquires, buffers, reports and writes.
+pub struct LiveConfig {
+    /// Bytes of each worker's buffer.
+    pub buffer_bytes: usize,
+    pub acquire: Acquire,
+    pub stats_interval: Duration,
+    /// Print a line per worker on stderr every interval.
+    pub stats_stderr: bool,
+    /// Serve Prometheus text here.
+    pub metrics: Option<std::net::SocketAddr>,
+    /// Rotate output directories every this long of packet time.
+    pub rotate: Option<Duration>,
+    /// Set (by a SIGHUP handler) to make the writer reopen its files.
+    pub reopen: &'static AtomicBool,
+    /// Called once the sources are open and the acquisition threads have their
+    /// scheduling, before any frame is read (to drop privileges, say).
+    pub on_ready: Option<Box<dyn FnOnce() -> Result<(), String> + Send>>,
+}
+
+impl Default for LiveConfig {
+    fn default() -> Self {
+        LiveConfig {
+            buffer_bytes: 256 << 20,
+            acquire: Acquire::Periodic { period: Duration::from_micros(500) },
+            stats_interval: Duration::from_secs(1),
+            stats_stderr: true,
+            metrics: None,
+            rotate: None,
+            reopen: &NEVER,
+            on_ready: None,
+        }
+    }
+}
+
+static NEVER: AtomicBool = AtomicBool::new(false);
+
+/// What a live run adds to summary.json.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LiveSummary {
+    pub sources: Vec<String>,
+    pub acquire: &'static str,
+    /// What paced each acquisition thread (`SCHED_DEADLINE`, `timerfd`, `poll`, `block`).
+    pub pacing: Vec<&'static str>,
+    pub received_packets: u64,
+    pub kernel_drops: u64,
+    pub ring_freezes: u64,
+    pub buffer_drops: u64,
+    pub buffer_capacity_bytes: u64,
+    /// The fullest any worker's buffer has been, in bytes.
+    pub buffer_max_bytes: u64,
+    /// Frames each worker received: how evenly the kernel spread the flows.
+    pub per_worker_packets: Vec<u64>,
+    /// CPU seconds of each acquisition thread.
+    pub acquisition_cpu_s: Vec<f64>,
+    /// CPU seconds of each analysis thread.
+    pub analysis_cpu_s: Vec<f64>,
+}
+
+/// Index of a writer message that is not a block of records: worker `w` entered the
+/// interval whose start (epoch seconds) the 8 bytes hold.
+const ROTATE: usize = usize::MAX;
+
+struct AcqResult {
+    err: Option<LiveError>,
+    warning: Option<String>,
+    pacing: &'static str,
+    cpu_s: f64,
+}
+
+fn wall_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos() as u64
+}
+
+/// CPU time of the calling thread.
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is valid for writing.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// Runs the engine over live `sources` (one per worker) until `stop` is set; every
+/// live flow is written before returning.
+pub fn run_live(
+    sources: Vec<Box<dyn LiveSource>>,
+    cfg: &EngineConfig,
+    mut live: LiveConfig,
+    stop: Arc<AtomicBool>,
+    progress: Arc<Progress>,
+) -> Result<Summary, EngineError> {
+    let started = Instant::now();
+    let cpu0 = cpu_seconds();
+    let n = sources.len().max(1);
+    let seed = cfg.hash_seed.unwrap_or_else(random_seed);
+    let hasher = FlowHasher::new(seed);
+    let (names, headers) = super::log_files(cfg);
+    let source_names: Vec<String> = sources.iter().map(|s| s.name()).collect();
+
+    // The output directory, the stats file and the metrics port first: a mistake in
+    // any of them is an error before the capture starts.
+    std::fs::create_dir_all(&cfg.out_dir).map_err(|source| SinkError { path: cfg.out_dir.clone(), source })?;
+    let out = match live.rotate {
+        None => Some(OutputDir::create(&cfg.out_dir, &names, &headers)?),
+        Some(_) => None,
+    };
+    let jsonl_path = cfg.out_dir.join("stats.jsonl");
+    let jsonl = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&jsonl_path)
+        .map_err(|source| SinkError { path: jsonl_path, source })?;
+    let prom = match live.metrics {
+        Some(addr) => {
+            let l = std::net::TcpListener::bind(addr)
+                .map_err(|source| SinkError { path: PathBuf::from(format!("metrics endpoint {addr}")), source })?;
+            let text = Arc::new(Mutex::new(String::new()));
+            serve_metrics(l, text.clone());
+            Some(text)
+        }
+        None => None,
+    };
+
+    let gauges: Vec<Arc<Gauges>> = (0..n).map(|_| Arc::new(Gauges::default())).collect();
+    let mut txs = Vec::with_capacity(n);
+    let mut rxs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (tx, rx) = crossbeam_channel::bounded::<Block>(64);
+        txs.push(tx);
+        rxs.push(rx);
+    }
+    let (free_tx, free_rx) = crossbeam_channel::bounded::<Vec<u8>>(16 * n);
+    let writer = {
+        let w = Writer {
+            out_dir: cfg.out_dir.clone(),
+            names: names.clone(),
+            headers: headers.clone(),
+            single: out,
+            intervals: BTreeMap::new(),
+            closed_below: 0,
+            cur: vec![None; n],
+            reopen: live.reopen,
+            warnings: Vec::new(),
+        };
+        std::thread::Builder::new()
+            .name("tapstat-writer".into())
+            .spawn(move || w.run(rxs, free_tx))
+            .expect("spawning a thread succeeds")
+    };
+
+    let ready = Arc::new(Barrier::new(n + 1));
+    let global_clock = Arc::new(AtomicU64::new(0));
+    let final_clock = Arc::new(AtomicU64::new(0));
+    let end_barrier = Arc::new(Barrier::new(n));
+    let mut acq_threads = Vec::with_capacity(n);
+    let mut ana_threads = Vec::with_capacity(n);
+    for (w, src) in sources.into_iter().enumerate() {
+        let link = src.link();
+        let (prod, cons) = packet_buffer(live.buffer_bytes);
+        gauges[w].buffer_cap.store(prod.capacity(), Ordering::Relaxed);
+        let (g, stop2, ready2, progress2, policy) =
+            (gauges[w].clone(), stop.clone(), ready.clone(), progress.clone(), live.acquire);
+        acq_threads.push(
+            std::thread::Builder::new()
+                .name(format!("tapstat-a{w}"))
+                .spawn(move || acquire_loop(src, prod, policy, &g, &stop2, &ready2, &progress2))
+                .expect("spawning a thread succeeds"),
+        );
+        let work = Work {
+            tracker: Tracker::new(cfg.tracker),
+            rout: RecordOut {
+                format: cfg.format,
+                sets: cfg.tracker.tcp_sets,
+                bufs: Default::default(),
+                records: [0; super::NLOGS],
+                tx: txs[w].clone(),
+                free: free_rx.clone(),
+            },
+        };
+        let a = Analysis {
+            dispatch: Dispatch::new(cfg.decode, hasher, 1),
+            work,
+            cons,
+            link,
+            gauges: gauges[w].clone(),
+            rotate_ns: live.rotate.map(|d| (d.as_nanos() as u64).max(1_000_000_000)),
+            interval: None,
+            poll: live.acquire == Acquire::Poll,
+            global_clock: global_clock.clone(),
+            final_clock: final_clock.clone(),
+            end_barrier: end_barrier.clone(),
+        };
+        ana_threads.push(
+            std::thread::Builder::new()
+                .name(format!("tapstat-w{w}"))
+                .spawn(move || a.run())
+                .expect("spawning a thread succeeds"),
+        );
+    }
+    drop(txs);
+    ready.wait();
+    let mut ready_err = None;
+    if let Some(f) = live.on_ready.take() {
+        if let Err(e) = f() {
+            ready_err = Some(e);
+            stop.store(true, Ordering::SeqCst);
+        }
+    }
+    let done = Arc::new(AtomicBool::new(false));
+    let reporter = spawn_reporter(
+        gauges.clone(),
+        ReportTo {
+            interval: live.stats_interval.max(Duration::from_millis(10)),
+            stderr: live.stats_stderr,
+            jsonl: Some(jsonl),
+            prometheus: prom,
+        },
+        done.clone(),
+    );
+
+    let mut acq = Vec::with_capacity(n);
+    for h in acq_threads {
+        acq.push(h.join().map_err(|_| EngineError::Thread("acquisition"))?);
+    }
+    let mut disp = DispatchResult {
+        anomalies: Anomalies::default(),
+        non_ip: 0,
+        frames: 0,
+        wire_bytes: 0,
+        first_ns: 0,
+        last_ns: 0,
+    };
+    let mut stats = TrackerStats::default();
+    let mut records = [0u64; super::NLOGS];
+    let mut ana_cpu = Vec::with_capacity(n);
+    for h in ana_threads {
+        let (d, r, cpu) = h.join().map_err(|_| EngineError::Thread("analysis"))?;
+        disp.anomalies.merge(&d.anomalies);
+        disp.non_ip += d.non_ip;
+        disp.frames += d.frames;
+        disp.wire_bytes += d.wire_bytes;
+        if d.first_ns != 0 && (disp.first_ns == 0 || d.first_ns < disp.first_ns) {
+            disp.first_ns = d.first_ns;
+        }
+        disp.last_ns = disp.last_ns.max(d.last_ns);
+        stats.merge(&r.stats);
+        for (total, k) in records.iter_mut().zip(r.records) {
+            *total += k;
+        }
+        ana_cpu.push(cpu);
+    }
+    let mut warnings = writer.join().map_err(|_| EngineError::Thread("writer"))??;
+    done.store(true, Ordering::SeqCst);
+    let _ = reporter.join();
+    if let Some(e) = ready_err {
+        return Err(EngineError::Live(e));
+    }
+    for a in &acq {
+        if let Some(w) = &a.warning {
+            if !warnings.contains(w) {
+                warnings.push(w.clone());
+            }
+        }
+    }
+    if let Some(e) = acq.iter_mut().find_map(|a| a.err.take()) {
+        return Err(EngineError::Live(e.to_string()));
+    }
+    let ld = |f: fn(&Gauges) -> &AtomicU64| gauges.iter().map(|g| f(g).load(Ordering::Relaxed)).collect::<Vec<u64>>();
+    let per_worker_packets = ld(|g| &g.rx_packets);
+    let ls = LiveSummary {
+        sources: source_names,
+        acquire: live.acquire.name(),
+        pacing: acq.iter().map(|a| a.pacing).collect(),
+        received_packets: per_worker_packets.iter().sum(),
+        kernel_drops: ld(|g| &g.kernel_drops).iter().sum(),
+        ring_freezes: ld(|g| &g.freezes).iter().sum(),
+        buffer_drops: ld(|g| &g.buffer_drops).iter().sum(),
+        buffer_capacity_bytes: gauges[0].buffer_cap.load(Ordering::Relaxed),
+        buffer_max_bytes: ld(|g| &g.buffer_max).into_iter().max().unwrap_or(0),
+        per_worker_packets,
+        acquisition_cpu_s: acq.iter().map(|a| a.cpu_s).collect(),
+        analysis_cpu_s: ana_cpu,
+    };
+    let cap = CaptureStats { frames: disp.frames, wire_bytes: disp.wire_bytes, ..CaptureStats::default() };
+    let mut s = Summary::new(
+        cfg,
+        n,
+        seed,
+        &disp.anomalies,
+        disp.non_ip,
+        disp.frames,
+        disp.wire_bytes,
+        disp.first_ns,
+        disp.last_ns,
+        &stats,
+        &records,
+        cap,
+        warnings,
+        stop.load(Ordering::Relaxed),
+        started.elapsed().as_secs_f64(),
+        cpu_seconds() - cpu0,
+    );
+    s.live = Some(ls);
+    Ok(s)
+}
+
+/// An acquisition thread: frames from `src` into `prod` at the pace of `policy`,
+/// until `stop`.
+fn acquire_loop(
+    mut src: Box<dyn LiveSource>,
+    mut prod: Producer,
+    policy: Acquire,
+    g: &Gauges,
+    stop: &AtomicBool,
+    ready: &Barrier,
+    progress: &Progress,
+) -> AcqResult {
+    let mut warning = None;
+    let mut pacer = Pacer::new(policy, &mut warning);
+    ready.wait();
+    let stamps = src.stamps_frames();
+    let mut last_poll_ns = wall_ns();
+    let mut last_stats = Instant::now();
+    let (mut rx, mut bytes, mut drops) = (0u64, 0u64, 0u64);
+    let mut err = None;
+    loop {
+        let stopping = stop.load(Ordering::Relaxed);
+        let mark = prod.mark();
+        let r = src.poll(&mut |m, b| {
+            if prod.push(m.ts_ns, m.orig_len, b) {
+                rx += 1;
+                bytes += m.orig_len as u64;
+            } else {
+                drops += 1;
+            }
+        });
+        let k = match r {
+            Ok(k) => k,
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        };
+        if !stamps {
+            // A batch-stamped source: the frames arrived between the last poll and
+            // this one; spread them over that time (seeds/000 §3.2, ref. [23]).
+            let now = wall_ns();
+            if k > 0 {
+                prod.spread_times(mark, last_poll_ns, now);
+            }
+            last_poll_ns = now;
+        }
+        prod.publish();
+        if k > 0 {
+            g.rx_packets.store(rx, Ordering::Relaxed);
+            g.rx_bytes.store(bytes, Ordering::Relaxed);
+            g.buffer_drops.store(drops, Ordering::Relaxed);
+            let (cur, max) = prod.occupancy();
+            g.buffer_bytes.store(cur, Ordering::Relaxed);
+            g.buffer_max.store(max, Ordering::Relaxed);
+            progress.packets.fetch_add(k as u64, Ordering::Relaxed);
+        }
+        if stopping {
+            break;
+        }
+        if last_stats.elapsed() >= Duration::from_millis(100) {
+            let s = src.stats();
+            g.kernel_drops.store(s.kernel_drops, Ordering::Relaxed);
+            g.freezes.store(s.freezes, Ordering::Relaxed);
+            g.buffer_bytes.store(prod.occupancy().0, Ordering::Relaxed);
+            last_stats = Instant::now();
+        }
+        pacer.wait(k == 0, &mut *src);
+    }
+    let s = src.stats();
+    g.kernel_drops.store(s.kernel_drops, Ordering::Relaxed);
+    g.freezes.store(s.freezes, Ordering::Relaxed);
+    g.rx_packets.store(rx, Ordering::Relaxed);
+    g.rx_bytes.store(bytes, Ordering::Relaxed);
+    g.buffer_drops.store(drops, Ordering::Relaxed);
+    prod.close();
+    AcqResult { err, warning, pacing: pacer.kind(), cpu_s: thread_cpu_s() }
+}
+
+/// An analysis thread: drains its buffer into its tracker.
+struct Analysis {
+    dispatch: Dispatch,
+    work: Work,
+    cons: Consumer,
+    link: LinkType,
+    gauges: Arc<Gauges>,
+    rotate_ns: Option<u64>,
+    /// Start (ns) of the output interval this worker writes to.
+    interval: Option<u64>,
+    poll: bool,
+    global_clock: Arc<AtomicU64>,
+    final_clock: Arc<AtomicU64>,
+    end_barrier: Arc<Barrier>,
+}
+
+impl Analysis {
+    fn run(mut self) -> (DispatchResult, WorkerResult, f64) {
+        let mut times = ProcTimes::new();
+        let mut idle = 0u32;
+        loop {
+            let closed = self.cons.closed();
+            let (dispatch, work, rotate_ns) = (&mut self.dispatch, &mut self.work, self.rotate_ns);
+            let interval = &mut self.interval;
+            let k = self.cons.read(256, self.link, |f, bytes| {
+                let t0 = Instant::now();
+                if let Some((_, p)) = dispatch.frame(f, bytes) {
+                    if let Some(r) = rotate_ns {
+                        if !matches!(*interval, Some(i) if p.now_ns < i + r) {
+                            rotate(work, interval, r, p.now_ns);
+                        }
+                    }
+                    work.packet(&p);
+                }
+                times.add(t0.elapsed().as_nanos() as u64);
+            });
+            if k > 0 {
+                idle = 0;
+                times.publish(&self.gauges);
+                self.gauges.flows.store(self.work.tracker.live_flows() as u64, Ordering::Relaxed);
+                self.gauges.evictions.store(self.work.tracker.stats.evictions, Ordering::Relaxed);
+                self.global_clock.fetch_max(self.dispatch.clock.now(), Ordering::Relaxed);
+                continue;
+            }
+            if closed {
+                break;
+            }
+            // An idle worker still follows the others into a new output interval, so
+            // the writer can close the old one.
+            if let Some(r) = self.rotate_ns {
+                let g = self.global_clock.load(Ordering::Relaxed);
+                if g > 0 && !matches!(self.interval, Some(i) if g < i + r) {
+                    rotate(&mut self.work, &mut self.interval, r, g);
+                }
+            }
+            idle += 1;
+            if self.poll && idle < 1000 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+        let (r, end) = self.dispatch.finish();
+        // Every worker expires its flows against the latest clock of all of them.
+        self.final_clock.fetch_max(end, Ordering::SeqCst);
+        self.end_barrier.wait();
+        let wr = self.work.finish(self.final_clock.load(Ordering::SeqCst));
+        (r, wr, thread_cpu_s())
+    }
+}
+
+/// Flushes `work`'s records into the interval they belong to, then moves the worker
+/// to the interval of `now_ns`.
+fn rotate(work: &mut Work, interval: &mut Option<u64>, period_ns: u64, now_ns: u64) {
+    for i in 0..work.rout.bufs.len() {
+        work.rout.flush(i);
+    }
+    let start = now_ns / period_ns * period_ns;
+    *interval = Some(start);
+    let _ = work.rout.tx.send((ROTATE, (start / 1_000_000_000).to_le_bytes().to_vec()));
+}
+
+/// Tstat's directory name of an interval starting at `secs` (UTC): `YYYY_MM_DD_HH_MM.out`.
+pub fn interval_dir_name(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}_{m:02}_{d:02}_{:02}_{:02}.out", rem / 3600, rem % 3600 / 60)
+}
+
+/// The writer thread of a live run: blocks from every worker into the output
+/// directory, or into the directory of each worker's interval.
+struct Writer {
+    out_dir: PathBuf,
+    names: Vec<String>,
+    headers: Vec<Vec<u8>>,
+    /// Without rotation: the one output directory.
+    single: Option<OutputDir>,
+    /// With rotation: open intervals by start (epoch s), written under a hidden name.
+    intervals: BTreeMap<u64, OutputDir>,
+    /// Intervals before this one are closed.
+    closed_below: u64,
+    /// The interval each worker writes to.
+    cur: Vec<Option<u64>>,
+    reopen: &'static AtomicBool,
+    warnings: Vec<String>,
+}
+
+impl Writer {
+    fn part_path(&self, start: u64) -> PathBuf {
+        self.out_dir.join(format!(".{}.part", interval_dir_name(start)))
+    }
+
+    fn final_path(&self, start: u64) -> PathBuf {
+        self.out_dir.join(interval_dir_name(start))
+    }
+
+    fn run(
+        mut self,
+        rxs: Vec<crossbeam_channel::Receiver<Block>>,
+        free: crossbeam_channel::Sender<Vec<u8>>,
+    ) -> Result<Vec<String>, SinkError> {
+        let mut live: Vec<bool> = vec![true; rxs.len()];
+        while live.iter().any(|l| *l) {
+            if self.reopen.swap(false, Ordering::SeqCst) {
+                self.reopen_all()?;
+            }
+            let mut sel = crossbeam_channel::Select::new();
+            let mut idx = Vec::new();
+            for (w, rx) in rxs.iter().enumerate() {
+                if live[w] {
+                    sel.recv(rx);
+                    idx.push(w);
+                }
+            }
+            let Ok(op) = sel.select_timeout(Duration::from_millis(200)) else { continue };
+            let w = idx[op.index()];
+            match op.recv(&rxs[w]) {
+                Ok((ROTATE, b)) => {
+                    let mut s = [0u8; 8];
+                    s.copy_from_slice(&b[..8]);
+                    self.enter(w, u64::from_le_bytes(s))?;
+                }
+                Ok((i, mut b)) => {
+                    self.append(w, i, &b)?;
+                    b.clear();
+                    let _ = free.try_send(b);
+                }
+                Err(_) => live[w] = false,
+            }
+        }
+        if let Some(o) = self.single.take() {
+            o.finish()?;
+        }
+        let starts: Vec<u64> = self.intervals.keys().copied().collect();
+        for s in starts {
+            self.close(s)?;
+        }
+        Ok(self.warnings)
+    }
+
+    fn dir_for(&mut self, start: u64) -> Result<&mut OutputDir, SinkError> {
+        if !self.intervals.contains_key(&start) {
+            let o = if start < self.closed_below {
+                // A late worker: its interval was closed already; add to it.
+                OutputDir::open_append(&self.final_path(start), &self.names, &self.headers)?
+            } else {
+                OutputDir::create(&self.part_path(start), &self.names, &self.headers)?
+            };
+            self.intervals.insert(start, o);
+        }
+        Ok(self.intervals.get_mut(&start).expect("inserted above"))
+    }
+
+    fn append(&mut self, w: usize, i: usize, b: &[u8]) -> Result<(), SinkError> {
+        if let Some(o) = &mut self.single {
+            return o.append(i, b);
+        }
+        // A worker announces its interval before its first record.
+        let start = self.cur[w].unwrap_or(self.closed_below);
+        self.dir_for(start)?.append(i, b)
+    }
+
+    fn enter(&mut self, w: usize, start: u64) -> Result<(), SinkError> {
+        self.cur[w] = Some(start);
+        self.dir_for(start)?;
+        // Close every interval no worker writes to any more.
+        let oldest = self.cur.iter().flatten().copied().min().unwrap_or(start);
+        let done: Vec<u64> = self.intervals.range(..oldest).map(|(s, _)| *s).collect();
+        for s in done {
+            self.close(s)?;
+        }
+        self.closed_below = self.closed_below.max(oldest);
+        Ok(())
+    }
+
+    /// Flushes an interval's files and gives its directory its final name.
+    fn close(&mut self, start: u64) -> Result<(), SinkError> {
+        let Some(o) = self.intervals.remove(&start) else { return Ok(()) };
+        let dir = o.dir().to_path_buf();
+        o.finish()?;
+        let fin = self.final_path(start);
+        if dir != fin {
+            if let Err(e) = std::fs::rename(&dir, &fin) {
+                self.warnings.push(format!("cannot rename {} to {}: {e}", dir.display(), fin.display()));
+            }
+        }
+        Ok(())
+    }
+
+    fn reopen_all(&mut self) -> Result<(), SinkError> {
+        if let Some(o) = self.single.take() {
+            let d = o.dir().to_path_buf();
+            o.finish()?;
+            self.single = Some(OutputDir::open_append(&d, &self.names, &self.headers)?);
+        }
+        let starts: Vec<u64> = self.intervals.keys().copied().collect();
+        for s in starts {
+            let o = self.intervals.remove(&s).expect("listed above");
+            let d = o.dir().to_path_buf();
+            o.finish()?;
+            self.intervals.insert(s, OutputDir::open_append(&d, &self.names, &self.headers)?);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tstat_directory_names() {
+        assert_eq!(interval_dir_name(0), "1970_01_01_00_00.out");
+        // 2024-02-29 13:37:00 UTC
+        assert_eq!(interval_dir_name(1_709_213_820), "2024_02_29_13_37.out");
+    }
+}

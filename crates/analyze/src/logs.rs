@@ -344,7 +344,7 @@ macro_rules! stat_cols {
                 "bytes",
                 "stats",
                 concat!("smallest frame on the wire (", $who, ")"),
-                |f: &Flow| stats(f).and_then(|s| s.size[$i].min()).map_or(Value::None, Value::U64)
+                |f: &Flow| stats(f).and_then(|s| s.size($i).min()).map_or(Value::None, Value::U64)
             ),
             col!(
                 concat!($p, "mean_ps"),
@@ -352,7 +352,7 @@ macro_rules! stat_cols {
                 "bytes",
                 "stats",
                 concat!("mean frame length on the wire (", $who, ")"),
-                |f: &Flow| f64_or_none(stats(f).and_then(|s| s.size[$i].mean()))
+                |f: &Flow| f64_or_none(stats(f).and_then(|s| s.size($i).mean()))
             ),
             col!(
                 concat!($p, "stddev_ps"),
@@ -360,7 +360,7 @@ macro_rules! stat_cols {
                 "bytes",
                 "stats",
                 concat!("sample standard deviation of the frame lengths (", $who, ")"),
-                |f: &Flow| f64_or_none(stats(f).and_then(|s| s.size[$i].std()))
+                |f: &Flow| f64_or_none(stats(f).and_then(|s| s.size($i).std()))
             ),
             col!(
                 concat!($p, "max_ps"),
@@ -368,7 +368,7 @@ macro_rules! stat_cols {
                 "bytes",
                 "stats",
                 concat!("largest frame on the wire (", $who, ")"),
-                |f: &Flow| stats(f).and_then(|s| s.size[$i].max()).map_or(Value::None, Value::U64)
+                |f: &Flow| stats(f).and_then(|s| s.size($i).max()).map_or(Value::None, Value::U64)
             ),
             col!(
                 concat!($p, "min_piat"),

@@ -25,11 +25,24 @@ impl Default for Moments {
 impl Moments {
     #[inline]
     pub fn add(&mut self, x: u64) {
-        self.n += 1;
-        self.sum = self.sum.saturating_add(x);
-        self.sum_sq = self.sum_sq.saturating_add((x as u128) * (x as u128));
+        // Wrapping, not saturating: 2^64 packets or bytes do not happen, and the
+        // packet path saves the branches.
+        self.n = self.n.wrapping_add(1);
+        self.sum = self.sum.wrapping_add(x);
+        self.sum_sq = self.sum_sq.wrapping_add((x as u128) * (x as u128));
         self.min = self.min.min(x);
         self.max = self.max.max(x);
+    }
+
+    /// The moments of two series together (exact: sums add up).
+    pub fn merge(&self, o: &Moments) -> Moments {
+        Moments {
+            n: self.n + o.n,
+            sum: self.sum.wrapping_add(o.sum),
+            sum_sq: self.sum_sq.wrapping_add(o.sum_sq),
+            min: self.min.min(o.min),
+            max: self.max.max(o.max),
+        }
     }
 
     pub fn mean(&self) -> Option<f64> {
@@ -67,8 +80,9 @@ impl Moments {
 #[derive(Clone, Debug, Default)]
 pub struct PktStats {
     /// Frame lengths on the wire (pcap `orig_len`), as NFStream's default accounting
-    /// mode counts packet sizes.
-    pub size: [Moments; 3],
+    /// mode counts packet sizes; per direction only: both directions' are their merge
+    /// ([`PktStats::size`]).
+    pub size_dir: [Moments; 2],
     /// Gaps in µs between consecutive packets (of the direction, or of the flow).
     pub iat_us: [Moments; 3],
 }
@@ -78,13 +92,22 @@ impl PktStats {
     /// direction's previous packet and `gap_ns` after the flow's (none for the first).
     #[inline]
     pub fn on_packet(&mut self, di: usize, wire_len: u32, gap_dir_ns: Option<u64>, gap_ns: Option<u64>) {
-        self.size[di].add(wire_len as u64);
-        self.size[2].add(wire_len as u64);
+        self.size_dir[di].add(wire_len as u64);
         if let Some(g) = gap_dir_ns {
             self.iat_us[di].add(us(g));
         }
         if let Some(g) = gap_ns {
             self.iat_us[2].add(us(g));
+        }
+    }
+}
+
+impl PktStats {
+    /// Size moments of direction `i` (0, 1) or of both (2).
+    pub fn size(&self, i: usize) -> Moments {
+        match i {
+            0 | 1 => self.size_dir[i],
+            _ => self.size_dir[0].merge(&self.size_dir[1]),
         }
     }
 }

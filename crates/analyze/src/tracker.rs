@@ -21,6 +21,8 @@ pub struct Packet<'a> {
     /// The sender is the key's `lo` endpoint.
     pub src_is_lo: bool,
     pub dec: &'a Decoded,
+    /// The captured L4 payload (shorter than `dec.payload_len` where a snaplen cut it).
+    pub payload: &'a [u8],
 }
 
 /// The input's clock: packet time made monotonic, for timeouts.
@@ -462,7 +464,16 @@ mod tests {
         for (ts, d) in pkts {
             let (key, src_is_lo) = tapstat_flow::FlowKey::new(4, 6, d.src, d.sport, d.dst, d.dport);
             let now = clock.tick(ts * S);
-            let p = Packet { ts_ns: ts * S, now_ns: now, wire_len: 60, key, hash: h.hash(&key), src_is_lo, dec: d };
+            let p = Packet {
+                ts_ns: ts * S,
+                now_ns: now,
+                wire_len: 60,
+                key,
+                hash: h.hash(&key),
+                src_is_lo,
+                dec: d,
+                payload: &[],
+            };
             t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
         }
         t.finish(clock.now(), &mut |f: &Flow| out.push(f.clone()));
@@ -549,7 +560,16 @@ mod tests {
         for (ms, d) in pkts {
             let (key, src_is_lo) = tapstat_flow::FlowKey::new(4, 6, d.src, d.sport, d.dst, d.dport);
             let ts = S + ms * 1_000_000;
-            let p = Packet { ts_ns: ts, now_ns: ts, wire_len: 60, key, hash: h.hash(&key), src_is_lo, dec: d };
+            let p = Packet {
+                ts_ns: ts,
+                now_ns: ts,
+                wire_len: 60,
+                key,
+                hash: h.hash(&key),
+                src_is_lo,
+                dec: d,
+                payload: &[],
+            };
             t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
         }
         t.finish(S + 10 * S, &mut |f: &Flow| out.push(f.clone()));
@@ -642,7 +662,16 @@ mod tests {
             d.sport = port;
             let (key, src_is_lo) = tapstat_flow::FlowKey::new(4, 6, d.src, d.sport, d.dst, d.dport);
             let ts = (i as u64 + 1) * S;
-            let p = Packet { ts_ns: ts, now_ns: ts, wire_len: 60, key, hash: h.hash(&key), src_is_lo, dec: &d };
+            let p = Packet {
+                ts_ns: ts,
+                now_ns: ts,
+                wire_len: 60,
+                key,
+                hash: h.hash(&key),
+                src_is_lo,
+                dec: &d,
+                payload: &[],
+            };
             t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
         }
         assert_eq!(out.len(), 1);

@@ -102,9 +102,7 @@ struct Pkt {
     now_ns: u64,
     wire_len: u32,
     /// Where the frame's bytes are in the batch's backing buffer.
-    #[allow(dead_code)] // the application layer (payload inspection) will read them
     caplen: u32,
-    #[allow(dead_code)]
     offset: u64,
     /// The flow hash; the key itself is rebuilt by the worker from `dec` (a few
     /// comparisons), which is cheaper than moving 48 more bytes per packet between
@@ -116,7 +114,6 @@ struct Pkt {
 /// Packets for one worker that share one backing buffer (the bytes stay where the
 /// source put them: for a file, in its memory map).
 struct Batch {
-    #[allow(dead_code)] // the application layer (payload inspection) will read it
     backing: Arc<dyn Backing>,
     pkts: Vec<Pkt>,
 }
@@ -457,11 +454,23 @@ struct Work {
 
 impl Work {
     #[inline]
-    fn packet(&mut self, p: &Pkt) {
+    /// Accounts packet `p`, whose captured bytes are `frame`.
+    fn packet(&mut self, p: &Pkt, frame: &[u8]) {
         let d = &p.dec;
         let (key, src_is_lo) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
-        let pkt =
-            Packet { ts_ns: p.ts_ns, now_ns: p.now_ns, wire_len: p.wire_len, key, hash: p.hash, src_is_lo, dec: d };
+        // The captured payload: a snaplen may have cut it short of `payload_len`.
+        let payload = frame.get(d.payload_offset as usize..).unwrap_or(&[]);
+        let payload = &payload[..payload.len().min(d.payload_len as usize)];
+        let pkt = Packet {
+            ts_ns: p.ts_ns,
+            now_ns: p.now_ns,
+            wire_len: p.wire_len,
+            key,
+            hash: p.hash,
+            src_is_lo,
+            dec: d,
+            payload,
+        };
         self.tracker.on_packet(&pkt, &mut self.rout);
     }
 
@@ -515,8 +524,9 @@ fn run_inline(
 ) -> (DispatchResult, Option<WorkerResult>) {
     while let Some(chunk) = next_chunk() {
         for f in &chunk.frames {
-            if let Some((_, p)) = dispatch.frame(f, chunk.data(f)) {
-                work.packet(&p);
+            let frame = chunk.data(f);
+            if let Some((_, p)) = dispatch.frame(f, frame) {
+                work.packet(&p, frame);
             }
         }
     }
@@ -563,7 +573,10 @@ fn run_worker(mut work: Work, mut rx: Receiver<Msg>, mut recycle: Sender<Vec<Pkt
         match msg {
             Msg::Batch(b) => {
                 for p in &b.pkts {
-                    work.packet(p);
+                    let frame = b.backing.bytes();
+                    let start = p.offset as usize;
+                    let frame = frame.get(start..start.saturating_add(p.caplen as usize)).unwrap_or(&[]);
+                    work.packet(p, frame);
                 }
                 let mut v = b.pkts;
                 v.clear();

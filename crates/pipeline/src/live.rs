@@ -454,7 +454,7 @@ impl Analysis {
                             rotate(work, interval, r, p.now_ns);
                         }
                     }
-                    work.packet(&p);
+                    work.packet(&p, bytes);
                 }
                 times.add(t0.elapsed().as_nanos() as u64);
             });

@@ -485,6 +485,7 @@ pub fn run_packets(cfg: TrackerConfig, pkts: &[(u64, Decoded)]) -> Vec<Flow> {
             hash: h.hash(&key),
             src_is_lo,
             dec: d,
+            payload: &[],
         };
         t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
     }

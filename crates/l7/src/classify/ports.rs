@@ -8,7 +8,13 @@ use crate::Transport;
 pub fn by_port(transport: Transport, port: u16) -> Option<App> {
     match (transport, port) {
         (Transport::Tcp, 80 | 8080 | 8000 | 3128) => Some(App::Http),
-        (Transport::Tcp, 443 | 8443 | 465 | 563 | 636 | 853 | 990 | 993 | 995 | 5061) => Some(App::Tls),
+        // Implicit-TLS ports of mail and SIP name the protocol inside, as nDPI does; a
+        // payload that shows TLS still says `tls`.
+        (Transport::Tcp, 443 | 8443 | 563 | 636 | 853 | 990 | 5223 | 5228) => Some(App::Tls),
+        (Transport::Tcp, 465) => Some(App::Smtp),
+        (Transport::Tcp, 993) => Some(App::Imap),
+        (Transport::Tcp, 995) => Some(App::Pop3),
+        (Transport::Tcp, 5061) => Some(App::Sip),
         (Transport::Tcp, 22) => Some(App::Ssh),
         (Transport::Tcp, 25 | 587) => Some(App::Smtp),
         (Transport::Tcp, 110) => Some(App::Pop3),
@@ -21,7 +27,7 @@ pub fn by_port(transport: Transport, port: u16) -> Option<App> {
         (Transport::Udp, 5353 | 5355) => Some(App::Dns),
         (Transport::Udp, 443) => Some(App::Quic),
         (Transport::Udp, 123) => Some(App::Ntp),
-        (Transport::Udp, 3478 | 5349 | 19302..=19309) => Some(App::Stun),
+        (Transport::Udp, 3478 | 3479 | 5349 | 19302..=19309) => Some(App::Stun),
         (Transport::Udp, 4433 | 853) => Some(App::Dtls),
         (Transport::Udp, 6881..=6889) => Some(App::Bittorrent),
         _ => None,

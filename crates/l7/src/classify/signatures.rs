@@ -74,6 +74,18 @@ pub fn tls_hello(dir: Dir, b: &[u8]) -> Verdict {
     }
 }
 
+/// A TLS record header of any type where a capture joins a connection late: type 20-23,
+/// version 3.x and a length that ends at the payload's end, at another record header, or
+/// beyond a full-sized segment.
+pub fn tls_record(b: &[u8]) -> bool {
+    let header = |h: &[u8]| matches!(h, [20..=23, 3, 0..=4, hi, lo, ..] if u16::from_be_bytes([*hi, *lo]) <= MAX_RECORD_LEN);
+    if b.len() < 5 || !header(b) {
+        return false;
+    }
+    let end = 5 + usize::from(u16::from_be_bytes([b[3], b[4]]));
+    end == b.len() || b.get(end..).is_some_and(|r| r.len() >= 5 && header(r)) || (end > b.len() && b.len() >= 500)
+}
+
 /// Request or status lines of HTTP/1.x, RTSP (RFC 7826 §4: the same shape with
 /// `RTSP/1.0`) and SIP (RFC 3261 §7: `SIP/2.0`).
 fn text_protocol(dir: Dir, b: &[u8]) -> Verdict {
@@ -159,6 +171,9 @@ pub fn probe_tcp(dir: Dir, b: &[u8], mem: &mut ProbeMemory, client_port: u16, se
             }
         }
     }
+    if tls_record(b) {
+        return Verdict::Yes(App::Tls);
+    }
     // DNS over TCP (RFC 1035 §4.2.2): a length prefix, then a plausible message.
     if b.len() >= 14 {
         let n = usize::from(u16::from_be_bytes([b[0], b[1]]));
@@ -222,6 +237,10 @@ pub fn bittorrent_udp(b: &[u8]) -> bool {
         if w(b"1:y1:") && w(b"1:t") {
             return true;
         }
+    }
+    // BEP 14 local service discovery: an HTTP-like multicast announce.
+    if b.starts_with(b"BT-SEARCH * HTTP/1.1") {
+        return true;
     }
     b.len() >= 16 && b[..8] == [0, 0, 0x04, 0x17, 0x27, 0x10, 0x19, 0x80] && b[8..12] == [0, 0, 0, 0]
 }

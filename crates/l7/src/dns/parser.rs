@@ -3,6 +3,8 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+use std::fmt::Write;
+
 use crate::cursor::Cursor;
 
 pub const HEADER_LEN: usize = 12;
@@ -88,16 +90,23 @@ pub fn parse_name(msg: &[u8], pos: usize, out: &mut String) -> Option<usize> {
                 if !out.is_empty() {
                     out.push('.');
                 }
-                for &c in label {
+                // RFC 6762 §16 and RFC 4795 (mDNS, LLMNR) carry UTF-8 names: keep a
+                // label that is valid UTF-8 as text, escape anything else byte by byte.
+                let utf8 = std::str::from_utf8(label).ok().filter(|s| !s.chars().any(char::is_control));
+                for (i, &c) in label.iter().enumerate() {
                     match c {
                         b'.' | b'\\' => {
                             out.push('\\');
                             out.push(char::from(c));
                         }
                         0x21..=0x7e => out.push(char::from(c)),
+                        0x80.. if utf8.is_some() => {
+                            if let Some(ch) = utf8.and_then(|s| s.get(i..)).and_then(|s| s.chars().next()) {
+                                out.push(ch);
+                            }
+                        }
                         _ => {
-                            out.push('\\');
-                            out.push_str(&format!("{c:03}"));
+                            let _ = write!(out, "\\{c:03}");
                         }
                     }
                 }

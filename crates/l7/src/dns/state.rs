@@ -1,7 +1,7 @@
 //! Per-flow DNS state: TCP message framing (RFC 1035 §4.2.2: a two-byte length before
 //! each message) and queries paired with their responses inside the flow.
 
-use super::parser::{Answer, DnsError, Message};
+use super::parser::{Answer, DnsError, Message, Question};
 use crate::event::{Event, Events};
 use crate::{Dir, Transport};
 
@@ -138,7 +138,11 @@ impl DnsState {
             Err(DnsError::Malformed) => return self.events.insert(Event::DnsMalformed),
             Err(DnsError::BadName) => return self.events.insert(Event::DnsNameInvalid),
         };
-        let q = m.question.unwrap_or_default();
+        // mDNS announcements (RFC 6762 §8.3) have no question: name them by their first answer.
+        let q = m.question.unwrap_or_else(|| match m.answers.first() {
+            Some(a) => Question { name: a.name.clone(), qtype: a.rtype, qclass: 1 },
+            None => Question::default(),
+        });
         if !m.header.is_response() {
             if self.pending.len() >= MAX_PENDING {
                 // The oldest query will get no answer in time: report it unanswered.

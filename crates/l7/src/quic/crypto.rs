@@ -27,6 +27,12 @@ const SALT_DRAFT29: [u8; 20] = [
     0x99,
 ];
 
+/// draft-ietf-quic-tls-23 §5.2 (used up to draft-28).
+const SALT_DRAFT23: [u8; 20] = [
+    0xc3, 0xee, 0xf7, 0x12, 0xc7, 0x2e, 0xbb, 0x5a, 0x11, 0xa7, 0xd2, 0x43, 0x2b, 0xb4, 0x63, 0x65, 0xbe, 0xf9, 0xf5,
+    0x02,
+];
+
 /// Which side's Initial keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {
@@ -71,6 +77,7 @@ impl InitialKeys {
             Version::V1 => &SALT_V1,
             Version::V2 => &SALT_V2,
             Version::Draft29 => &SALT_DRAFT29,
+            Version::Draft23 => &SALT_DRAFT23,
         };
         let (initial, _) = Hkdf::<Sha256>::extract(Some(salt), dcid);
         let initial = Hkdf::<Sha256>::from_prk(&initial).expect("an extracted PRK has the hash's length");

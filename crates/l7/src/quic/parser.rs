@@ -15,6 +15,8 @@ pub enum Version {
     V2,
     /// draft-ietf-quic-transport-29 to -32 (the drafts that share draft-29's salt).
     Draft29,
+    /// draft-ietf-quic-transport-23 to -28 (the drafts that share draft-23's salt).
+    Draft23,
 }
 
 impl Version {
@@ -23,6 +25,11 @@ impl Version {
             0x0000_0001 => Some(Version::V1),
             0x6b33_43cf => Some(Version::V2),
             0xff00_001d..=0xff00_0020 => Some(Version::Draft29),
+            0xff00_0017..=0xff00_001c => Some(Version::Draft23),
+            // Reserved versions (RFC 9000 §15) that clients send to provoke version
+            // negotiation: Wireshark protects them as draft-29 (the interop era's
+            // version); `QuicState` falls back to v1 keys when those fail.
+            v if v & 0x0f0f_0f0f == 0x0a0a_0a0a => Some(Version::Draft29),
             _ => None,
         }
     }
@@ -214,6 +221,51 @@ pub fn user_agent(params: &[u8]) -> Option<&[u8]> {
     None
 }
 
+/// The plaintext CHLO of Google QUIC up to Q046 ("QUIC Crypto", the gQUIC handshake):
+/// tag `CHLO`, a little-endian u16 tag count, 2 bytes of padding, then (tag, u32
+/// little-endian end offset) pairs and the values they delimit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GquicHello<'a> {
+    /// The version from the public header (`Q024`, `Q046`, …), when present.
+    pub version: Option<u32>,
+    pub sni: Option<&'a [u8]>,
+    pub user_agent: Option<&'a [u8]>,
+}
+
+/// Finds and parses the CHLO in the first bytes of a gQUIC client packet.
+pub fn gquic_chlo(dgram: &[u8]) -> Option<GquicHello<'_>> {
+    let head = &dgram[..dgram.len().min(128)];
+    let at = head.windows(4).position(|w| w == b"CHLO")?;
+    let mut c = Cursor::new(&dgram[at + 4..]);
+    let n = u16::from_le_bytes([c.u8()?, c.u8()?]);
+    c.skip(2)?;
+    let table = c.take(usize::from(n) * 8)?;
+    let values = &dgram[at + 8 + table.len()..];
+    let version = match dgram {
+        // Public header with the version flag and an 8-byte connection id (≤ Q043).
+        [f, _, _, _, _, _, _, _, _, b'Q', v @ ..] if f & 0x09 == 0x09 && v.len() >= 3 => {
+            Some(u32::from_be_bytes([b'Q', v[0], v[1], v[2]]))
+        }
+        // IETF-style long header (Q046).
+        [f, b'Q', a, b, d, ..] if f & 0x80 != 0 => Some(u32::from_be_bytes([b'Q', *a, *b, *d])),
+        _ => None,
+    };
+    let mut hello = GquicHello { version, ..GquicHello::default() };
+    let mut start = 0usize;
+    for e in table.chunks_exact(8) {
+        let end = u32::from_le_bytes([e[4], e[5], e[6], e[7]]) as usize;
+        // A CHLO may continue in the next packet: keep the values this one holds.
+        let Some(v) = values.get(start..end) else { break };
+        match &e[..4] {
+            b"SNI\0" => hello.sni = Some(v),
+            b"UAID" => hello.user_agent = Some(v),
+            _ => {}
+        }
+        start = end;
+    }
+    Some(hello)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,6 +291,21 @@ mod tests {
         assert_eq!(got, [(3, b"abc".to_vec())]);
         assert!(!parse_initial_frames(&[0x08, 0], |_, _| {}), "STREAM is not allowed in Initial");
         assert!(!parse_initial_frames(&[6, 0, 9, 1], |_, _| {}), "truncated CRYPTO");
+    }
+
+    #[test]
+    fn gquic_hello() {
+        let mut p = vec![0x0d, 1, 2, 3, 4, 5, 6, 7, 8, b'Q', b'0', b'2', b'5', 1];
+        p.extend_from_slice(&[0; 12]);
+        p.extend_from_slice(&[0xa0, 1, 0, 0]);
+        p.extend_from_slice(b"CHLO\x02\x00\x00\x00SNI\x00\x0b\x00\x00\x00UAID\x0f\x00\x00\x00");
+        p.extend_from_slice(b"example.comabcd");
+        let h = gquic_chlo(&p).unwrap();
+        assert_eq!(h.sni, Some(&b"example.com"[..]));
+        assert_eq!(h.user_agent, Some(&b"abcd"[..]));
+        assert_eq!(h.version, Some(u32::from_be_bytes(*b"Q025")));
+        let cut = gquic_chlo(&p[..p.len() - 1]).unwrap();
+        assert_eq!((cut.sni, cut.user_agent), (Some(&b"example.com"[..]), None));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! the user agent and the 0-RTT count.
 
 use super::crypto::{InitialKeys, Side};
-use super::parser::{parse_initial_frames, user_agent, HeaderError, LongHeader, PacketType};
+use super::parser::{Version, gquic_chlo, parse_initial_frames, user_agent, HeaderError, LongHeader, PacketType};
 use crate::cursor::Cursor;
 use crate::event::{Event, Events};
 use crate::tls::fingerprint::Ja4Transport;
@@ -117,12 +117,19 @@ impl QuicState {
             let hdr = match LongHeader::parse(rest) {
                 Ok(h) => h,
                 Err(HeaderError::ShortHeader) => {
+                    // gQUIC's public header (≤ Q043) has the top bit clear too.
+                    if self.datagrams[d] == 1 && self.on_gquic(dir, rest) {
+                        break;
+                    }
                     if dir == Dir::ClientToServer {
                         self.client_short_seen = true;
                     }
                     break;
                 }
-                Err(HeaderError::UnknownVersion(_)) => break,
+                Err(HeaderError::UnknownVersion(_)) => {
+                    self.on_gquic(dir, rest);
+                    break;
+                }
                 Err(HeaderError::Malformed) => {
                     // Padding after coalesced packets is zeros (RFC 9000 §12.2 allows
                     // junk there), not a malformed header worth an event.
@@ -164,6 +171,20 @@ impl QuicState {
         }
     }
 
+    /// Google QUIC before the IETF handshake: the client's CHLO is in plaintext.
+    fn on_gquic(&mut self, dir: Dir, dgram: &[u8]) -> bool {
+        if dir != Dir::ClientToServer || self.hello_done[0] {
+            return false;
+        }
+        let Some(h) = gquic_chlo(dgram) else { return false };
+        let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        self.info.client_version = self.info.client_version.or(h.version);
+        self.info.user_agent = h.user_agent.map(lossy);
+        self.info.tls.client = Some(ClientHelloInfo { sni: h.sni.map(lossy), ..ClientHelloInfo::default() });
+        self.finish(dir);
+        true
+    }
+
     fn on_initial(&mut self, dir: Dir, hdr: &LongHeader<'_>, packet: &[u8], cap: usize) {
         let d = dir as usize;
         if dir == Dir::ClientToServer && self.dcid.is_empty() {
@@ -177,10 +198,24 @@ impl QuicState {
         let keys = self.keys[d].get_or_insert_with(|| Box::new(InitialKeys::new(hdr.version, &self.dcid, side)));
         self.scratch.clear();
         self.scratch.extend_from_slice(packet);
-        let Some((_pn, payload)) = keys.decrypt(hdr, &mut self.scratch) else {
-            self.events.insert(Event::QuicDecryptFailed);
-            return;
-        };
+        if keys.decrypt(hdr, &mut self.scratch).is_none() {
+            let reserved = hdr.wire_version & 0x0f0f_0f0f == 0x0a0a_0a0a;
+            if !reserved {
+                self.events.insert(Event::QuicDecryptFailed);
+                return;
+            }
+            // A reserved version protected with v1 keys (see `Version::from_wire`).
+            *keys = Box::new(InitialKeys::new(Version::V1, &self.dcid, side));
+            self.scratch.clear();
+            self.scratch.extend_from_slice(packet);
+            if keys.decrypt(hdr, &mut self.scratch).is_none() {
+                self.events.insert(Event::QuicDecryptFailed);
+                return;
+            }
+        }
+        // Decrypted in place: the payload sits between the header and the tag.
+        let pn_len = usize::from(self.scratch[0] & 0x03) + 1;
+        let payload = &self.scratch[hdr.pn_offset + pn_len..self.scratch.len() - 16];
         self.info.initial_packets[d] += 1;
         let crypto = &mut self.crypto[d];
         let mut limit = None;

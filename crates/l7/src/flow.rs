@@ -147,8 +147,11 @@ impl L7Flow {
                 false
             }
             State::Dns(s) => {
+                // DNS is bounded by its transaction count, not the byte budget: every
+                // message is parsed whole and small, and a resolver's long-lived 5-tuple
+                // should log all of its transactions up to the limit.
                 s.on_data(dir, self.transport, payload, ts_ns, cfg.max_dns_transactions);
-                true
+                false
             }
             State::Probing(_) | State::Idle => false,
         };
@@ -183,7 +186,7 @@ impl L7Flow {
             State::Dtls(s) => s.is_done(),
             State::Quic(s) => s.is_done(),
             State::Http(s) => s.is_done(),
-            State::Dns(_) => self.stopped[0] && self.stopped[1],
+            State::Dns(s) => s.is_done(),
             State::Probing(_) => false,
             State::Idle => true,
         };
@@ -365,8 +368,8 @@ mod tests {
     }
 
     #[test]
-    fn budget_stops_a_dns_flow() {
-        let cfg = L7Config { budget: 100, ..L7Config::default() };
+    fn transaction_limit_stops_a_dns_flow() {
+        let cfg = L7Config { max_dns_transactions: 4, ..L7Config::default() };
         let mut f = L7Flow::new(Transport::Udp, 40000, 53);
         let mut q = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
         q.extend_from_slice(b"\x03www\x07example\x03com\x00\x00\x01\x00\x01");
@@ -375,6 +378,8 @@ mod tests {
             f.on_payload(&cfg, Dir::ServerToClient, &q, 0);
         }
         assert!(f.is_done());
-        assert!(f.drain_dns(true).len() < 10);
+        // The limit counts messages, two per transaction: 8 queries here.
+        assert_eq!(f.drain_dns(true).len(), 8);
+        assert!(f.events().contains(Event::DnsTooManyTransactions));
     }
 }

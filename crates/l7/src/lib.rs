@@ -101,7 +101,7 @@ impl Default for L7Config {
             probe_packets: 8,
             url_privacy: UrlPrivacy::Full,
             max_http_transactions: 64,
-            max_dns_transactions: 64,
+            max_dns_transactions: 1024,
         }
     }
 }

@@ -501,9 +501,13 @@ fn corpus_agrees_with_the_oracles() {
         );
     }
     assert!(sni.agree > 100, "the corpus has hundreds of named TLS/QUIC flows: {sni:?}");
-    assert!(sni.share() >= 0.97, "SNI agreement {:.3}", sni.share());
-    assert!(ja3.share() >= 0.95, "JA3 agreement {:.3}", ja3.share());
-    assert!(host.share() >= 0.95, "HTTP host agreement {:.3}", host.share());
-    assert!(dns.share() >= 0.95, "DNS name agreement {:.3}", dns.share());
-    assert!(app.share() >= 0.90, "classification agreement {:.3}", app.share());
+    // Floors a little under what the corpus gives today (SNI 501/502, JA3 496/496, host
+    // 975/975, DNS 347/350, app 2262/2264); the known disagreements are explained in
+    // docs/ARCHITECTURE.md (l7 section).
+    assert!(sni.share() >= 0.99, "SNI agreement {:.3}", sni.share());
+    assert!(ja3.share() >= 0.99, "JA3 agreement {:.3}", ja3.share());
+    assert!(host.share() >= 0.99, "HTTP host agreement {:.3}", host.share());
+    assert!(dns.share() >= 0.98, "DNS name agreement {:.3}", dns.share());
+    assert!(app.share() >= 0.99, "classification agreement {:.3}", app.share());
+    assert!(ja3.agree > 400 && host.agree > 500 && dns.agree > 200 && app.agree > 1000);
 }

@@ -217,7 +217,9 @@ pub fn dtls(b: &[u8]) -> bool {
 pub fn quic(b: &[u8]) -> bool {
     if b.len() >= 7 && b[0] & 0x80 != 0 {
         let v = u32::from_be_bytes([b[1], b[2], b[3], b[4]]);
-        if is_plausible_version(v) && b[5] <= 20 {
+        // Q046 keeps gQUIC's nibble-coded connection id lengths in byte 5.
+        let gquic = v >> 24 == 0x51;
+        if is_plausible_version(v) && (b[5] <= 20 || gquic) {
             return true;
         }
     }

@@ -58,6 +58,8 @@ pub struct DnsState {
     ready: Vec<DnsTransaction>,
     tcp: [TcpFraming; 2],
     pub messages: u32,
+    /// The transaction limit was reached.
+    full: bool,
     pub(crate) events: Events,
 }
 
@@ -130,6 +132,8 @@ impl DnsState {
     fn on_message(&mut self, dir: Dir, msg: &[u8], ts_ns: u64, max_transactions: u32) {
         if self.messages >= max_transactions.saturating_mul(2) {
             self.events.insert(Event::DnsTooManyTransactions);
+            self.full = true;
+            self.tcp = Default::default();
             return;
         }
         self.messages += 1;
@@ -181,6 +185,11 @@ impl DnsState {
             self.ready.append(&mut self.pending);
         }
         std::mem::take(&mut self.ready)
+    }
+
+    /// True once the transaction limit is reached (or TCP framing gave up both ways).
+    pub fn is_done(&self) -> bool {
+        self.full || self.tcp.iter().all(|f| f.stopped)
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {

@@ -132,10 +132,20 @@ impl<'a> Request<'a> {
     /// Parses a whole head (as `head_end` delimits it).
     pub fn parse(head: &'a [u8]) -> Option<Self> {
         let (line, rest) = split_line(head);
-        let mut parts = line.split(|&c| c == b' ').filter(|p| !p.is_empty());
-        let method = parts.next()?;
-        let target = parts.next()?;
-        let version = parts.next()?;
+        // Method up to the first space, version after the last: a target with raw spaces
+        // (invalid per RFC 9112 §3.2, common in attack traffic) stays whole, as tshark
+        // shows it.
+        let sp1 = line.iter().position(|&c| c == b' ')?;
+        let sp2 = line.iter().rposition(|&c| c == b' ')?;
+        if sp2 <= sp1 {
+            return None;
+        }
+        let method = &line[..sp1];
+        let target = trim(&line[sp1 + 1..sp2]);
+        let version = &line[sp2 + 1..];
+        if method.is_empty() || target.is_empty() {
+            return None;
+        }
         if !method.iter().all(|c| c.is_ascii_uppercase() || *c == b'-' || *c == b'_') {
             return None;
         }
@@ -232,6 +242,13 @@ mod tests {
         assert_eq!(r.fields.host, Some(&b"www.example.com"[..]));
         assert_eq!(r.fields.user_agent, Some(&b"curl/8.0"[..]));
         assert_eq!(r.body(), BodyLength::Length(5));
+    }
+
+    #[test]
+    fn target_with_spaces() {
+        let r = Request::parse(b"GET /a;cat /etc/passwd|?x HTTP/1.1\r\nHost: h\r\n\r\n").unwrap();
+        assert_eq!(r.target, b"/a;cat /etc/passwd|?x");
+        assert!(Request::parse(b"GET HTTP/1.1\r\n\r\n").is_none());
     }
 
     #[test]

@@ -198,13 +198,10 @@ fn feed(t: &mut Tracked, cfg: &L7Config, dir: Dir, seq_flags: Option<(u32, u8)>,
     t.l7.on_payload(cfg, dir, &payload[skip..], ts);
     let mut next = seq.wrapping_add(payload.len() as u32);
     // Deliver held segments that now fit.
-    loop {
-        let Some(i) = t.held[d].iter().position(|(s, p)| {
-            let a = s.wrapping_sub(next) as i32;
-            a <= 0 && (-a) < p.len() as i32
-        }) else {
-            break;
-        };
+    while let Some(i) = t.held[d].iter().position(|(s, p)| {
+        let a = s.wrapping_sub(next) as i32;
+        a <= 0 && (-a) < p.len() as i32
+    }) {
         let (s, p) = t.held[d].swap_remove(i);
         let skip = next.wrapping_sub(s) as usize;
         t.l7.on_payload(cfg, dir, &p[skip..], ts);

@@ -63,7 +63,7 @@ pub fn tls_hello(dir: Dir, b: &[u8]) -> Verdict {
         [22, 3, minor, hi, lo, kind, ..] if *minor <= 4 => {
             let len = u16::from_be_bytes([*hi, *lo]);
             let want = if dir == Dir::ClientToServer { 1 } else { 2 };
-            if len <= MAX_RECORD_LEN && len >= 4 && *kind == want {
+            if (4..=MAX_RECORD_LEN).contains(&len) && *kind == want {
                 Verdict::Yes(App::Tls)
             } else {
                 Verdict::No
@@ -78,7 +78,8 @@ pub fn tls_hello(dir: Dir, b: &[u8]) -> Verdict {
 /// version 3.x and a length that ends at the payload's end, at another record header, or
 /// beyond a full-sized segment.
 pub fn tls_record(b: &[u8]) -> bool {
-    let header = |h: &[u8]| matches!(h, [20..=23, 3, 0..=4, hi, lo, ..] if u16::from_be_bytes([*hi, *lo]) <= MAX_RECORD_LEN);
+    let header =
+        |h: &[u8]| matches!(h, [20..=23, 3, 0..=4, hi, lo, ..] if u16::from_be_bytes([*hi, *lo]) <= MAX_RECORD_LEN);
     if b.len() < 5 || !header(b) {
         return false;
     }

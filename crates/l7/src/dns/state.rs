@@ -84,7 +84,9 @@ impl DnsState {
                             }
                             [] => return,
                             _ => {
-                                if rest.len() >= 2 && usize::from(u16::from_be_bytes([rest[0], rest[1]])) > MAX_TCP_MESSAGE {
+                                if rest.len() >= 2
+                                    && usize::from(u16::from_be_bytes([rest[0], rest[1]])) > MAX_TCP_MESSAGE
+                                {
                                     f.stopped = true;
                                     self.events.insert(Event::DnsMalformed);
                                     return;
@@ -165,11 +167,20 @@ impl DnsState {
             return;
         }
         let at = self.pending.iter().position(|t| {
-            t.id == m.header.id && t.qtype == q.qtype && t.qname.eq_ignore_ascii_case(&q.name) && t.query_dir != Some(dir)
+            t.id == m.header.id
+                && t.qtype == q.qtype
+                && t.qname.eq_ignore_ascii_case(&q.name)
+                && t.query_dir != Some(dir)
         });
         let mut t = match at {
             Some(i) => self.pending.remove(i),
-            None => DnsTransaction { id: m.header.id, qname: q.name, qtype: q.qtype, qclass: q.qclass, ..Default::default() },
+            None => DnsTransaction {
+                id: m.header.id,
+                qname: q.name,
+                qtype: q.qtype,
+                qclass: q.qclass,
+                ..Default::default()
+            },
         };
         t.response_ts_ns = Some(ts_ns);
         t.rcode = Some(m.header.rcode());

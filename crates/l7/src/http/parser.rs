@@ -3,8 +3,20 @@
 
 /// Methods recognised at the start of a request (RFC 9110 §9 and WebDAV's common ones).
 pub const METHODS: [&[u8]; 14] = [
-    b"GET", b"POST", b"HEAD", b"PUT", b"DELETE", b"OPTIONS", b"CONNECT", b"TRACE", b"PATCH", b"PROPFIND",
-    b"PROPPATCH", b"MKCOL", b"COPY", b"MOVE",
+    b"GET",
+    b"POST",
+    b"HEAD",
+    b"PUT",
+    b"DELETE",
+    b"OPTIONS",
+    b"CONNECT",
+    b"TRACE",
+    b"PATCH",
+    b"PROPFIND",
+    b"PROPPATCH",
+    b"MKCOL",
+    b"COPY",
+    b"MOVE",
 ];
 
 /// The end of the head: the offset just past the empty line. RFC 9112 §2.2 lets a
@@ -233,7 +245,8 @@ mod tests {
 
     #[test]
     fn request_head() {
-        let h = b"GET /a/b?x=1 HTTP/1.1\r\nHost: www.example.com\r\nUser-Agent:  curl/8.0 \r\nContent-Length: 5\r\n\r\n";
+        let h =
+            b"GET /a/b?x=1 HTTP/1.1\r\nHost: www.example.com\r\nUser-Agent:  curl/8.0 \r\nContent-Length: 5\r\n\r\n";
         assert_eq!(head_end(h), Some(h.len()));
         let r = Request::parse(h).unwrap();
         assert_eq!(r.method, b"GET");

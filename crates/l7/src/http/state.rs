@@ -79,7 +79,13 @@ struct Stream {
 impl Stream {
     /// Walks `data`; `on_head` parses each whole head and says how its body ends, or
     /// `None` to stop (a malformed head).
-    fn on_data(&mut self, mut data: &[u8], budget: usize, events: &mut Events, mut on_head: impl FnMut(&[u8]) -> Option<BodyLength>) {
+    fn on_data(
+        &mut self,
+        mut data: &[u8],
+        budget: usize,
+        events: &mut Events,
+        mut on_head: impl FnMut(&[u8]) -> Option<BodyLength>,
+    ) {
         while !data.is_empty() {
             match self.body {
                 Body::Stopped => return,
@@ -262,9 +268,7 @@ impl HttpState {
                     }
                     let url = match limits.privacy {
                         UrlPrivacy::Full => Some(field(r.target)),
-                        UrlPrivacy::PathOnly => {
-                            Some(field(r.target.split(|&c| c == b'?').next().unwrap_or_default()))
-                        }
+                        UrlPrivacy::PathOnly => Some(field(r.target.split(|&c| c == b'?').next().unwrap_or_default())),
                         UrlPrivacy::None => None,
                     };
                     let mut m = [0u8; 8];
@@ -406,9 +410,33 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// The same transactions whatever the segment boundaries.
+        #[test]
+        fn split_anywhere_equals_whole(
+            req_cuts in proptest::collection::vec(0usize..REQ.len(), 0..12),
+            resp_cuts in proptest::collection::vec(0usize..RESP.len(), 0..12),
+        ) {
+            let whole = run(REQ, RESP, usize::MAX).drain(true);
+            let mut st = HttpState::default();
+            for (data, dir, cuts) in [(REQ, Dir::ClientToServer, req_cuts), (RESP, Dir::ServerToClient, resp_cuts)] {
+                let mut cuts = cuts;
+                cuts.push(0);
+                cuts.push(data.len());
+                cuts.sort_unstable();
+                for w in cuts.windows(2) {
+                    st.on_data(dir, &data[w[0]..w[1]], if dir == Dir::ClientToServer { 1 } else { 2 }, &LIMITS);
+                }
+            }
+            proptest::prop_assert_eq!(st.drain(true), whole);
+        }
+    }
+
     #[test]
     fn privacy_modes() {
-        for (p, want) in [(UrlPrivacy::Full, Some("/one?q=1")), (UrlPrivacy::PathOnly, Some("/one")), (UrlPrivacy::None, None)] {
+        for (p, want) in
+            [(UrlPrivacy::Full, Some("/one?q=1")), (UrlPrivacy::PathOnly, Some("/one")), (UrlPrivacy::None, None)]
+        {
             let mut st = HttpState::default();
             st.on_data(Dir::ClientToServer, REQ, 0, &HttpLimits { privacy: p, ..LIMITS });
             assert_eq!(st.drain(true)[0].request.as_ref().unwrap().url.as_deref(), want);

@@ -2,7 +2,7 @@
 //! the user agent and the 0-RTT count.
 
 use super::crypto::{InitialKeys, Side};
-use super::parser::{Version, gquic_chlo, parse_initial_frames, user_agent, HeaderError, LongHeader, PacketType};
+use super::parser::{gquic_chlo, parse_initial_frames, user_agent, HeaderError, LongHeader, PacketType, Version};
 use crate::cursor::Cursor;
 use crate::event::{Event, Events};
 use crate::tls::fingerprint::Ja4Transport;
@@ -205,7 +205,7 @@ impl QuicState {
                 return;
             }
             // A reserved version protected with v1 keys (see `Version::from_wire`).
-            *keys = Box::new(InitialKeys::new(Version::V1, &self.dcid, side));
+            **keys = InitialKeys::new(Version::V1, &self.dcid, side);
             self.scratch.clear();
             self.scratch.extend_from_slice(packet);
             if keys.decrypt(hdr, &mut self.scratch).is_none() {
@@ -358,6 +358,30 @@ mod tests {
         st.on_datagram(Dir::ClientToServer, &p, 16384);
         assert!(st.info.tls.client.is_none());
         assert!(st.events.contains(Event::QuicDecryptFailed));
+    }
+
+    proptest::proptest! {
+        /// CRYPTO frames in any order, overlapping, give the same stream.
+        #[test]
+        fn crypto_frames_in_any_order(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 1..2000),
+            pieces in proptest::collection::vec((0usize..2000, 1usize..400), 1..40),
+        ) {
+            let mut s = CryptoStream::default();
+            let mut covered = vec![false; data.len()];
+            for (at, len) in pieces {
+                let at = at % data.len();
+                let end = (at + len).min(data.len());
+                let _ = s.insert(at as u64, &data[at..end], 16384);
+                covered[at..end].iter_mut().for_each(|c| *c = true);
+            }
+            let prefix = covered.iter().take_while(|&&c| c).count();
+            // Beyond MAX_RANGES holes the stream stops tracking; it never lies.
+            proptest::prop_assert!(s.contiguous().len() <= prefix);
+            proptest::prop_assert_eq!(s.contiguous(), &data[..s.contiguous().len()]);
+            let _ = s.insert(0, &data, 16384);
+            proptest::prop_assert_eq!(s.contiguous(), &data[..]);
+        }
     }
 
     #[test]

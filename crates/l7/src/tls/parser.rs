@@ -371,12 +371,7 @@ pub(crate) mod tests {
     use super::*;
 
     /// Builds a ClientHello handshake message (with its 4-byte header) from parts.
-    pub(crate) fn client_hello(
-        version: u16,
-        ciphers: &[u16],
-        extensions: &[(u16, Vec<u8>)],
-        dtls: bool,
-    ) -> Vec<u8> {
+    pub(crate) fn client_hello(version: u16, ciphers: &[u16], extensions: &[(u16, Vec<u8>)], dtls: bool) -> Vec<u8> {
         let mut body = Vec::new();
         body.extend_from_slice(&version.to_be_bytes());
         body.extend_from_slice(&[0x11; 32]);
@@ -436,7 +431,8 @@ pub(crate) mod tests {
 
     #[test]
     fn client_hello_fields() {
-        let msg = client_hello(0x0303, &[0x1301, 0x0a0a], &[sni_ext("example.com"), alpn_ext(&["h2", "http/1.1"])], false);
+        let msg =
+            client_hello(0x0303, &[0x1301, 0x0a0a], &[sni_ext("example.com"), alpn_ext(&["h2", "http/1.1"])], false);
         let stream = records(&msg, 16384);
         let mut scratch = Vec::new();
         let HandshakeProgress::Done(kind, body) = first_handshake_message(&stream, &mut scratch) else {

@@ -4,8 +4,7 @@
 use super::fingerprint::{ja3_md5, ja3_string, ja4, Ja4Transport};
 use super::parser::{
     dtls_first_handshake_message, first_handshake_message, is_grease, ClientHello, HandshakeProgress, RecordHeader,
-    RecordKind, ServerHello, DTLS_RECORD_HEADER_LEN, HANDSHAKE_CLIENT_HELLO, HANDSHAKE_SERVER_HELLO,
-    RECORD_HEADER_LEN,
+    RecordKind, ServerHello, DTLS_RECORD_HEADER_LEN, HANDSHAKE_CLIENT_HELLO, HANDSHAKE_SERVER_HELLO, RECORD_HEADER_LEN,
 };
 use crate::event::{Event, Events};
 use crate::{Dir, Records};
@@ -317,6 +316,9 @@ pub struct DtlsState {
 /// further for the ServerHello.
 const DTLS_HELLO_DATAGRAMS: u8 = 4;
 
+/// Datagrams per direction walked for record kinds before the first Application Data.
+const DTLS_TRACKED_DATAGRAMS: u8 = 64;
+
 impl DtlsState {
     pub fn on_datagram(&mut self, dir: Dir, dgram: &[u8], ts_ns: u64) -> Records {
         let d = dir as usize;
@@ -366,7 +368,7 @@ impl DtlsState {
                 self.times.first_appdata_ns[d] = Some(ts_ns);
                 self.appdata[d] = true;
             }
-            if self.datagrams[d] >= u8::MAX {
+            if self.datagrams[d] >= DTLS_TRACKED_DATAGRAMS {
                 self.appdata[d] = true;
             }
         }
@@ -407,6 +409,32 @@ mod tests {
                 assert_eq!(c.alpn, ["h2"]);
                 assert_eq!(st.heap_bytes(), 0, "the buffer is freed once the hello parsed");
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// A hello in records of any size, cut into segments anywhere, parses as whole.
+        #[test]
+        fn split_anywhere_equals_whole(
+            name in "[a-z]{1,40}\\.example",
+            ciphers in proptest::collection::vec(proptest::prelude::any::<u16>(), 1..40),
+            record in 1usize..300,
+            cuts in proptest::collection::vec(1usize..200, 0..30),
+        ) {
+            let msg = client_hello(0x0303, &ciphers, &[sni_ext(&name), alpn_ext(&["h2"])], false);
+            let stream = records(&msg, record);
+            let mut whole = TlsState::default();
+            whole.on_data(Dir::ClientToServer, &stream, 0, 16384);
+            let mut split = TlsState::default();
+            let mut rest = &stream[..];
+            for c in cuts {
+                let n = c.min(rest.len());
+                split.on_data(Dir::ClientToServer, &rest[..n], 0, 16384);
+                rest = &rest[n..];
+            }
+            split.on_data(Dir::ClientToServer, rest, 0, 16384);
+            proptest::prop_assert_eq!(whole.info.client.as_ref().and_then(|c| c.sni.as_deref()), Some(name.as_str()));
+            proptest::prop_assert_eq!(&whole.info, &split.info);
         }
     }
 

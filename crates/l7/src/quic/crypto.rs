@@ -143,6 +143,46 @@ pub(crate) mod tests {
         (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
     }
 
+    /// Protects a long-header packet (the inverse of `decrypt`, RFC 9001 §5.3-§5.4), to
+    /// build test packets: `header` ends with a 4-byte packet number `pn` and its Length
+    /// field must already count the packet number, the payload and the 16-byte tag.
+    pub(crate) fn protect(keys: &InitialKeys, header: &[u8], pn: u32, payload: &[u8]) -> Vec<u8> {
+        let pn_offset = header.len() - 4;
+        let mut nonce = keys.iv;
+        for (i, b) in u64::from(pn).to_be_bytes().iter().enumerate() {
+            nonce[4 + i] ^= b;
+        }
+        let mut body = payload.to_vec();
+        let tag = keys.aead.encrypt_in_place_detached(Nonce::from_slice(&nonce), header, &mut body).unwrap();
+        let mut p = header.to_vec();
+        p.extend_from_slice(&body);
+        p.extend_from_slice(&tag);
+        let mut block = aes::Block::clone_from_slice(&p[pn_offset + 4..pn_offset + 20]);
+        keys.hp_cipher.encrypt_block(&mut block);
+        p[0] ^= block[0] & 0x0f;
+        for i in 0..4 {
+            p[pn_offset + i] ^= block[1 + i];
+        }
+        p
+    }
+
+    #[test]
+    fn protect_then_decrypt_is_the_rfc_packet() {
+        // Protecting RFC 9001 A.2's payload gives A.2's packet: `protect` is right, so
+        // the packets other tests build with it are real Initials.
+        use crate::quic::parser::LongHeader;
+        let want = unhex(crate::quic::state::tests::RFC9001_A2_PACKET);
+        let mut payload = unhex(crate::quic::state::tests::RFC9001_A2_CRYPTO_FRAME);
+        payload.resize(1162, 0);
+        let keys = InitialKeys::new(Version::V1, &DCID, Side::Client);
+        let header = unhex("c300000001088394c8f03e5157080000449e00000002");
+        let p = protect(&keys, &header, 2, &payload);
+        assert_eq!(p, want);
+        let mut q = p.clone();
+        let hdr = LongHeader::parse(&p).unwrap();
+        assert_eq!(keys.decrypt(&hdr, &mut q).map(|(pn, _)| pn), Some(2));
+    }
+
     const DCID: [u8; 8] = [0x83, 0x94, 0xc8, 0xf0, 0x3e, 0x51, 0x57, 0x08];
 
     #[test]

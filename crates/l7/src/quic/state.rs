@@ -262,9 +262,8 @@ impl QuicState {
         self.hello_done[d] = true;
         self.crypto[d].release();
         self.keys[d] = None;
-        if self.hello_done.iter().all(|&h| h) {
-            self.scratch = Vec::new();
-        }
+        // The other direction's next Initial allocates it again if it needs it.
+        self.scratch = Vec::new();
     }
 
     /// True when nothing is left to learn: both hellos are done and the client can send
@@ -290,7 +289,7 @@ impl QuicState {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::quic::crypto::tests::unhex;
 
@@ -348,6 +347,67 @@ mod tests {
         st.on_datagram(Dir::ClientToServer, &p, 16384);
         assert_eq!(st.info.client_version, Some(0x6b3343cf));
         assert_eq!(st.info.tls.client.as_ref().unwrap().sni.as_deref(), Some("example.com"));
+    }
+
+    /// A v1 client Initial carrying `frames`, padded to 1200 bytes.
+    fn initial(dcid: &[u8], pn: u32, frames: &[u8]) -> Vec<u8> {
+        let payload_len = 1200 - (7 + dcid.len() + 1 + 2 + 4) - 16;
+        let mut payload = frames.to_vec();
+        payload.resize(payload_len, 0);
+        let mut header = vec![0xc3, 0, 0, 0, 1, dcid.len() as u8];
+        header.extend_from_slice(dcid);
+        header.extend_from_slice(&[0, 0]);
+        header.extend_from_slice(&(0x4000u16 | (payload_len + 4 + 16) as u16).to_be_bytes());
+        header.extend_from_slice(&pn.to_be_bytes());
+        let keys = InitialKeys::new(crate::quic::parser::Version::V1, dcid, Side::Client);
+        crate::quic::crypto::tests::protect(&keys, &header, pn, &payload)
+    }
+
+    fn crypto_frame(offset: usize, data: &[u8]) -> Vec<u8> {
+        let mut f =
+            vec![0x06, 0x40 | (offset >> 8) as u8, offset as u8, 0x40 | (data.len() >> 8) as u8, data.len() as u8];
+        f.extend_from_slice(data);
+        f
+    }
+
+    #[test]
+    fn a_client_hello_over_two_initials_in_any_order() {
+        // The RFC's ClientHello (241 bytes of CRYPTO data) cut in three pieces over two
+        // packets, the later piece first, as Chrome's "chaos protection" does.
+        let frame = unhex(RFC9001_A2_CRYPTO_FRAME);
+        let hello = &frame[4..];
+        let dcid = [7u8; 8];
+        let first = [crypto_frame(150, &hello[150..]), vec![1, 0, 0], crypto_frame(0, &hello[..60])].concat();
+        let second = crypto_frame(60, &hello[60..150]);
+        for order in [[0, 1], [1, 0]] {
+            let pkts = [initial(&dcid, 0, &first), initial(&dcid, 1, &second)];
+            let mut st = QuicState::default();
+            st.on_datagram(Dir::ClientToServer, &pkts[order[0]], 16384);
+            assert!(st.info.tls.client.is_none(), "half a hello is not a hello");
+            st.on_datagram(Dir::ClientToServer, &pkts[order[1]], 16384);
+            assert_eq!(st.info.tls.client.as_ref().and_then(|c| c.sni.as_deref()), Some("example.com"));
+            assert_eq!(st.info.initial_packets[0], 2);
+            assert!(st.events.is_empty(), "{:?}", st.events);
+            assert_eq!(st.heap_bytes(), st.dcid.capacity(), "reassembly and keys are freed");
+        }
+    }
+
+    #[test]
+    fn zero_rtt_packets_are_counted() {
+        // RFC 9001 A.2's Initial coalesced with a 0-RTT packet (type 01, RFC 9000
+        // §17.2.3) of 30 bytes, then a datagram of 0-RTT alone, then a short header.
+        let mut d = unhex(RFC9001_A2_PACKET);
+        let zero_rtt = [0xd1, 0, 0, 0, 1, 0, 0, 0x40, 22];
+        d.extend_from_slice(&zero_rtt);
+        d.extend_from_slice(&[0xaa; 22]);
+        let mut st = QuicState::default();
+        st.on_datagram(Dir::ClientToServer, &d, 16384);
+        st.on_datagram(Dir::ClientToServer, &d[1200..], 16384);
+        assert_eq!(st.info.zero_rtt_packets, 2);
+        assert!(!st.is_done(), "0-RTT may still come");
+        st.on_datagram(Dir::ClientToServer, &[0x41, 1, 2, 3], 16384);
+        st.on_datagram(Dir::ServerToClient, &[0x41, 1, 2, 3], 16384);
+        assert_eq!(st.info.zero_rtt_packets, 2);
     }
 
     #[test]

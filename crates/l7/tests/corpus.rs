@@ -167,6 +167,7 @@ struct Tracked {
     held: [Vec<(u32, Vec<u8>)>; 2],
     http_hosts: Vec<String>,
     dns_names: Vec<(String, Option<u8>)>,
+    first_ts: u64,
 }
 
 fn feed(t: &mut Tracked, cfg: &L7Config, dir: Dir, seq_flags: Option<(u32, u8)>, payload: &[u8], ts: u64) {
@@ -231,6 +232,7 @@ fn run_capture(path: &Path, cfg: &L7Config) -> HashMap<Key, Tracked> {
                 held: [Vec::new(), Vec::new()],
                 http_hosts: Vec::new(),
                 dns_names: Vec::new(),
+                first_ts: ts,
             }
         });
         let dir = if s.src == t.client { Dir::ClientToServer } else { Dir::ServerToClient };
@@ -255,6 +257,65 @@ fn run_capture(path: &Path, cfg: &L7Config) -> HashMap<Key, Tracked> {
         }
     }
     flows
+}
+
+/// Tstat's `c_last_handshakeT s_last_handshakeT c_appdataT s_appdataT c_appdataB
+/// s_appdataB`: ms from the flow's first packet, and stream offsets.
+fn tls_times_ms(t: &Tracked) -> String {
+    let Some(x) = t.l7.tls_times() else { return "-".into() };
+    let ms = |v: Option<u64>| v.map_or("-".to_string(), |v| format!("{:.3}", (v - t.first_ts) as f64 / 1e6));
+    let b = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+    format!(
+        "{} {} {} {} {} {}",
+        ms(x.last_handshake_ns[0]),
+        ms(x.last_handshake_ns[1]),
+        ms(x.first_appdata_ns[0]),
+        ms(x.first_appdata_ns[1]),
+        b(x.first_appdata_offset[0]),
+        b(x.first_appdata_offset[1])
+    )
+}
+
+/// Tstat's TLS markers for the flows of one capture (`oracles/tstat/<capture>/log_tcp_complete`):
+/// (client, server) → the six values of `tls_times_ms`'s columns, as Tstat prints them.
+fn tstat_tls_times(path: &Path) -> HashMap<((IpAddr, u16), (IpAddr, u16)), [String; 6]> {
+    let mut out = HashMap::new();
+    let Ok(text) = std::fs::read_to_string(path) else { return out };
+    let mut cols: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if let Some(h) = line.strip_prefix('#') {
+            // "#31#c_ip:1 c_port:2 ...": names before the colons.
+            let h = h.split_once('#').map_or(h, |(_, r)| r);
+            cols = h.split_whitespace().map(|c| c.split(':').next().unwrap_or_default().to_string()).collect();
+            continue;
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let get = |n: &str| cols.iter().position(|c| c == n).and_then(|i| f.get(i).copied());
+        let ep = |ip: &str, port: &str| Some((get(ip)?.parse::<IpAddr>().ok()?, get(port)?.parse::<u16>().ok()?));
+        let (Some(c), Some(s)) = (ep("c_ip", "c_port"), ep("s_ip", "s_port")) else { continue };
+        let names = ["c_last_handshakeT", "s_last_handshakeT", "c_appdataT", "s_appdataT", "c_appdataB", "s_appdataB"];
+        let v = names.map(|n| get(n).unwrap_or("-").to_string());
+        // Tstat prints 0 for a marker it never set.
+        if v.iter().any(|x| !matches!(x.as_str(), "-" | "0" | "0.000000")) {
+            out.insert((c, s), v);
+        }
+    }
+    out
+}
+
+/// One of our markers against Tstat's: times within 10 µs (Tstat prints ms with 3
+/// decimals), byte marks off by one (Tstat prints the relative sequence number of the
+/// record's first byte, which is the stream offset + 1).
+fn same_marker(i: usize, ours: &str, tstat: &str) -> bool {
+    let unset = |v: &str| matches!(v, "-" | "0" | "0.000000");
+    match (unset(ours), unset(tstat)) {
+        (true, true) => true,
+        (false, false) if i < 4 => {
+            ours.parse::<f64>().ok().zip(tstat.parse::<f64>().ok()).is_some_and(|(a, b)| (a - b).abs() < 0.01)
+        }
+        (false, false) => ours.parse::<u64>().ok().zip(tstat.parse::<u64>().ok()).is_some_and(|(a, b)| a + 1 == b),
+        _ => false,
+    }
 }
 
 /// One row of nDPI's CSV that names something.
@@ -386,6 +447,8 @@ fn corpus_agrees_with_the_oracles() {
     let (mut sni, mut ja3, mut host, mut dns, mut app) =
         (Score::default(), Score::default(), Score::default(), Score::default(), Score::default());
     let mut report = String::new();
+    // Per TLS marker (c_last_handshakeT … s_appdataB): (agree, compared) against Tstat.
+    let mut markers = [(0u32, 0u32); 6];
     // QUIC flows with a decrypted client hello, and of those, with the server's too.
     let (mut quic_client, mut quic_server, mut zero_rtt) = (0u32, 0u32, 0u32);
     let mut disagreements = String::new();
@@ -398,7 +461,7 @@ fn corpus_agrees_with_the_oracles() {
             for (k, t) in &flows {
                 let _ = writeln!(
                     dump_text,
-                    "{file}\t{}\t{}:{}\t{}:{}\t{}\t{}\t{}\t{}\t{}\t{:?}\t{:?}\t{}",
+                    "{file}\t{}\t{}:{}\t{}:{}\t{}\t{}\t{}\t{}\t{}\t{:?}\t{:?}\t{}\t{}",
                     if k.0 { "tcp" } else { "udp" },
                     t.client.0,
                     t.client.1,
@@ -412,6 +475,7 @@ fn corpus_agrees_with_the_oracles() {
                     t.http_hosts,
                     t.dns_names,
                     t.l7.quic().map_or(0, |q| q.zero_rtt_packets),
+                    tls_times_ms(t),
                 );
             }
         }
@@ -420,6 +484,21 @@ fn corpus_agrees_with_the_oracles() {
                 quic_client += u32::from(q.tls.client.as_ref().is_some_and(|c| c.sni.is_some() && !c.ja4.is_empty()));
                 quic_server += u32::from(q.tls.server.is_some());
                 zero_rtt += q.zero_rtt_packets;
+            }
+        }
+        let tstat = tstat_tls_times(&oracles.join("tstat").join(&file).join("log_tcp_complete"));
+        for ((c, s), theirs) in &tstat {
+            let Some(t) = flows.get(&key(true, *c, *s)) else { continue };
+            let ours = tls_times_ms(t);
+            let ours: Vec<&str> = ours.split(' ').collect();
+            for (i, m) in markers.iter_mut().enumerate() {
+                let o = ours.get(i).copied().unwrap_or("-");
+                m.1 += 1;
+                if same_marker(i, o, &theirs[i]) {
+                    m.0 += 1;
+                } else {
+                    let _ = writeln!(disagreements, "{file} tls marker {i} {c:?}-{s:?}: ours {o} tstat {}", theirs[i]);
+                }
             }
         }
         let rows = ndpi_rows(&oracles.join(format!("{file}.ndpireader.csv")));
@@ -506,6 +585,11 @@ fn corpus_agrees_with_the_oracles() {
             sc.share(),
             sc.unseen
         );
+    }
+    println!("TLS markers against Tstat (c_last_handshakeT, s_last_handshakeT, c_appdataT, s_appdataT, c_appdataB, s_appdataB): {markers:?}");
+    for (i, (agree, n)) in markers.iter().enumerate() {
+        // Today 249, 234, 249, 247, 248, 247 of 256; see docs/ARCHITECTURE.md.
+        assert!(*n > 200 && f64::from(*agree) >= 0.9 * f64::from(*n), "TLS marker {i}: {agree}/{n}");
     }
     println!("QUIC (IETF) flows with a decrypted ClientHello {quic_client}, with a ServerHello {quic_server}; 0-RTT packets {zero_rtt}");
     assert!(quic_server > 0 && quic_server <= quic_client, "server Initials decrypt too");

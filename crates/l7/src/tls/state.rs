@@ -81,14 +81,16 @@ pub struct TlsInfo {
 }
 
 /// Tstat's TLS timing markers, per direction (index `Dir as usize`), in the packet time
-/// the caller passed: the last payload carrying a handshake or ChangeCipherSpec record
-/// before that direction's first Application Data, and the first Application Data.
+/// the caller passed: the last payload carrying bytes of a handshake or ChangeCipherSpec
+/// record before that direction's first Application Data, and the first Application Data.
+/// In TLS 1.3 the encrypted end of the handshake counts as handshake (`TlsState::track`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TlsTimes {
     pub last_handshake_ns: [Option<u64>; 2],
     pub first_appdata_ns: [Option<u64>; 2],
     /// Stream offset (bytes of this direction's payload before it) of the first
-    /// Application Data record (Tstat's `c_appdataB` / `s_appdataB`).
+    /// Application Data record. Tstat's `c_appdataB` / `s_appdataB` print the relative
+    /// sequence number instead: this offset + 1.
     pub first_appdata_offset: [Option<u64>; 2],
 }
 
@@ -170,12 +172,18 @@ pub(crate) struct RecordTracker {
 const MAX_TRACKED_RECORDS: u16 = 64;
 
 impl RecordTracker {
-    /// Walks the record headers in `data`; returns the kinds of the records that start in
-    /// it and, for the first Application Data, its stream offset.
-    pub(crate) fn on_data(&mut self, mut data: &[u8]) -> Result<(Records, Option<u64>), Event> {
-        let mut seen = Records::default();
-        let mut appdata_at = None;
-        while !data.is_empty() {
+    /// Walks the record headers in `data` and calls `on_record(Some(kind), offset)` for
+    /// each record that starts in it, in order, after `on_record(None, _)` when `data`
+    /// begins inside a record's body (a continuation).
+    pub(crate) fn on_data(
+        &mut self,
+        mut data: &[u8],
+        mut on_record: impl FnMut(Option<RecordKind>, u64),
+    ) -> Result<(), Event> {
+        if self.skip > 0 && !data.is_empty() {
+            on_record(None, self.offset);
+        }
+        while !data.is_empty() && !self.stopped {
             if self.skip > 0 {
                 let n = (self.skip as usize).min(data.len());
                 self.skip -= n as u32;
@@ -195,17 +203,14 @@ impl RecordTracker {
             }
             self.header_len = 0;
             let h = RecordHeader::parse(&self.header).map_err(|e| e.unwrap_or(Event::TlsNotHandshake))?;
-            seen.insert(h.kind);
-            if h.kind == RecordKind::ApplicationData && appdata_at.is_none() {
-                appdata_at = Some(start);
-            }
             self.skip = u32::from(h.length);
             self.records += 1;
             if self.records > MAX_TRACKED_RECORDS {
                 return Err(Event::TlsRecordTrackingStopped);
             }
+            on_record(Some(h.kind), start);
         }
-        Ok((seen, appdata_at))
+        Ok(())
     }
 }
 
@@ -217,6 +222,11 @@ pub struct TlsState {
     hello: [HelloReassembly; 2],
     hello_done: [bool; 2],
     tracker: [RecordTracker; 2],
+    /// The client's first Application Data record of a TLS 1.3 connection was seen: its
+    /// Finished (see `track`).
+    client_finished: bool,
+    /// The kind each direction's current record counts as (after the TLS 1.3 rule).
+    current: [Option<RecordKind>; 2],
     pub(crate) events: Events,
 }
 
@@ -248,33 +258,63 @@ impl TlsState {
                 }
             }
         }
-        let mut seen = Records::default();
-        let t = &mut self.tracker[d];
-        if !t.stopped {
-            match t.on_data(data) {
-                Ok((s, appdata_at)) => {
-                    seen = s;
-                    self.mark(d, s, appdata_at, ts_ns);
-                }
-                Err(e) => {
-                    t.stopped = true;
-                    self.events.insert(e);
-                }
-            }
-        }
-        seen
+        self.track(dir, data, ts_ns)
     }
 
-    fn mark(&mut self, d: usize, seen: Records, appdata_at: Option<u64>, ts_ns: u64) {
-        if seen.contains(RecordKind::Handshake) || seen.contains(RecordKind::ChangeCipherSpec) {
-            self.times.last_handshake_ns[d] = Some(ts_ns);
+    /// Follows the records for the timing markers. TLS 1.3 (RFC 8446 §5: encrypted
+    /// records all say application_data) hides the end of the handshake; Tstat's rule,
+    /// followed here, is that the client's first such record is its Finished (§4.4.4)
+    /// and the server's such records before it are its encrypted flight (§2: EncryptedExtensions
+    /// to Finished), both handshake. The returned kinds are the records' own types.
+    fn track(&mut self, dir: Dir, data: &[u8], ts_ns: u64) -> Records {
+        let d = dir as usize;
+        let mut seen = Records::default();
+        if self.tracker[d].stopped {
+            return seen;
+        }
+        let tls13 = self.info.server.as_ref().is_some_and(|s| s.version == 0x0304);
+        let (times, client_finished, current) = (&mut self.times, &mut self.client_finished, &mut self.current[d]);
+        let mut appdata_at = None;
+        let mut handshake = false;
+        let r = self.tracker[d].on_data(data, |kind, offset| {
+            // Tstat's times are of the last packet that carries handshake bytes: a
+            // record's continuation counts as its start does.
+            let Some(kind) = kind else {
+                handshake |= matches!(current, Some(RecordKind::Handshake | RecordKind::ChangeCipherSpec));
+                return;
+            };
+            seen.insert(kind);
+            let kind = match (kind, tls13, dir) {
+                (RecordKind::ApplicationData, true, Dir::ClientToServer) if !*client_finished => {
+                    *client_finished = true;
+                    RecordKind::Handshake
+                }
+                (RecordKind::ApplicationData, true, Dir::ServerToClient) if !*client_finished => RecordKind::Handshake,
+                (k, _, _) => k,
+            };
+            *current = Some(kind);
+            match kind {
+                RecordKind::Handshake | RecordKind::ChangeCipherSpec => handshake = true,
+                RecordKind::ApplicationData => {
+                    appdata_at.get_or_insert(offset);
+                }
+                _ => {}
+            }
+        });
+        if handshake && times.first_appdata_ns[d].is_none() {
+            times.last_handshake_ns[d] = Some(ts_ns);
         }
         if let Some(at) = appdata_at {
-            self.times.first_appdata_ns[d] = Some(ts_ns);
-            self.times.first_appdata_offset[d] = Some(at);
+            times.first_appdata_ns[d] = Some(ts_ns);
+            times.first_appdata_offset[d] = Some(at);
             // Nothing left to learn in this direction.
             self.tracker[d].stopped = true;
         }
+        if let Err(e) = r {
+            self.tracker[d].stopped = true;
+            self.events.insert(e);
+        }
+        seen
     }
 
     /// True when neither direction has anything left to parse or track.

@@ -278,7 +278,9 @@ fn tls_times_ms(t: &Tracked) -> String {
 
 /// Tstat's TLS markers for the flows of one capture (`oracles/tstat/<capture>/log_tcp_complete`):
 /// (client, server) → the six values of `tls_times_ms`'s columns, as Tstat prints them.
-fn tstat_tls_times(path: &Path) -> HashMap<((IpAddr, u16), (IpAddr, u16)), [String; 6]> {
+type Endpoint = (IpAddr, u16);
+
+fn tstat_tls_times(path: &Path) -> HashMap<(Endpoint, Endpoint), [String; 6]> {
     let mut out = HashMap::new();
     let Ok(text) = std::fs::read_to_string(path) else { return out };
     let mut cols: Vec<String> = Vec::new();

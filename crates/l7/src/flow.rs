@@ -323,6 +323,7 @@ mod tests {
 
     #[test]
     fn size_is_small() {
+        assert_eq!(std::mem::size_of::<ProbeMemory>(), 20);
         assert_eq!(std::mem::size_of::<L7Flow>(), 48);
     }
 

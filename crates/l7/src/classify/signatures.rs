@@ -19,7 +19,7 @@ pub enum Verdict {
     No,
 }
 
-/// What the probes remember between packets of a flow (16 bytes).
+/// What the probes remember between packets of a flow (20 bytes, inline in `L7Flow`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ProbeMemory {
     /// The server greeted with `220` (SMTP or FTP; the client's first command decides).

@@ -186,7 +186,9 @@ impl Stream {
             let from = old.saturating_sub(3);
             let room = max.saturating_sub(old);
             self.partial.extend_from_slice(&d[..d.len().min(room)]);
-            if let Some(n) = find(&self.partial[from..]).map(|n| n + from) {
+            // A delimiter is found only where it ends in the new bytes: the old ones
+            // were searched before (`from` backs up by the longest delimiter less one).
+            if let Some(n) = find(&self.partial[from..]).map(|n| n + from).filter(|&n| n > old) {
                 let used = n - old;
                 self.partial.truncate(n);
                 self.inspected += used;

@@ -66,3 +66,44 @@ pub fn decode_input(link: LinkType, frames: &[&[u8]]) -> Vec<u8> {
     }
     v
 }
+
+/// The segments of an `l7_*` input: separated by [`FRAME_SEP`], each led by a byte whose
+/// low bit is the direction (0 client to server, 1 server to client).
+pub fn l7_segments(body: &[u8]) -> Vec<(tapstat_l7::Dir, &[u8])> {
+    split_frames(body)
+        .into_iter()
+        .filter_map(|s| s.split_first())
+        .map(|(&d, p)| {
+            (if d & 1 == 0 { tapstat_l7::Dir::ClientToServer } else { tapstat_l7::Dir::ServerToClient }, p)
+        })
+        .collect()
+}
+
+/// Feeds segments to a fresh flow under two configurations (default, and one whose
+/// budget and caps are tiny), checking what `L7Flow` promises: once `is_done()` it
+/// stays done and reports no records, and it holds no more heap than its caps allow.
+pub fn run_l7(transport: tapstat_l7::Transport, server_port: u16, segs: &[(tapstat_l7::Dir, &[u8])]) {
+    use tapstat_l7::{L7Config, L7Flow};
+    let tiny = L7Config {
+        budget: 64,
+        reassembly_cap: 128,
+        probe_packets: 2,
+        max_http_transactions: 2,
+        max_dns_transactions: 2,
+        ..L7Config::default()
+    };
+    for cfg in [L7Config::default(), tiny] {
+        let mut f = L7Flow::new(transport, 40000, server_port);
+        for (i, (dir, p)) in segs.iter().enumerate() {
+            let was_done = f.is_done();
+            let r = f.on_payload(&cfg, *dir, p, i as u64);
+            if was_done {
+                assert!(f.is_done() && r.is_empty(), "a done flow stays done and quiet");
+            }
+            assert!(f.heap_bytes() < 1 << 20, "heap within the caps: {}", f.heap_bytes());
+        }
+        let _ = (f.app(), f.app_source(), f.sni(), f.alpn(), f.ja3(), f.ja3_md5(), f.ja4(), f.quic(), f.tls_times());
+        let _ = (f.http().map(|h| h.requests), f.events());
+        let _ = (f.drain_http(true), f.drain_dns(true));
+    }
+}

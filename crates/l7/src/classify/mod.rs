@@ -1,0 +1,81 @@
+//! Classification: which application a flow carries (`App`) and how we know
+//! (`AppSource`): payload signatures of the first packets of each direction first
+//! (`signatures`), the server port as a fallback (`ports`).
+//!
+//! The set covers what Tstat's TCP `con_t` and UDP `c_type` classify and still matters
+//! (HTTP, TLS, SSH, RTP/RTCP, BitTorrent with DHT and uTP, SMTP/POP3/IMAP, STUN/TURN,
+//! DTLS, QUIC, DNS, SIP, RTSP) plus FTP and NTP, which ports settle.
+
+pub mod ports;
+pub mod signatures;
+
+/// An application protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum App {
+    Tls,
+    Dtls,
+    Quic,
+    Http,
+    Dns,
+    Ssh,
+    Smtp,
+    Pop3,
+    Imap,
+    Ftp,
+    Bittorrent,
+    Rtp,
+    Rtcp,
+    Stun,
+    Sip,
+    Rtsp,
+    Ntp,
+}
+
+impl App {
+    /// The lowercase name a record prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            App::Tls => "tls",
+            App::Dtls => "dtls",
+            App::Quic => "quic",
+            App::Http => "http",
+            App::Dns => "dns",
+            App::Ssh => "ssh",
+            App::Smtp => "smtp",
+            App::Pop3 => "pop3",
+            App::Imap => "imap",
+            App::Ftp => "ftp",
+            App::Bittorrent => "bittorrent",
+            App::Rtp => "rtp",
+            App::Rtcp => "rtcp",
+            App::Stun => "stun",
+            App::Sip => "sip",
+            App::Rtsp => "rtsp",
+            App::Ntp => "ntp",
+        }
+    }
+}
+
+/// How `app` was decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum AppSource {
+    /// A payload signature matched.
+    Payload,
+    /// No signature matched; the port table did.
+    Port,
+    /// Neither.
+    #[default]
+    None,
+}
+
+impl AppSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            AppSource::Payload => "payload",
+            AppSource::Port => "port",
+            AppSource::None => "none",
+        }
+    }
+}

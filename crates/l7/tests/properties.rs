@@ -1,0 +1,79 @@
+//! Property tests: no parser panics on any input, truncated or arbitrary, and neither
+//! does `L7Flow` whatever payloads, directions and ports it is fed.
+
+use proptest::prelude::*;
+use tapstat_l7::dns::parser::Message;
+use tapstat_l7::http::parser::{chunk_size, head_end, Request, Response};
+use tapstat_l7::quic::parser::{gquic_chlo, parse_initial_frames, user_agent, LongHeader};
+use tapstat_l7::tls::fingerprint::{ja3_string, ja4, Ja4Transport};
+use tapstat_l7::tls::parser::{dtls_first_handshake_message, first_handshake_message, ClientHello, ServerHello};
+use tapstat_l7::{Dir, L7Config, L7Flow, Transport};
+
+/// Bytes that often start like the protocols, so the fuzzing gets past the first checks.
+fn seeded_bytes() -> impl Strategy<Value = Vec<u8>> {
+    let prefixes: Vec<Vec<u8>> = vec![
+        vec![],
+        vec![22, 3, 1],
+        vec![22, 3, 3, 0, 200, 1, 0, 0, 196, 3, 3],
+        vec![22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0],
+        vec![0xc3, 0, 0, 0, 1, 8],
+        vec![0xc3, 0x6b, 0x33, 0x43, 0xcf],
+        b"GET / HTTP/1.1\r\n".to_vec(),
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec(),
+        vec![0x12, 0x34, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0],
+        b"CHLO".to_vec(),
+    ];
+    (proptest::sample::select(prefixes), proptest::collection::vec(any::<u8>(), 0..600)).prop_map(|(mut p, r)| {
+        p.extend_from_slice(&r);
+        p
+    })
+}
+
+fn all_parsers(b: &[u8]) {
+    let mut scratch = Vec::new();
+    let _ = first_handshake_message(b, &mut scratch);
+    let _ = dtls_first_handshake_message(b);
+    for dtls in [false, true] {
+        if let Some(ch) = ClientHello::parse(b, dtls) {
+            let _ = (ch.server_name(), ch.alpn().count(), ch.supported_versions().count());
+            let _ = (ja3_string(&ch), ja4(&ch, Ja4Transport::Tcp), ch.quic_transport_parameters());
+        }
+        if let Some(sh) = ServerHello::parse(b, dtls) {
+            let _ = (sh.selected_version(), sh.alpn());
+        }
+    }
+    let _ = LongHeader::parse(b);
+    let _ = parse_initial_frames(b, |_, _| {});
+    let _ = gquic_chlo(b);
+    let _ = user_agent(b);
+    let _ = (head_end(b), chunk_size(b), Request::parse(b), Response::parse(b));
+    let _ = Message::parse(b);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn parsers_never_panic(b in seeded_bytes()) {
+        all_parsers(&b);
+        for cut in [0, 1, 5, 13, b.len() / 2] {
+            all_parsers(&b[..cut.min(b.len())]);
+        }
+    }
+
+    #[test]
+    fn flows_never_panic(
+        segs in proptest::collection::vec((any::<bool>(), seeded_bytes()), 1..8),
+        tcp in any::<bool>(),
+        port in proptest::sample::select(vec![0u16, 53, 80, 443, 3478, 5060]),
+    ) {
+        let cfg = L7Config { budget: 2048, reassembly_cap: 1024, ..L7Config::default() };
+        let mut f = L7Flow::new(if tcp { Transport::Tcp } else { Transport::Udp }, 40000, port);
+        for (i, (to_server, p)) in segs.iter().enumerate() {
+            let dir = if *to_server { Dir::ClientToServer } else { Dir::ServerToClient };
+            f.on_payload(&cfg, dir, p, i as u64);
+        }
+        let _ = (f.app(), f.app_source(), f.sni(), f.ja4(), f.quic(), f.tls_times(), f.events());
+        let _ = (f.drain_http(true), f.drain_dns(true), f.heap_bytes());
+    }
+}

@@ -197,13 +197,18 @@ pub struct Flow {
     pub flow_id: FlowId,
     /// Where the previous periodic row left off (`--periodic`).
     pub snap: crate::periodic::Snapshot,
+    /// The application layer's state (TCP and UDP flows, when it is on).
+    pub l7: Option<tapstat_l7::L7Flow>,
+    /// The name the client resolved for the server before the flow began (DN-Hunter).
+    pub fqdn: Option<std::sync::Arc<str>>,
 }
 
 impl Flow {
     /// A new flow opened by packet `d`, whose sender is the `lo` endpoint when
     /// `src_is_lo`.
-    /// `full` carries the full sets' state (reset) when they are on.
-    pub fn new(d: &Decoded, src_is_lo: bool, ts_ns: u64, full: Option<Box<FullState>>) -> Flow {
+    /// `full` carries the full sets' state (reset) when they are on; `l7` says whether
+    /// the application layer is.
+    pub fn new(d: &Decoded, src_is_lo: bool, ts_ns: u64, full: Option<Box<FullState>>, l7: bool) -> Flow {
         let kind = match d.l4 {
             tapstat_decode::L4::Tcp if d.sport != 0 || d.dport != 0 => Kind::Tcp,
             tapstat_decode::L4::Udp if d.sport != 0 || d.dport != 0 => Kind::Udp,
@@ -245,6 +250,12 @@ impl Flow {
             full,
             flow_id: FlowId::default(),
             snap: Default::default(),
+            l7: match kind {
+                Kind::Tcp if l7 => Some(tapstat_l7::L7Flow::new(tapstat_l7::Transport::Tcp, cp, sp)),
+                Kind::Udp if l7 => Some(tapstat_l7::L7Flow::new(tapstat_l7::Transport::Udp, cp, sp)),
+                _ => None,
+            },
+            fqdn: None,
         }
     }
 
@@ -294,7 +305,11 @@ impl Flow {
     #[inline]
     /// With the full sets' state, TCP segments also go through the end-to-end, options
     /// and anomaly sets (`TcpSets::Full`).
-    pub fn update(&mut self, d: &Decoded, wire_len: u32, ts_ns: u64, di: usize) {
+    ///
+    /// Returns where the payload's bytes that continue the direction's stream begin,
+    /// for the application layer: every UDP datagram from 0; for TCP, new bytes in
+    /// order only; none for other protocols.
+    pub fn update(&mut self, d: &Decoded, wire_len: u32, ts_ns: u64, di: usize) -> Option<u32> {
         // Time never runs backwards within a flow: a capture whose clock stepped back
         // by a few packets keeps first <= last.
         let prev_ns = self.last_ns;
@@ -327,8 +342,10 @@ impl Flow {
             }
             x.last_payload_ns = x.last_payload_ns.max(ts);
         }
-        if self.kind == Kind::Tcp {
-            crate::tcp::on_segment(self, d, ts, di);
+        match self.kind {
+            Kind::Tcp => crate::tcp::on_segment(self, d, ts, di),
+            Kind::Udp => Some(0),
+            Kind::Other => None,
         }
     }
 }
@@ -343,7 +360,7 @@ mod tests {
         let size = std::mem::size_of::<Flow>();
         let full = std::mem::size_of::<FullState>();
         eprintln!("size_of::<Flow>() = {size}, size_of::<FullState>() = {full}");
-        assert!(size <= 752, "Flow grew to {size} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
-        assert!(full <= 2096, "FullState grew to {full} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
+        assert!(size <= 816, "Flow grew to {size} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
+        assert!(full <= 2048, "FullState grew to {full} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
     }
 }

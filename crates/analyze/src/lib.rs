@@ -19,7 +19,9 @@
 //! tracker is the only code that decides when a flow starts and ends, and it decides
 //! from packet time only.
 
+pub mod dnhunter;
 mod flow;
+pub mod l7log;
 pub mod logs;
 pub mod periodic;
 pub mod stats;

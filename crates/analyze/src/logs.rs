@@ -421,6 +421,223 @@ fn stats_cols() -> Vec<Column<Flow>> {
     v
 }
 
+fn l7(f: &Flow) -> Option<&tapstat_l7::L7Flow> {
+    f.l7.as_ref()
+}
+
+/// A TLS version as Tstat writes it (4 hex digits).
+fn tls_version(v: Option<u16>) -> Value<'static> {
+    match v {
+        None => Value::None,
+        Some(0x0300) => Value::Str("0300"),
+        Some(0x0301) => Value::Str("0301"),
+        Some(0x0302) => Value::Str("0302"),
+        Some(0x0303) => Value::Str("0303"),
+        Some(0x0304) => Value::Str("0304"),
+        Some(0xfeff) => Value::Str("feff"),
+        Some(0xfefd) => Value::Str("fefd"),
+        Some(0xfefc) => Value::Str("fefc"),
+        Some(x) => Value::U64(x as u64),
+    }
+}
+
+/// The highest version a ClientHello offers (supported_versions, else the legacy field),
+/// GREASE values (RFC 8701: 0x?a?a) left out.
+fn offered_version(c: &tapstat_l7::tls::ClientHelloInfo) -> Option<u16> {
+    let grease = |v: &u16| v & 0x0f0f == 0x0a0a;
+    c.supported_versions.iter().filter(|v| !grease(v)).max().copied().or(Some(c.legacy_version))
+}
+
+/// A QUIC version in hex (8 digits) for the known ones.
+fn quic_version(v: Option<u32>) -> Value<'static> {
+    match v {
+        None => Value::None,
+        Some(1) => Value::Str("00000001"),
+        Some(0x6b33_43cf) => Value::Str("6b3343cf"),
+        Some(0xff00_001d) => Value::Str("ff00001d"),
+        Some(x) => Value::U64(x as u64),
+    }
+}
+
+fn app_cols() -> [Column<Flow>; 3] {
+    [
+        col!("app", Str, "", "l7", "application protocol (tls, quic, http, dns, ssh, bittorrent, rtp, stun, smtp, ...): from payload signatures first, else the port table", |f: &Flow| l7(f).and_then(|x| x.app()).map_or(Value::None, |a| Value::Str(a.name()))),
+        col!("app_source", Str, "", "l7", "where `app` came from: payload, port or none", |f: &Flow| l7(f).map_or(Value::None, |x| Value::Str(x.app_source().name()))),
+        col!("fqdn", Str, "", "l7", "the name the client resolved for the server before the flow (DN-Hunter: from the DNS answers seen)", |f: &Flow| f.fqdn.as_deref().map_or(Value::None, Value::Str)),
+    ]
+}
+
+/// The application layer's columns of a TCP record (Tstat's names where Tstat has the
+/// value).
+fn tcp_l7_cols() -> Vec<Column<Flow>> {
+    let mut v = app_cols().to_vec();
+    v.extend([
+        col!("http_hostname", Str, "", "l7", "Host of the flow's first HTTP request", |f: &Flow| l7(f)
+            .and_then(|x| x.http())
+            .and_then(|h| h.first_host.as_deref())
+            .map_or(Value::None, Value::Str)),
+        col!("http_req_cnt", U64, "", "l7", "HTTP requests", |f: &Flow| Value::U64(
+            l7(f).and_then(|x| x.http()).map_or(0, |h| h.requests as u64)
+        )),
+        col!("http_res_cnt", U64, "", "l7", "HTTP responses", |f: &Flow| Value::U64(
+            l7(f).and_then(|x| x.http()).map_or(0, |h| h.responses as u64)
+        )),
+        col!("http_res", U64, "", "l7", "status code of the first HTTP response", |f: &Flow| l7(f)
+            .and_then(|x| x.http())
+            .and_then(|h| h.first_status)
+            .map_or(Value::None, |s| Value::U64(s as u64))),
+        col!("c_tls_SNI", Str, "", "l7", "server name (SNI) of the ClientHello", |f: &Flow| l7(f)
+            .and_then(|x| x.sni())
+            .map_or(Value::None, Value::Str)),
+        col!("c_alpn", Str, "", "l7", "first ALPN protocol the ClientHello offers", |f: &Flow| l7(f)
+            .and_then(|x| x.alpn().first())
+            .map_or(Value::None, |a| Value::Str(a))),
+        col!(
+            "s_alpn",
+            Str,
+            "",
+            "l7",
+            "ALPN protocol the ServerHello selects (TLS 1.2; TLS 1.3 encrypts it)",
+            |f: &Flow| l7(f)
+                .and_then(|x| x.tls())
+                .and_then(|t| t.server.as_ref())
+                .and_then(|s| s.alpn.as_deref())
+                .map_or(Value::None, Value::Str)
+        ),
+        col!(
+            "c_TLSvers",
+            Str,
+            "",
+            "l7",
+            "highest TLS version the ClientHello offers (supported_versions, else its version field), 4 hex digits",
+            |f: &Flow| tls_version(
+                l7(f).and_then(|x| x.tls()).and_then(|t| t.client.as_ref()).and_then(offered_version)
+            )
+        ),
+        col!("s_TLSvers", Str, "", "l7", "TLS version the ServerHello selects, 4 hex digits", |f: &Flow| tls_version(
+            l7(f).and_then(|x| x.tls()).and_then(|t| t.server.as_ref()).map(|s| s.version)
+        )),
+        col!("ja3", Str, "", "l7", "JA3 fingerprint of the ClientHello (MD5)", |f: &Flow| l7(f)
+            .and_then(|x| x.ja3_md5())
+            .map_or(Value::None, Value::Str)),
+        col!("ja4", Str, "", "l7", "JA4 fingerprint of the ClientHello", |f: &Flow| l7(f)
+            .and_then(|x| x.ja4())
+            .map_or(Value::None, Value::Str)),
+        col!(
+            "c_last_handshakeT",
+            F64,
+            "ms",
+            "l7",
+            "time from the flow's first packet to the client's last TLS handshake record",
+            |f: &Flow| rel_ms(f, l7(f).and_then(|x| x.tls_times()).and_then(|t| t.last_handshake_ns[0]).unwrap_or(0))
+        ),
+        col!(
+            "s_last_handshakeT",
+            F64,
+            "ms",
+            "l7",
+            "time from the flow's first packet to the server's last TLS handshake record",
+            |f: &Flow| rel_ms(f, l7(f).and_then(|x| x.tls_times()).and_then(|t| t.last_handshake_ns[1]).unwrap_or(0))
+        ),
+        col!(
+            "c_appdataT",
+            F64,
+            "ms",
+            "l7",
+            "time from the flow's first packet to the client's first TLS Application Data",
+            |f: &Flow| rel_ms(f, l7(f).and_then(|x| x.tls_times()).and_then(|t| t.first_appdata_ns[0]).unwrap_or(0))
+        ),
+        col!(
+            "s_appdataT",
+            F64,
+            "ms",
+            "l7",
+            "time from the flow's first packet to the server's first TLS Application Data",
+            |f: &Flow| rel_ms(f, l7(f).and_then(|x| x.tls_times()).and_then(|t| t.first_appdata_ns[1]).unwrap_or(0))
+        ),
+        col!(
+            "c_appdataB",
+            U64,
+            "bytes",
+            "l7",
+            "client payload bytes before its first Application Data, plus 1 (Tstat's relative sequence number)",
+            |f: &Flow| l7(f)
+                .and_then(|x| x.tls_times())
+                .and_then(|t| t.first_appdata_offset[0])
+                .map_or(Value::None, |o| Value::U64(o + 1))
+        ),
+        col!(
+            "s_appdataB",
+            U64,
+            "bytes",
+            "l7",
+            "server payload bytes before its first Application Data, plus 1",
+            |f: &Flow| l7(f)
+                .and_then(|x| x.tls_times())
+                .and_then(|t| t.first_appdata_offset[1])
+                .map_or(Value::None, |o| Value::U64(o + 1))
+        ),
+    ]);
+    v
+}
+
+/// The application layer's columns of a UDP record.
+fn udp_l7_cols() -> Vec<Column<Flow>> {
+    let mut v = app_cols().to_vec();
+    v.extend([
+        col!(
+            "quic_SNI",
+            Str,
+            "",
+            "l7",
+            "server name (SNI) of the QUIC ClientHello, from the decrypted Initial packets",
+            |f: &Flow| l7(f)
+                .and_then(|x| x.quic())
+                .and_then(|q| q.tls.client.as_ref())
+                .and_then(|c| c.sni.as_deref())
+                .map_or(Value::None, Value::Str)
+        ),
+        col!("quic_alpn", Str, "", "l7", "first ALPN protocol the QUIC ClientHello offers", |f: &Flow| l7(f)
+            .and_then(|x| x.quic())
+            .and_then(|q| q.tls.client.as_ref())
+            .and_then(|c| c.alpn.first())
+            .map_or(Value::None, |a| Value::Str(a))),
+        col!(
+            "quic_UA",
+            Str,
+            "",
+            "l7",
+            "user agent of the QUIC client (transport parameter google_user_agent)",
+            |f: &Flow| l7(f)
+                .and_then(|x| x.quic())
+                .and_then(|q| q.user_agent.as_deref())
+                .map_or(Value::None, Value::Str)
+        ),
+        col!(
+            "quic_c_vers",
+            Str,
+            "",
+            "l7",
+            "QUIC version of the client's first long header (8 hex digits for v1, v2, draft-29)",
+            |f: &Flow| quic_version(l7(f).and_then(|x| x.quic()).and_then(|q| q.client_version))
+        ),
+        col!("quic_s_vers", Str, "", "l7", "QUIC version of the server's first long header", |f: &Flow| quic_version(
+            l7(f).and_then(|x| x.quic()).and_then(|q| q.server_version)
+        )),
+        col!("quic_zero_rtt", U64, "packets", "l7", "0-RTT packets from the client", |f: &Flow| Value::U64(
+            l7(f).and_then(|x| x.quic()).map_or(0, |q| q.zero_rtt_packets as u64)
+        )),
+        col!("dtls_SNI", Str, "", "l7", "server name (SNI) of a DTLS ClientHello", |f: &Flow| l7(f)
+            .filter(|x| x.quic().is_none())
+            .and_then(|x| x.sni())
+            .map_or(Value::None, Value::Str)),
+        col!("ja4", Str, "", "l7", "JA4 fingerprint of the QUIC or DTLS ClientHello", |f: &Flow| l7(f)
+            .and_then(|x| x.ja4())
+            .map_or(Value::None, Value::Str)),
+    ]);
+    v
+}
+
 /// `log_tcp_complete` (three-way handshake seen) and `log_tcp_nocomplete` (the rest)
 /// share these columns.
 pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
@@ -519,24 +736,37 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
         "the flow's id (16 hex digits from its 5-tuple and first packet time), shared with its periodic rows",
         |f: &Flow| Value::Str(f.flow_id.as_str())
     ));
+    v.extend(tcp_l7_cols());
     v.extend(stats_cols());
     Log { name: "log_tcp_complete", meaning: "TCP flows whose three-way handshake was seen (SYN, SYN/ACK, ACK). `log_tcp_nocomplete` has the same columns for the other TCP flows.", columns: v }
 });
 
 /// The groups of columns the TCP core set writes; the rest (end-to-end, options,
-/// anomalies) come with `TcpSets::Full`.
+/// anomalies, statistics) come with `TcpSets::Full`, and `l7` with the application layer.
 const CORE_GROUPS: &[&str] = &["endpoints", "core", "time", "state"];
 
-/// `log_tcp_complete` / `log_tcp_nocomplete` with the core set only (`--tcp-sets core`).
-pub static TCP_CORE: LazyLock<Log<Flow>> = LazyLock::new(|| Log {
-    name: TCP.name,
-    meaning: TCP.meaning,
-    columns: TCP
-        .columns
-        .iter()
-        .filter(|c| CORE_GROUPS.contains(&c.field.group) && !c.field.name.ends_with("_pkts_push"))
-        .copied()
-        .collect(),
+/// `log` with the columns of the sets that are on.
+fn variant(log: &Log<Flow>, sets: crate::TcpSets, l7: bool) -> Log<Flow> {
+    let keep = |c: &&Column<Flow>| {
+        let g = c.field.group;
+        (g != "l7" || l7)
+            && (sets == crate::TcpSets::Full
+                || g == "l7"
+                || (CORE_GROUPS.contains(&g) && !c.field.name.ends_with("_pkts_push")))
+    };
+    Log { name: log.name, meaning: log.meaning, columns: log.columns.iter().filter(keep).copied().collect() }
+}
+
+/// Every log in every combination of the sets: [log][full][l7].
+static VARIANTS: LazyLock<Vec<[[Log<Flow>; 2]; 2]>> = LazyLock::new(|| {
+    [&*TCP, &*UDP, &*OTHER]
+        .into_iter()
+        .map(|log| {
+            let v = |sets, l7| variant(log, sets, l7);
+            use crate::TcpSets::{Core, Full};
+            [[v(Core, false), v(Core, true)], [v(Full, false), v(Full, true)]]
+        })
+        .collect()
 });
 
 /// `log_udp_complete`: every UDP flow.
@@ -597,15 +827,9 @@ pub static UDP: LazyLock<Log<Flow>> = LazyLock::new(|| {
         "the flow's id (16 hex digits from its 5-tuple and first packet time), shared with its periodic rows",
         |f: &Flow| Value::Str(f.flow_id.as_str())
     ));
+    v.extend(udp_l7_cols());
     v.extend(stats_cols());
     Log { name: "log_udp_complete", meaning: "UDP flows; the client is the sender of the first packet.", columns: v }
-});
-
-/// `log_udp_complete` without the full sets' statistics (`--tcp-sets core`).
-pub static UDP_CORE: LazyLock<Log<Flow>> = LazyLock::new(|| Log {
-    name: UDP.name,
-    meaning: UDP.meaning,
-    columns: UDP.columns.iter().filter(|c| CORE_GROUPS.contains(&c.field.group)).copied().collect(),
 });
 
 /// `log_other`: ICMP, ICMPv6 and the other IP protocols, one record per address pair
@@ -686,18 +910,18 @@ impl LogId {
 
     /// The columns of this log with every set.
     pub fn log(self) -> &'static Log<Flow> {
-        self.log_for(crate::TcpSets::Full)
+        self.log_for(crate::TcpSets::Full, true)
     }
 
-    /// The columns of this log with the given TCP sets.
-    pub fn log_for(self, sets: crate::TcpSets) -> &'static Log<Flow> {
-        match (self, sets) {
-            (LogId::TcpComplete | LogId::TcpNocomplete, crate::TcpSets::Full) => &TCP,
-            (LogId::TcpComplete | LogId::TcpNocomplete, crate::TcpSets::Core) => &TCP_CORE,
-            (LogId::Udp, crate::TcpSets::Full) => &UDP,
-            (LogId::Udp, crate::TcpSets::Core) => &UDP_CORE,
-            (LogId::Other, _) => &OTHER,
-        }
+    /// The columns of this log with the given TCP sets, with or without the
+    /// application layer.
+    pub fn log_for(self, sets: crate::TcpSets, l7: bool) -> &'static Log<Flow> {
+        let i = match self {
+            LogId::TcpComplete | LogId::TcpNocomplete => 0,
+            LogId::Udp => 1,
+            LogId::Other => 2,
+        };
+        &VARIANTS[i][(sets == crate::TcpSets::Full) as usize][l7 as usize]
     }
 }
 
@@ -705,6 +929,7 @@ impl LogId {
 pub fn docs() -> Vec<LogDoc> {
     let mut v = vec![LogDoc::from(&*TCP), LogDoc::from(&*UDP), LogDoc::from(&*OTHER)];
     v.extend(crate::periodic::docs());
+    v.extend(crate::l7log::docs());
     v
 }
 

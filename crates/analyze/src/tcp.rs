@@ -238,9 +238,12 @@ impl History {
     }
 }
 
-/// Accounts a TCP segment of flow `f` in direction `di`.
+/// Accounts a TCP segment of flow `f` in direction `di`. Returns where in its payload
+/// the bytes that continue the direction's stream in order begin (none when the segment
+/// brings no such bytes: a retransmission, or data beyond a gap), for the application
+/// layer.
 #[inline]
-pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize) {
+pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize) -> Option<u32> {
     let t = &d.tcp;
     let flags = t.flags;
     let syn = flags & TcpFields::SYN != 0;
@@ -278,8 +281,18 @@ pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize) {
         }
     }
     let mut class = None;
+    let mut in_order = None;
     if len > 0 && has_header {
+        let (next, started, start) = (x.seq.next(), x.seq.started, x.seq.offset_of(data_seq));
         let (c, new) = x.seq.on_data(data_seq, len);
+        // Bytes from the stream's end on: the whole segment in order, or the new tail
+        // of one that overlaps what was seen.
+        in_order = match start {
+            None if !started => Some(0),
+            None => None,
+            Some(s) if s <= next && next < s + len as u64 => Some((next - s) as u32),
+            Some(_) => None,
+        };
         x.bytes_uniq += new;
         match c {
             SegmentClass::Retransmission => {
@@ -339,6 +352,7 @@ pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize) {
     if f.full.is_some() {
         on_segment_e2e(f, d, ts, di, class);
     }
+    in_order
 }
 
 #[cfg(test)]

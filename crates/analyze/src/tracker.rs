@@ -1,10 +1,14 @@
 //! The per-worker tracker: matches packets to flows, runs the analyzers, decides in
 //! packet time when a flow ends, and hands finished flows to a [`FlowSink`].
 
+use crate::dnhunter::DnsCache;
 use crate::flow::{EndReason, Flow, FlowId, FullState, Kind};
+use crate::l7log::{DnsRow, FlowRef, HttpRow};
 use crate::periodic::PeriodicRow;
 use tapstat_decode::{Decoded, TcpFields, L4};
 use tapstat_flow::{FlowKey, FlowTable, Gc, GcConfig};
+use tapstat_l7::dns::DnsTransaction;
+use tapstat_l7::http::HttpTransaction;
 
 /// One packet as the tracker sees it: decoded, keyed and hashed by the dispatcher.
 #[derive(Clone, Copy, Debug)]
@@ -76,6 +80,10 @@ pub trait FlowSink {
     fn on_flow_end(&mut self, flow: &Flow);
     /// A periodic row of a live flow (`--periodic`).
     fn on_periodic(&mut self, _row: &PeriodicRow) {}
+    /// An HTTP request/response pair (application layer).
+    fn on_http(&mut self, _row: &HttpRow) {}
+    /// A DNS transaction (application layer).
+    fn on_dns(&mut self, _row: &DnsRow) {}
 }
 
 impl<F: FnMut(&Flow)> FlowSink for F {
@@ -104,6 +112,10 @@ pub struct TrackerConfig {
     pub first_n: usize,
     /// Interval of the periodic rows of live TCP and UDP flows; 0 for none.
     pub periodic_ns: u64,
+    /// The application layer's settings; none turns it off.
+    pub l7: Option<tapstat_l7::L7Config>,
+    /// Most (client, address) → name answers each worker remembers (DN-Hunter).
+    pub dns_cache: usize,
 }
 
 /// The TCP sets computed and written: the core set alone (volumes, sequence
@@ -132,6 +144,8 @@ impl Default for TrackerConfig {
             tcp_sets: TcpSets::Full,
             first_n: 10,
             periodic_ns: 0,
+            l7: Some(tapstat_l7::L7Config::default()),
+            dns_cache: 1 << 16,
         }
     }
 }
@@ -226,6 +240,8 @@ pub struct Tracker {
     // Boxes, not values: the point is to hand the same allocations back to flows.
     #[allow(clippy::vec_box)]
     pool: Vec<Box<FullState>>,
+    /// Names resolved by clients, for `fqdn`.
+    dns: DnsCache,
     pub stats: TrackerStats,
 }
 
@@ -239,7 +255,16 @@ impl Tracker {
             next_boundary_ns: 0,
             dirty: false,
             pool: Vec::new(),
+            dns: DnsCache::new(cfg.dns_cache),
             stats: TrackerStats::default(),
+        }
+    }
+
+    /// Learns the answers of a DNS response that another worker accounts (see
+    /// [`crate::dnhunter`]).
+    pub fn learn_dns(&mut self, d: &Decoded, payload: &[u8]) {
+        if self.cfg.l7.is_some() && crate::dnhunter::is_dns_response(d) {
+            self.dns.learn(d.dst, payload);
         }
     }
 
@@ -257,6 +282,9 @@ impl Tracker {
         if self.cfg.periodic_ns > 0 {
             self.periodic(out);
             self.dirty = true;
+        }
+        if self.cfg.l7.is_some() && crate::dnhunter::is_dns_response(p.dec) {
+            self.dns.learn(p.dec.dst, p.payload);
         }
         let scan = self.gc.poll(self.now_ns, self.table.slab_len());
         if scan > 0 {
@@ -289,8 +317,11 @@ impl Tracker {
                     b.first_limit = self.cfg.first_n;
                     b
                 });
-                let mut f = Flow::new(p.dec, p.src_is_lo, p.ts_ns, full);
+                let mut f = Flow::new(p.dec, p.src_is_lo, p.ts_ns, full, self.cfg.l7.is_some());
                 f.flow_id = FlowId::new(&p.key, p.ts_ns);
+                if f.l7.is_some() {
+                    f.fqdn = self.dns.lookup(f.dir[0].ip, f.dir[1].ip);
+                }
                 match f.kind {
                     Kind::Tcp => self.stats.flows_tcp += 1,
                     Kind::Udp => self.stats.flows_udp += 1,
@@ -300,8 +331,7 @@ impl Tracker {
                 if let Some((_, mut old)) = evicted {
                     old.end = end_reason(&old, EndReason::Evicted);
                     self.stats.evictions += 1;
-                    out.on_flow_end(&old);
-                    self.pool.extend(old.full.take());
+                    close(old, out, &mut self.pool);
                 }
                 self.stats.peak_flows = self.stats.peak_flows.max(self.table.len() as u64);
                 id
@@ -309,7 +339,10 @@ impl Tracker {
         };
         let f = self.table.get_mut(id);
         let di = f.dir_of(p.src_is_lo);
-        f.update(p.dec, p.wire_len, p.ts_ns, di);
+        let fresh = f.update(p.dec, p.wire_len, p.ts_ns, di);
+        if let (Some(cfg), Some(off)) = (self.cfg.l7.as_ref(), fresh) {
+            on_payload(f, cfg, di, p, off as usize, out);
+        }
         self.table.touch(id, self.now_ns);
     }
 
@@ -326,8 +359,7 @@ impl Tracker {
         self.table.drain(|_, mut f| {
             f.end = end_reason(&f, EndReason::EndOfInput);
             count_end(stats, f.end);
-            out.on_flow_end(&f);
-            pool.extend(f.full.take());
+            close(f, out, pool);
         });
     }
 
@@ -345,8 +377,7 @@ impl Tracker {
             |_, mut f| {
                 f.end = end_reason(&f, EndReason::Idle);
                 count_end(stats, f.end);
-                out.on_flow_end(&f);
-                pool.extend(f.full.take());
+                close(f, out, pool);
             },
         );
     }
@@ -386,8 +417,58 @@ impl Tracker {
         let (_, mut f) = self.table.remove(id);
         f.end = why;
         count_end(&mut self.stats, why);
-        out.on_flow_end(&f);
-        self.pool.extend(f.full.take());
+        close(f, out, &mut self.pool);
+    }
+}
+
+/// Feeds the application layer of `f` the payload of `p` from `off` on: a whole UDP
+/// datagram, or the TCP bytes that continue the direction's stream (only from segments
+/// captured whole: a snaplen-cut segment would leave a hole in the stream).
+#[inline]
+fn on_payload(
+    f: &mut Flow,
+    cfg: &tapstat_l7::L7Config,
+    di: usize,
+    p: &Packet<'_>,
+    off: usize,
+    out: &mut impl FlowSink,
+) {
+    let Some(l7) = f.l7.as_mut() else { return };
+    if l7.is_done() || off >= p.payload.len() {
+        return;
+    }
+    if f.kind == Kind::Tcp && p.payload.len() != p.dec.payload_len as usize {
+        return;
+    }
+    let dir = if di == 0 { tapstat_l7::Dir::ClientToServer } else { tapstat_l7::Dir::ServerToClient };
+    l7.on_payload(cfg, dir, &p.payload[off..], p.ts_ns);
+    // Complete transactions go out now: a resolver's 5-tuple can live for hours.
+    let (http, dns) = (l7.drain_http(false), l7.drain_dns(false));
+    emit_transactions(f, http, dns, out);
+}
+
+/// Writes a flow that ended: its last HTTP and DNS transactions, then its record; its
+/// full sets' state goes back to the pool.
+#[allow(clippy::vec_box)]
+fn close(mut f: Flow, out: &mut impl FlowSink, pool: &mut Vec<Box<FullState>>) {
+    if let Some(l7) = f.l7.as_mut() {
+        let (http, dns) = (l7.drain_http(true), l7.drain_dns(true));
+        emit_transactions(&f, http, dns, out);
+    }
+    out.on_flow_end(&f);
+    pool.extend(f.full.take());
+}
+
+fn emit_transactions(f: &Flow, http: Vec<HttpTransaction>, dns: Vec<DnsTransaction>, out: &mut impl FlowSink) {
+    if http.is_empty() && dns.is_empty() {
+        return;
+    }
+    let fr = FlowRef::of(f);
+    for tx in http {
+        out.on_http(&HttpRow { flow: fr.clone(), tx });
+    }
+    for tx in dns {
+        out.on_dns(&DnsRow::new(fr.clone(), tx));
     }
 }
 

@@ -52,6 +52,22 @@ pub enum TcpSetsArg {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum UrlArg {
+    /// The request target as sent, query included
+    Full,
+    /// The path without the query string
+    Path,
+    /// No URL at all
+    None,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum FormatArg {
     Tsv,
     Jsonl,
@@ -111,6 +127,20 @@ pub struct RunArgs {
     /// what it did in the interval (log_tcp_periodic, log_udp_periodic)
     #[arg(long, value_name = "S")]
     pub periodic: Option<f64>,
+    /// Application layer: classification (`app`), TLS/QUIC server names and
+    /// fingerprints, HTTP and DNS transactions (log_http_complete, log_dns_complete),
+    /// DNS names of the servers (`fqdn`)
+    #[arg(long, value_enum, default_value = "on")]
+    pub l7: OnOff,
+    /// Payload bytes per flow direction the application layer may inspect
+    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024)]
+    pub l7_budget: u32,
+    /// How much of an HTTP request's URL log_http_complete keeps (privacy)
+    #[arg(long, value_enum, default_value = "full")]
+    pub http_url: UrlArg,
+    /// DNS answers (client, address → name) each worker remembers for `fqdn`
+    #[arg(long, value_name = "N", default_value_t = 1 << 16)]
+    pub dns_cache: usize,
     /// Seed of the flow hash (default: random at start-up, so crafted traffic cannot aim at buckets)
     #[arg(long, value_name = "N")]
     pub hash_seed: Option<u64>,
@@ -147,6 +177,16 @@ impl RunArgs {
                 },
                 first_n: self.first_n,
                 periodic_ns: self.periodic.map_or(0, |s| ns(s).max(1_000_000)),
+                l7: (self.l7 == OnOff::On).then(|| tapstat_l7::L7Config {
+                    budget: self.l7_budget,
+                    url_privacy: match self.http_url {
+                        UrlArg::Full => tapstat_l7::UrlPrivacy::Full,
+                        UrlArg::Path => tapstat_l7::UrlPrivacy::PathOnly,
+                        UrlArg::None => tapstat_l7::UrlPrivacy::None,
+                    },
+                    ..Default::default()
+                }),
+                dns_cache: self.dns_cache,
             },
             hash_seed: self.hash_seed,
             ..EngineConfig::default()

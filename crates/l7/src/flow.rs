@@ -12,7 +12,7 @@ use crate::{Dir, L7Config, Records, Transport};
 
 /// The protocol state. The parsers' states are boxed: a flow pays for one only when its
 /// protocol is being parsed, and a flow that is none of them stays a few dozen bytes.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum State {
     Probing(ProbeMemory),
     Tls(Box<TlsState>),
@@ -29,7 +29,7 @@ enum State {
 ///
 /// Architecture invariant: once `is_done()` is true, `on_payload` returns at its first
 /// branch and nothing allocates again.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct L7Flow {
     state: State,
     /// Bytes inspected per direction, against `L7Config::budget`.

@@ -32,6 +32,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use tapstat_analyze::dnhunter;
+use tapstat_analyze::l7log::{self, DnsRow, HttpRow};
 use tapstat_analyze::logs::LogId;
 use tapstat_analyze::periodic::{self, PeriodicRow};
 use tapstat_analyze::Kind;
@@ -108,6 +110,9 @@ struct Pkt {
     /// comparisons), which is cheaper than moving 48 more bytes per packet between
     /// cores.
     hash: u64,
+    /// A copy of a DNS response for a worker other than its own, to learn its answers
+    /// from (DN-Hunter) without accounting it: see `tapstat_analyze::dnhunter`.
+    learn_only: bool,
     dec: Decoded,
 }
 
@@ -126,9 +131,12 @@ enum Msg {
 
 /// Output files: the four logs of finished flows ([`LogId`] order), then the periodic
 /// logs of TCP and UDP (created only with `--periodic`).
-const NLOGS: usize = 6;
+const NLOGS: usize = 8;
 const TCP_PERIODIC: usize = 4;
 const UDP_PERIODIC: usize = 5;
+/// The application layer's logs (created only when it is on).
+const HTTP: usize = 6;
+const DNS: usize = 7;
 
 /// Formatted records on their way to the writer: (log index, bytes).
 type Block = (usize, Vec<u8>);
@@ -141,6 +149,9 @@ const BLOCK_BYTES: usize = 256 * 1024;
 struct RecordOut {
     format: Format,
     sets: TcpSets,
+    l7: bool,
+    /// The output file of each log (the files of logs that are off are not created).
+    file: [usize; NLOGS],
     bufs: [Vec<u8>; NLOGS],
     records: [u64; NLOGS],
     tx: crossbeam_channel::Sender<Block>,
@@ -153,7 +164,24 @@ impl RecordOut {
             let fresh = self.free.try_recv().unwrap_or_else(|_| Vec::with_capacity(BLOCK_BYTES));
             let b = std::mem::replace(&mut self.bufs[i], fresh);
             // The writer only goes away on an I/O error, which it reports itself.
-            let _ = self.tx.send((i, b));
+            let _ = self.tx.send((self.file[i], b));
+        }
+    }
+
+    fn new(
+        cfg: &EngineConfig,
+        tx: crossbeam_channel::Sender<Block>,
+        free: crossbeam_channel::Receiver<Vec<u8>>,
+    ) -> RecordOut {
+        RecordOut {
+            format: cfg.format,
+            sets: cfg.tracker.tcp_sets,
+            l7: cfg.tracker.l7.is_some(),
+            file: log_files(cfg).2,
+            bufs: Default::default(),
+            records: [0; NLOGS],
+            tx,
+            free,
         }
     }
 }
@@ -171,8 +199,18 @@ impl FlowSink for RecordOut {
     fn on_flow_end(&mut self, f: &Flow) {
         let id = LogId::of(f);
         let i = id as usize;
-        self.format.record(id.log_for(self.sets), f, &mut self.bufs[i]);
+        self.format.record(id.log_for(self.sets, self.l7), f, &mut self.bufs[i]);
         self.wrote(i);
+    }
+
+    fn on_http(&mut self, row: &HttpRow) {
+        self.format.record(&l7log::HTTP, row, &mut self.bufs[HTTP]);
+        self.wrote(HTTP);
+    }
+
+    fn on_dns(&mut self, row: &DnsRow) {
+        self.format.record(&l7log::DNS, row, &mut self.bufs[DNS]);
+        self.wrote(DNS);
     }
 
     fn on_periodic(&mut self, row: &PeriodicRow) {
@@ -205,26 +243,41 @@ struct DispatchResult {
     last_ns: u64,
 }
 
-/// The output files' names and headers, in log index order (see [`NLOGS`]).
-fn log_files(cfg: &EngineConfig) -> (Vec<String>, Vec<Vec<u8>>) {
+/// The output files' names and headers, and the file of each log index (see
+/// [`NLOGS`]; `usize::MAX` for a log that is off).
+fn log_files(cfg: &EngineConfig) -> (Vec<String>, Vec<Vec<u8>>, [usize; NLOGS]) {
+    let mut file = [usize::MAX; NLOGS];
     let mut names: Vec<String> = LogId::ALL.iter().map(|l| cfg.format.file_name(l.name())).collect();
     let mut headers: Vec<Vec<u8>> = LogId::ALL
         .iter()
         .map(|l| {
             let mut h = Vec::new();
-            cfg.format.header(l.log_for(cfg.tracker.tcp_sets), &mut h);
+            cfg.format.header(l.log_for(cfg.tracker.tcp_sets, cfg.tracker.l7.is_some()), &mut h);
             h
         })
         .collect();
-    if cfg.tracker.periodic_ns > 0 {
-        for log in [&*periodic::TCP_PERIODIC, &*periodic::UDP_PERIODIC] {
-            names.push(cfg.format.file_name(log.name));
-            let mut h = Vec::new();
-            cfg.format.header(log, &mut h);
-            headers.push(h);
-        }
+    for (i, f) in file.iter_mut().enumerate().take(LogId::ALL.len()) {
+        *f = i;
     }
-    (names, headers)
+    let mut add = |i: usize, name: &str, header: Vec<u8>| {
+        file[i] = names.len();
+        names.push(cfg.format.file_name(name));
+        headers.push(header);
+    };
+    let header = |log: &dyn Fn(&mut Vec<u8>)| {
+        let mut h = Vec::new();
+        log(&mut h);
+        h
+    };
+    if cfg.tracker.periodic_ns > 0 {
+        add(TCP_PERIODIC, periodic::TCP_PERIODIC.name, header(&|h| cfg.format.header(&periodic::TCP_PERIODIC, h)));
+        add(UDP_PERIODIC, periodic::UDP_PERIODIC.name, header(&|h| cfg.format.header(&periodic::UDP_PERIODIC, h)));
+    }
+    if cfg.tracker.l7.is_some() {
+        add(HTTP, l7log::HTTP.name, header(&|h| cfg.format.header(&l7log::HTTP, h)));
+        add(DNS, l7log::DNS.name, header(&|h| cfg.format.header(&l7log::DNS, h)));
+    }
+    (names, headers, file)
 }
 
 /// Runs the engine over `source` until it ends or `stop` is set; every live flow is
@@ -242,7 +295,7 @@ pub fn run(
     let hasher = FlowHasher::new(seed);
 
     // Output files first: an unwritable directory is an error before any work.
-    let (names, headers) = log_files(cfg);
+    let (names, headers, _) = log_files(cfg);
     let mut out = OutputDir::create(&cfg.out_dir, &names, &headers)?;
     let (block_tx, block_rx) = crossbeam_channel::bounded::<Block>(64);
     let (free_tx, free_rx) = crossbeam_channel::bounded::<Vec<u8>>(16);
@@ -263,17 +316,11 @@ pub fn run(
     let mut reader =
         Reader { source, stop: stop.clone(), progress: progress.clone(), chunk_frames: cfg.chunk_frames, err: None };
     let (reader_done_tx, reader_done_rx) = crossbeam_channel::bounded::<ReaderResult>(1);
-    let dispatch = Dispatch::new(cfg.decode, hasher, n);
+    let mut dispatch = Dispatch::new(cfg.decode, hasher, n);
+    dispatch.dns_broadcast = n > 1 && cfg.tracker.l7.is_some();
     let new_work = |tx: &crossbeam_channel::Sender<Block>| Work {
         tracker: Tracker::new(cfg.tracker),
-        rout: RecordOut {
-            format: cfg.format,
-            sets: cfg.tracker.tcp_sets,
-            bufs: Default::default(),
-            records: [0; NLOGS],
-            tx: tx.clone(),
-            free: free_rx.clone(),
-        },
+        rout: RecordOut::new(cfg, tx.clone(), free_rx.clone()),
     };
     let (dispatcher, workers) = if n == 1 && !reader.source.may_block() {
         // One worker reading memory-mapped files: it reads, decodes and analyzes in
@@ -399,6 +446,9 @@ struct Dispatch {
     dec: Decoder,
     hasher: FlowHasher,
     workers: usize,
+    /// Hand DNS responses to every worker (the application layer is on and there are
+    /// several workers).
+    dns_broadcast: bool,
     r: DispatchResult,
 }
 
@@ -412,7 +462,7 @@ impl Dispatch {
             first_ns: 0,
             last_ns: 0,
         };
-        Dispatch { clock: InputClock::default(), dec: Decoder::new(cfg), hasher, workers, r }
+        Dispatch { clock: InputClock::default(), dec: Decoder::new(cfg), hasher, workers, dns_broadcast: false, r }
     }
 
     /// The worker and the packet for frame `f`, or `None` for a frame without IP.
@@ -434,8 +484,16 @@ impl Dispatch {
         let (key, _) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
         let hash = self.hasher.hash(&key);
         let w = FlowHasher::worker_of(hash, self.workers);
-        let pkt =
-            Pkt { ts_ns: f.ts_ns, now_ns, wire_len: f.orig_len, caplen: f.caplen, offset: f.offset, hash, dec: d };
+        let pkt = Pkt {
+            ts_ns: f.ts_ns,
+            now_ns,
+            wire_len: f.orig_len,
+            caplen: f.caplen,
+            offset: f.offset,
+            hash,
+            learn_only: false,
+            dec: d,
+        };
         Some((w, pkt))
     }
 
@@ -461,6 +519,10 @@ impl Work {
         // The captured payload: a snaplen may have cut it short of `payload_len`.
         let payload = frame.get(d.payload_offset as usize..).unwrap_or(&[]);
         let payload = &payload[..payload.len().min(d.payload_len as usize)];
+        if p.learn_only {
+            self.tracker.learn_dns(d, payload);
+            return;
+        }
         let pkt = Packet {
             ts_ns: p.ts_ns,
             now_ns: p.now_ns,
@@ -546,6 +608,13 @@ fn run_dispatcher(
     'chunks: while let Some(chunk) = chunks.recv_unless(stop) {
         for f in &chunk.frames {
             if let Some((w, p)) = dispatch.frame(f, chunk.data(f)) {
+                if dispatch.dns_broadcast && dnhunter::is_dns_response(&p.dec) {
+                    for (v, b) in batches.iter_mut().enumerate() {
+                        if v != w {
+                            b.push(Pkt { learn_only: true, ..p });
+                        }
+                    }
+                }
                 batches[w].push(p);
             }
         }

@@ -134,7 +134,7 @@ pub fn run_live(
     let n = sources.len().max(1);
     let seed = cfg.hash_seed.unwrap_or_else(random_seed);
     let hasher = FlowHasher::new(seed);
-    let (names, headers) = super::log_files(cfg);
+    let (names, headers, _) = super::log_files(cfg);
     let source_names: Vec<String> = sources.iter().map(|s| s.name()).collect();
 
     // The output directory, the stats file and the metrics port first: a mistake in
@@ -206,17 +206,8 @@ pub fn run_live(
                 .spawn(move || acquire_loop(src, prod, policy, &g, &stop2, &ready2, &progress2))
                 .expect("spawning a thread succeeds"),
         );
-        let work = Work {
-            tracker: Tracker::new(cfg.tracker),
-            rout: RecordOut {
-                format: cfg.format,
-                sets: cfg.tracker.tcp_sets,
-                bufs: Default::default(),
-                records: [0; super::NLOGS],
-                tx: txs[w].clone(),
-                free: free_rx.clone(),
-            },
-        };
+        let work =
+            Work { tracker: Tracker::new(cfg.tracker), rout: RecordOut::new(cfg, txs[w].clone(), free_rx.clone()) };
         let a = Analysis {
             dispatch: Dispatch::new(cfg.decode, hasher, 1),
             work,

@@ -72,7 +72,7 @@ impl Summary {
         first_ns: u64,
         last_ns: u64,
         t: &TrackerStats,
-        records: &[u64; 6],
+        records: &[u64; 8],
         cap: CaptureStats,
         warnings: Vec<String>,
         interrupted: bool,
@@ -100,6 +100,14 @@ impl Summary {
                 .chain(
                     (cfg.tracker.periodic_ns > 0)
                         .then_some([("log_tcp_periodic", records[4]), ("log_udp_periodic", records[5])])
+                        .into_iter()
+                        .flatten(),
+                )
+                .chain(
+                    cfg.tracker
+                        .l7
+                        .is_some()
+                        .then_some([("log_http_complete", records[6]), ("log_dns_complete", records[7])])
                         .into_iter()
                         .flatten(),
                 )

@@ -80,6 +80,9 @@ pub fn record_set(dir: &Path, log: &str) -> Vec<String> {
 
 pub const LOGS: [&str; 4] = ["log_tcp_complete", "log_tcp_nocomplete", "log_udp_complete", "log_other"];
 
+/// The application layer's logs (written when it is on, the default).
+pub const L7_LOGS: [&str; 2] = ["log_http_complete", "log_dns_complete"];
+
 pub fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary.json")).expect("json")
 }

@@ -45,14 +45,14 @@ const MAX_PENDING: usize = 16;
 /// Largest DNS-over-TCP message reassembled.
 const MAX_TCP_MESSAGE: usize = 16 * 1024;
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct TcpFraming {
     buf: Vec<u8>,
     stopped: bool,
 }
 
 /// DNS over one UDP or TCP flow.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct DnsState {
     pending: Vec<DnsTransaction>,
     ready: Vec<DnsTransaction>,

@@ -67,7 +67,7 @@ enum Body {
 }
 
 /// One direction's stream parser.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Stream {
     /// A head or chunk line that is still arriving.
     partial: Vec<u8>,
@@ -219,7 +219,7 @@ impl Stream {
 }
 
 /// HTTP/1.x over one TCP connection.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct HttpState {
     streams: [Stream; 2],
     pending: VecDeque<HttpRequest>,

@@ -28,7 +28,7 @@ pub struct QuicInfo {
 
 /// The CRYPTO stream of one direction at the Initial level, rebuilt by offset (RFC 9000
 /// §19.6: frames may come in any order, repeated or overlapping) up to a cap.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct CryptoStream {
     buf: Vec<u8>,
     /// Received ranges, sorted and merged; at most `MAX_RANGES`.
@@ -88,7 +88,7 @@ fn first_message(stream: &[u8]) -> Option<(u8, &[u8])> {
 }
 
 /// QUIC, one flow.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct QuicState {
     pub info: QuicInfo,
     /// The Destination Connection ID of the client's first Initial: both sides' Initial

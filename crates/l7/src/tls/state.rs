@@ -96,7 +96,7 @@ pub struct TlsTimes {
 
 /// Bounded reassembly of the first bytes of one direction until its first handshake
 /// message is whole. The buffer is allocated only when a hello spans segments.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct HelloReassembly {
     buf: Vec<u8>,
     needed: usize,
@@ -215,7 +215,7 @@ impl RecordTracker {
 }
 
 /// TLS over TCP, one flow.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct TlsState {
     pub info: TlsInfo,
     pub times: TlsTimes,
@@ -342,7 +342,7 @@ impl TlsState {
 
 /// DTLS over UDP, one flow: each datagram is parsed alone (RFC 6347 §4.1.1: records do
 /// not span datagrams), the first handshake message of each direction gives the hello.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct DtlsState {
     pub info: TlsInfo,
     pub times: TlsTimes,

@@ -1,0 +1,222 @@
+//! `log_http_complete` and `log_dns_complete`: one row per HTTP request/response pair
+//! and per DNS transaction, with the flow they travelled in.
+
+use crate::flow::{Flow, FlowId};
+use std::sync::LazyLock;
+use tapstat_l7::dns::parser::AnswerData;
+use tapstat_l7::dns::DnsTransaction;
+use tapstat_l7::http::HttpTransaction;
+use tapstat_record::{Column, Field, Log, LogDoc, Type, Value};
+
+/// The flow a row belongs to.
+#[derive(Clone, Debug)]
+pub struct FlowRef {
+    pub flow_id: FlowId,
+    pub ip_version: u8,
+    pub c_ip: u128,
+    pub c_port: u16,
+    pub s_ip: u128,
+    pub s_port: u16,
+    pub fqdn: Option<std::sync::Arc<str>>,
+}
+
+impl FlowRef {
+    pub fn of(f: &Flow) -> FlowRef {
+        FlowRef {
+            flow_id: f.flow_id,
+            ip_version: f.ip_version,
+            c_ip: f.dir[0].ip,
+            c_port: f.dir[0].port,
+            s_ip: f.dir[1].ip,
+            s_port: f.dir[1].port,
+            fqdn: f.fqdn.clone(),
+        }
+    }
+}
+
+/// One HTTP request and its response (either may be missing).
+pub struct HttpRow {
+    pub flow: FlowRef,
+    pub tx: HttpTransaction,
+}
+
+/// One DNS query and its response (either may be missing), with the answers as text.
+pub struct DnsRow {
+    pub flow: FlowRef,
+    pub tx: DnsTransaction,
+    /// Addresses and CNAMEs of the answers, comma-separated.
+    pub answers: String,
+    pub min_ttl: Option<u32>,
+}
+
+impl DnsRow {
+    pub fn new(flow: FlowRef, tx: DnsTransaction) -> DnsRow {
+        let mut answers = String::new();
+        for a in &tx.answers {
+            let s = match &a.data {
+                AnswerData::A(v4) => v4.to_string(),
+                AnswerData::Aaaa(v6) => v6.to_string(),
+                AnswerData::Cname(n) => n.clone(),
+                AnswerData::Other => continue,
+            };
+            if !answers.is_empty() {
+                answers.push(',');
+            }
+            answers.push_str(&s);
+        }
+        let min_ttl = tx.answers.iter().map(|a| a.ttl).min();
+        DnsRow { flow, tx, answers, min_ttl }
+    }
+}
+
+fn ms(ns: Option<u64>) -> Value<'static> {
+    ns.map_or(Value::None, |ns| Value::Micros(ns.saturating_add(500) / 1000))
+}
+
+fn opt_str(s: &Option<String>) -> Value<'_> {
+    s.as_deref().map_or(Value::None, Value::Str)
+}
+
+macro_rules! rcol {
+    ($t:ty, $name:expr, $ty:ident, $unit:literal, $meaning:expr, $get:expr) => {
+        Column::<$t> {
+            field: Field { name: $name, ty: Type::$ty, unit: $unit, meaning: $meaning, group: "l7" },
+            get: $get,
+        }
+    };
+}
+
+macro_rules! flow_cols {
+    ($t:ty) => {
+        vec![
+            rcol!($t, "flow_id", Str, "", "the flow's id (as in its TCP/UDP record)", |r: &$t| Value::Str(
+                r.flow.flow_id.as_str()
+            )),
+            rcol!($t, "c_ip", Ip, "", "IP address of the client", |r: &$t| Value::Ip(tapstat_flow::ip_of(
+                r.flow.ip_version,
+                r.flow.c_ip
+            ))),
+            rcol!($t, "c_port", U64, "", "port of the client", |r: &$t| Value::U64(r.flow.c_port as u64)),
+            rcol!($t, "s_ip", Ip, "", "IP address of the server", |r: &$t| Value::Ip(tapstat_flow::ip_of(
+                r.flow.ip_version,
+                r.flow.s_ip
+            ))),
+            rcol!($t, "s_port", U64, "", "port of the server", |r: &$t| Value::U64(r.flow.s_port as u64)),
+        ]
+    };
+}
+
+/// `log_http_complete`.
+pub static HTTP: LazyLock<Log<HttpRow>> = LazyLock::new(|| {
+    let mut v = flow_cols!(HttpRow);
+    v.extend([
+        rcol!(HttpRow, "fqdn", Str, "", "the name the client resolved for the server (DN-Hunter)", |r: &HttpRow| r
+            .flow
+            .fqdn
+            .as_deref()
+            .map_or(Value::None, Value::Str)),
+        rcol!(HttpRow, "req_time", F64, "epoch ms", "time of the request's first packet", |r: &HttpRow| ms(r
+            .tx
+            .request
+            .as_ref()
+            .map(|q| q.ts_ns))),
+        rcol!(HttpRow, "method", Str, "", "request method", |r: &HttpRow| r
+            .tx
+            .request
+            .as_ref()
+            .map_or(Value::None, |q| Value::Str(&q.method))),
+        rcol!(HttpRow, "hostname", Str, "", "Host header", |r: &HttpRow| r
+            .tx
+            .request
+            .as_ref()
+            .map_or(Value::None, |q| opt_str(&q.host))),
+        rcol!(
+            HttpRow,
+            "path",
+            Str,
+            "",
+            "request target, as `--http-url` allows (full, path only, or none)",
+            |r: &HttpRow| r.tx.request.as_ref().map_or(Value::None, |q| opt_str(&q.url))
+        ),
+        rcol!(HttpRow, "user_agent", Str, "", "User-Agent header", |r: &HttpRow| r
+            .tx
+            .request
+            .as_ref()
+            .map_or(Value::None, |q| opt_str(&q.user_agent))),
+        rcol!(HttpRow, "referer", Str, "", "Referer header", |r: &HttpRow| r
+            .tx
+            .request
+            .as_ref()
+            .map_or(Value::None, |q| opt_str(&q.referer))),
+        rcol!(HttpRow, "res_time", F64, "epoch ms", "time of the response's first packet", |r: &HttpRow| ms(r
+            .tx
+            .response
+            .as_ref()
+            .map(|s| s.ts_ns))),
+        rcol!(HttpRow, "response", U64, "", "response status code", |r: &HttpRow| r
+            .tx
+            .response
+            .as_ref()
+            .map_or(Value::None, |s| Value::U64(s.status as u64))),
+        rcol!(HttpRow, "content_type", Str, "", "Content-Type of the response", |r: &HttpRow| r
+            .tx
+            .response
+            .as_ref()
+            .map_or(Value::None, |s| opt_str(&s.content_type))),
+        rcol!(HttpRow, "content_len", U64, "bytes", "Content-Length of the response", |r: &HttpRow| r
+            .tx
+            .response
+            .as_ref()
+            .and_then(|s| s.content_length)
+            .map_or(Value::None, Value::U64)),
+        rcol!(HttpRow, "server", Str, "", "Server header of the response", |r: &HttpRow| r
+            .tx
+            .response
+            .as_ref()
+            .map_or(Value::None, |s| opt_str(&s.server))),
+    ]);
+    Log { name: "log_http_complete", meaning: "One row per HTTP/1.x request and its response, in the order of the flow (pipelining paired in order); with the application layer on.", columns: v }
+});
+
+/// `log_dns_complete`.
+pub static DNS: LazyLock<Log<DnsRow>> = LazyLock::new(|| {
+    let mut v = flow_cols!(DnsRow);
+    v.extend([
+        rcol!(DnsRow, "query_time", F64, "epoch ms", "time of the query", |r: &DnsRow| ms(r.tx.query_ts_ns)),
+        rcol!(DnsRow, "response_time", F64, "epoch ms", "time of the response", |r: &DnsRow| ms(r.tx.response_ts_ns)),
+        rcol!(DnsRow, "resp_delay", F64, "ms", "response time - query time", |r: &DnsRow| match (
+            r.tx.query_ts_ns,
+            r.tx.response_ts_ns
+        ) {
+            (Some(q), Some(s)) => Value::Micros(s.saturating_sub(q).saturating_add(500) / 1000),
+            _ => Value::None,
+        }),
+        rcol!(DnsRow, "trans_id", U64, "", "DNS transaction id", |r: &DnsRow| Value::U64(r.tx.id as u64)),
+        rcol!(DnsRow, "query", Str, "", "query name", |r: &DnsRow| Value::Str(&r.tx.qname)),
+        rcol!(DnsRow, "type", U64, "", "query type (1 A, 28 AAAA, 5 CNAME, 65 HTTPS...)", |r: &DnsRow| Value::U64(
+            r.tx.qtype as u64
+        )),
+        rcol!(
+            DnsRow,
+            "rcode",
+            U64,
+            "",
+            "response code (0 NOERROR, 2 SERVFAIL, 3 NXDOMAIN...); none without a response",
+            |r: &DnsRow| r.tx.rcode.map_or(Value::None, |c| Value::U64(c as u64))
+        ),
+        rcol!(DnsRow, "ancount", U64, "", "answer records in the response", |r: &DnsRow| Value::U64(
+            r.tx.answer_count as u64
+        )),
+        rcol!(DnsRow, "answers", Str, "", "addresses and CNAMEs of the answers, comma-separated", |r: &DnsRow| {
+            Value::Str(&r.answers)
+        }),
+        rcol!(DnsRow, "ttl", U64, "s", "smallest TTL of the answers", |r: &DnsRow| r
+            .min_ttl
+            .map_or(Value::None, |t| Value::U64(t as u64))),
+    ]);
+    Log { name: "log_dns_complete", meaning: "One row per DNS transaction (query and response paired by id, type and name) over UDP or TCP; with the application layer on.", columns: v }
+});
+
+pub fn docs() -> Vec<LogDoc> {
+    vec![LogDoc::from(&*HTTP), LogDoc::from(&*DNS)]
+}

@@ -21,9 +21,11 @@
 //! never sees a packet.
 
 pub mod hash;
+pub mod index;
 mod key;
 mod table;
 
 pub use hash::{FlowHasher, HashKind};
+pub use index::{AnyIndex, FlowIndex, IndexKind, Slots};
 pub use key::{ip_of, FlowKey};
 pub use table::{FlowTable, Gc, GcConfig, SlotId};

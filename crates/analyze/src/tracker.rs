@@ -3,7 +3,7 @@
 
 use crate::flow::{EndReason, Flow, Kind};
 use tapstat_decode::{Decoded, TcpFields, L4};
-use tapstat_flow::{FlowKey, FlowTable, Gc, GcConfig};
+use tapstat_flow::{FlowKey, FlowTable, Gc, GcConfig, IndexKind, Slots};
 
 /// One packet as the tracker sees it: decoded, keyed and hashed by the dispatcher.
 #[derive(Clone, Copy, Debug)]
@@ -95,6 +95,9 @@ pub struct TrackerConfig {
     pub gc: GcConfig,
     /// Which TCP sets are computed (and written).
     pub tcp_sets: TcpSets,
+    /// The flow table's index structure and size (records do not depend on them).
+    pub index: IndexKind,
+    pub slots: Slots,
 }
 
 /// The TCP sets computed and written: the core set alone (volumes, sequence
@@ -121,6 +124,8 @@ impl Default for TrackerConfig {
             closed_ns: 10 * S,
             gc: GcConfig::default(),
             tcp_sets: TcpSets::Full,
+            index: IndexKind::default(),
+            slots: Slots::Auto,
         }
     }
 }
@@ -211,7 +216,7 @@ pub struct Tracker {
 impl Tracker {
     pub fn new(cfg: TrackerConfig) -> Self {
         Tracker {
-            table: FlowTable::new(cfg.capacity),
+            table: FlowTable::with_kind(cfg.capacity, cfg.index, cfg.slots),
             gc: Gc::new(cfg.gc),
             cfg,
             now_ns: 0,

@@ -110,6 +110,12 @@ impl<V, I: FlowIndex> FlowTable<V, I> {
         self.map.prefetch(hash);
     }
 
+    /// The slot the index would compare first for `hash` (see [`FlowIndex::candidate`]).
+    #[inline]
+    pub fn candidate(&self, hash: u64) -> Option<SlotId> {
+        self.map.candidate(hash)
+    }
+
     /// Starts loading a slot's key and metadata.
     #[inline]
     pub fn prefetch_slot(&self, id: SlotId) {
@@ -167,6 +173,14 @@ impl<V, I: FlowIndex> FlowTable<V, I> {
             self.unlink(id);
             self.push_tail(id);
         }
+    }
+
+    /// Marks the flow as used at `ts_ns` without moving it in the LRU list: for users
+    /// that never fill the table (the lab's fmsim mode), where the order does not matter.
+    #[inline]
+    pub fn touch_time(&mut self, id: SlotId, ts_ns: u64) {
+        let m = &mut self.meta[id as usize];
+        m.last_ns = m.last_ns.max(ts_ns);
     }
 
     /// Inserts a flow that is not in the table. When the table is full, the flow

@@ -46,6 +46,11 @@ pub struct Summary {
     pub pkts_per_s: f64,
     pub gbit_per_s: f64,
     pub pkts_per_cpu_s: f64,
+    /// The flow table's index structure and the flow hash function.
+    pub flow_table: &'static str,
+    pub flow_hash: &'static str,
+    /// Per-packet processing time in the workers, sampled (`--time-sample`).
+    pub packet_time: crate::PacketTimeSummary,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -118,6 +123,9 @@ impl Summary {
             pkts_per_s: per(packets as f64, elapsed_s),
             gbit_per_s: per(bytes as f64 * 8.0 / 1e9, elapsed_s),
             pkts_per_cpu_s: per(packets as f64, cpu_s),
+            flow_table: "",
+            flow_hash: "",
+            packet_time: Default::default(),
         }
     }
 

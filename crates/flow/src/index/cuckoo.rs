@@ -256,6 +256,13 @@ impl FlowIndex for Cuckoo {
         prefetch_ptr(self.b.as_ptr().wrapping_add(self.alt(b1, sig(hash))));
     }
 
+    #[inline]
+    fn candidate(&self, hash: u64) -> Option<u32> {
+        let bk = &self.b[self.reduce.of(hash)];
+        let m = bk.matches(sig(hash));
+        (m != 0).then(|| bk.id[m.trailing_zeros() as usize])
+    }
+
     fn probes(&self, hash: u64, mut eq: impl FnMut(u32) -> bool) -> u32 {
         let s = sig(hash);
         let b1 = self.reduce.of(hash);
@@ -280,6 +287,6 @@ impl FlowIndex for Cuckoo {
     }
 
     fn buckets(&self) -> usize {
-        self.reduce.n()
+        self.reduce.n() * WAYS
     }
 }

@@ -155,6 +155,12 @@ impl FlowIndex for Lists {
         prefetch_ptr(self.heads.as_ptr().wrapping_add(self.reduce.of(hash)));
     }
 
+    #[inline]
+    fn candidate(&self, hash: u64) -> Option<u32> {
+        let l = self.heads[self.reduce.of(hash)];
+        (l.id1 != 0 && l.tag == tag(hash)).then(|| l.id1 - 1)
+    }
+
     fn probes(&self, hash: u64, mut eq: impl FnMut(u32) -> bool) -> u32 {
         let t = tag(hash);
         let mut l = self.heads[self.reduce.of(hash)];

@@ -36,13 +36,19 @@ pub trait FlowIndex {
     /// Starts loading the memory a lookup of `hash` will read first.
     #[inline]
     fn prefetch(&self, _hash: u64) {}
+    /// The first slot id a lookup of `hash` would compare, if any (to prefetch the slot
+    /// before the lookup proper).
+    #[inline]
+    fn candidate(&self, _hash: u64) -> Option<u32> {
+        None
+    }
     /// Entries examined by a lookup of `hash` (for the chain-length statistics of the
     /// lab: list entries walked, tree entries compared, hashbrown candidates whose
     /// control byte matched, cuckoo buckets visited).
     fn probes(&self, hash: u64, eq: impl FnMut(u32) -> bool) -> u32;
     /// Bytes the index holds (allocated), for the memory per flow.
     fn bytes(&self) -> usize;
-    /// Buckets (lists, trees, cuckoo) or slots (hashbrown) of the index now.
+    /// Buckets (lists, trees) or slots (hashbrown, cuckoo: 8 per bucket) of the index now.
     fn buckets(&self) -> usize;
 }
 
@@ -195,6 +201,10 @@ impl FlowIndex for AnyIndex {
     #[inline]
     fn prefetch(&self, hash: u64) {
         each!(self, i => i.prefetch(hash))
+    }
+    #[inline]
+    fn candidate(&self, hash: u64) -> Option<u32> {
+        each!(self, i => i.candidate(hash))
     }
     fn probes(&self, hash: u64, eq: impl FnMut(u32) -> bool) -> u32 {
         each!(self, i => i.probes(hash, eq))

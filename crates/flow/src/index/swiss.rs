@@ -33,7 +33,12 @@ impl FlowIndex for Swiss {
         }
     }
 
-    // No prefetch: hashbrown does not say where a hash's group lies.
+    // No prefetch: hashbrown does not say where a hash's group lies. The candidate is
+    // found by a probe proper (the first entry whose control byte matches).
+    #[inline]
+    fn candidate(&self, hash: u64) -> Option<u32> {
+        self.map.find(hash, |_| true).copied()
+    }
 
     fn probes(&self, hash: u64, mut eq: impl FnMut(u32) -> bool) -> u32 {
         let mut n = 0;

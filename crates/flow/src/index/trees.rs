@@ -79,6 +79,12 @@ impl FlowIndex for Trees {
         prefetch_ptr(self.buckets.as_ptr().wrapping_add(self.reduce.of(hash)));
     }
 
+    #[inline]
+    fn candidate(&self, hash: u64) -> Option<u32> {
+        let v = &self.buckets[self.reduce.of(hash)];
+        v.get(v.partition_point(|e| e.0 < hash)).filter(|e| e.0 == hash).map(|e| e.1)
+    }
+
     fn probes(&self, hash: u64, mut eq: impl FnMut(u32) -> bool) -> u32 {
         let v = &self.buckets[self.reduce.of(hash)];
         // Binary search steps, then the candidates of equal hash.

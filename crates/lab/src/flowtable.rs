@@ -402,9 +402,9 @@ fn run_with<I: FlowIndex>(s: &Stream, cfg: &RunConfig, make: impl Fn() -> I) -> 
             let mut i = 0;
             while i < n {
                 let m = b.min(n - i);
-                for j in 0..m {
+                for (j, slot) in hs[..m].iter_mut().enumerate() {
                     let h = hasher.as_ref().map_or(s.dispatch[i + j], |x| x.hash(&s.keys[i + j]));
-                    hs[j] = h;
+                    *slot = h;
                     e.t.prefetch(h);
                 }
                 for &h in &hs[..m] {
@@ -412,8 +412,8 @@ fn run_with<I: FlowIndex>(s: &Stream, cfg: &RunConfig, make: impl Fn() -> I) -> 
                         e.t.prefetch_slot(id);
                     }
                 }
-                for j in 0..m {
-                    e.step(&s.keys[i + j], hs[j], s.ts[i + j] + off);
+                for (j, &h) in hs[..m].iter().enumerate() {
+                    e.step(&s.keys[i + j], h, s.ts[i + j] + off);
                 }
                 i += m;
             }

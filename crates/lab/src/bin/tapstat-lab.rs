@@ -27,7 +27,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Flow-table emulator (fmsim-like): lookups per CPU-second, probe lengths, load, memory.
-    Flowtable(FlowtableArgs),
+    Flowtable(Box<FlowtableArgs>),
     /// Write a deterministic synthetic capture (classic pcap, Ethernet, µs).
     Synth {
         /// Output pcap file.

@@ -6,7 +6,7 @@ use crate::flow::{EndReason, Flow, FlowId, FullState, Kind};
 use crate::l7log::{DnsRow, FlowRef, HttpRow};
 use crate::periodic::PeriodicRow;
 use tapstat_decode::{Decoded, TcpFields, L4};
-use tapstat_flow::{FlowKey, FlowTable, Gc, GcConfig};
+use tapstat_flow::{FlowKey, FlowTable, Gc, GcConfig, IndexKind, Slots};
 use tapstat_l7::dns::DnsTransaction;
 use tapstat_l7::http::HttpTransaction;
 
@@ -116,6 +116,9 @@ pub struct TrackerConfig {
     pub l7: Option<tapstat_l7::L7Config>,
     /// Most (client, address) → name answers each worker remembers (DN-Hunter).
     pub dns_cache: usize,
+    /// The flow table's index structure and size (records do not depend on them).
+    pub index: IndexKind,
+    pub slots: Slots,
 }
 
 /// The TCP sets computed and written: the core set alone (volumes, sequence
@@ -146,6 +149,8 @@ impl Default for TrackerConfig {
             periodic_ns: 0,
             l7: Some(tapstat_l7::L7Config::default()),
             dns_cache: 1 << 16,
+            index: IndexKind::default(),
+            slots: Slots::Auto,
         }
     }
 }
@@ -248,7 +253,7 @@ pub struct Tracker {
 impl Tracker {
     pub fn new(cfg: TrackerConfig) -> Self {
         Tracker {
-            table: FlowTable::new(cfg.capacity),
+            table: FlowTable::with_kind(cfg.capacity, cfg.index, cfg.slots),
             gc: Gc::new(cfg.gc),
             cfg,
             now_ns: 0,

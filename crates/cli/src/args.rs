@@ -3,7 +3,7 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use tapstat_analyze::{TcpSets, TrackerConfig};
-use tapstat_flow::GcConfig;
+use tapstat_flow::{GcConfig, HashKind, IndexKind, Slots};
 use tapstat_pipeline::EngineConfig;
 
 const EXAMPLES: &str = "\
@@ -146,6 +146,39 @@ pub struct RunArgs {
     pub hash_seed: Option<u64>,
     #[command(flatten)]
     pub live: crate::live::LiveArgs,
+    /// Flow table index structure (records do not depend on it; see docs/BENCHMARKS.md, issue 6)
+    #[arg(long, value_enum, default_value = "swiss")]
+    pub flow_table: FlowTableArg,
+    /// Flow hash function, computed once per packet by the dispatcher (coralreef and toeplitz are not keyed)
+    #[arg(long, value_enum, default_value = "foldhash")]
+    pub flow_hash: FlowHashArg,
+    /// Index size per worker: buckets (lists, trees) or slots (swiss, cuckoo); 0 = start small and grow
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub flow_slots: usize,
+    /// Time the processing of 1 packet in K in the workers (summary.json `packet_time`); 0 = off
+    #[arg(long, value_name = "K", default_value_t = 64)]
+    pub time_sample: u32,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum FlowTableArg {
+    Lists,
+    Trees,
+    Swiss,
+    Cuckoo,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum FlowHashArg {
+    Foldhash,
+    Ahash,
+    Xxh3,
+    Murmur3,
+    Lookup3,
+    Coralreef,
+    Fnv1a,
+    Crc32,
+    Toeplitz,
 }
 
 fn ns(s: f64) -> u64 {
@@ -187,8 +220,27 @@ impl RunArgs {
                     ..Default::default()
                 }),
                 dns_cache: self.dns_cache,
+                index: match self.flow_table {
+                    FlowTableArg::Lists => IndexKind::Lists,
+                    FlowTableArg::Trees => IndexKind::Trees,
+                    FlowTableArg::Swiss => IndexKind::Swiss,
+                    FlowTableArg::Cuckoo => IndexKind::Cuckoo,
+                },
+                slots: if self.flow_slots == 0 { Slots::Auto } else { Slots::Fixed(self.flow_slots) },
             },
             hash_seed: self.hash_seed,
+            flow_hash: match self.flow_hash {
+                FlowHashArg::Foldhash => HashKind::Foldhash,
+                FlowHashArg::Ahash => HashKind::Ahash,
+                FlowHashArg::Xxh3 => HashKind::Xxh3,
+                FlowHashArg::Murmur3 => HashKind::Murmur3,
+                FlowHashArg::Lookup3 => HashKind::Lookup3,
+                FlowHashArg::Coralreef => HashKind::Coralreef,
+                FlowHashArg::Fnv1a => HashKind::Fnv1a,
+                FlowHashArg::Crc32 => HashKind::Crc32,
+                FlowHashArg::Toeplitz => HashKind::Toeplitz,
+            },
+            time_sample: self.time_sample,
             ..EngineConfig::default()
         }
     }

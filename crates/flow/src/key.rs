@@ -1,6 +1,5 @@
-//! The canonical bidirectional flow key and the symmetric, seeded flow hash.
+//! The canonical bidirectional flow key.
 
-use std::hash::BuildHasher;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// A bidirectional flow key: the endpoints in canonical order ((ip, port) of `lo`
@@ -43,42 +42,10 @@ pub fn ip_of(ip_version: u8, raw: u128) -> IpAddr {
     }
 }
 
-/// The flow hash: a keyed hash (foldhash) of the canonical key, so it has the same
-/// value in both directions. The seed is drawn at start-up, so traffic crafted to
-/// collide in one run's buckets does not collide in the next (cf. the "adversarial
-/// key streams" of seeds/003, future work there).
-///
-/// The same 64-bit value picks the worker (upper bits, after a multiply) and the
-/// bucket in that worker's table (hashbrown uses the low bits and the top 7), so a
-/// packet is hashed once.
-#[derive(Clone, Copy, Debug)]
-pub struct FlowHasher {
-    state: foldhash::fast::FixedState,
-}
-
-impl FlowHasher {
-    pub fn new(seed: u64) -> Self {
-        FlowHasher { state: foldhash::fast::FixedState::with_seed(seed) }
-    }
-
-    #[inline]
-    pub fn hash(&self, key: &FlowKey) -> u64 {
-        self.state.hash_one(key)
-    }
-
-    /// The worker, of `n`, that owns flows with hash `hash`. Multiplying by an odd
-    /// constant first mixes the low bits in, so the worker choice is not correlated
-    /// with the bucket bits the table uses.
-    #[inline]
-    pub fn worker_of(hash: u64, n: usize) -> usize {
-        let mixed = hash.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-        ((mixed * n as u64) >> 32) as usize
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::FlowHasher;
     use proptest::prelude::*;
 
     proptest! {

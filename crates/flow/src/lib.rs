@@ -20,8 +20,12 @@
 //! are the caller's (a predicate), so analyzers never see the table and the table
 //! never sees a packet.
 
+pub mod hash;
+pub mod index;
 mod key;
 mod table;
 
-pub use key::{ip_of, FlowHasher, FlowKey};
+pub use hash::{FlowHasher, HashKind};
+pub use index::{AnyIndex, FlowIndex, IndexKind, Slots};
+pub use key::{ip_of, FlowKey};
 pub use table::{FlowTable, Gc, GcConfig, SlotId};

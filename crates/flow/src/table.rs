@@ -1,8 +1,9 @@
 //! The per-worker flow table.
 //!
-//! A slab of slots (flow key, hash, last-seen time, value) indexed by a hashbrown
-//! `HashTable<u32>` (SIMD-probed open addressing, which stores only the slot index, so
-//! the table of a worker stays small and cache-friendly while values stay put). An
+//! A slab of slots (flow key, hash, last-seen time, value) indexed by a [`FlowIndex`]
+//! that stores only slot ids (by default hashbrown's SIMD-probed open addressing; the
+//! lab measures the others), so the index of a worker stays small and cache-friendly
+//! while values stay put. An
 //! intrusive doubly-linked list through the slots keeps them in order of last use:
 //! when the table is full, the head (the flow idle the longest) is evicted, counted,
 //! and handed back to the caller to be written out — never dropped silently.
@@ -11,8 +12,8 @@
 //! every ΔT/M of packet time the caller scans 1/M of the slots ([`Gc`]), so the cost of
 //! expiry is spread over packets instead of stalling one packet with a full scan.
 
+use crate::index::{AnyIndex, FlowIndex, IndexKind, Slots};
 use crate::FlowKey;
-use hashbrown::HashTable;
 
 /// Index of a flow's slot; stable for the flow's life in the table.
 pub type SlotId = u32;
@@ -37,9 +38,10 @@ struct Slot<V> {
     val: Option<V>,
 }
 
-/// A bounded flow table with LRU eviction. See the module doc.
-pub struct FlowTable<V> {
-    map: HashTable<u32>,
+/// A bounded flow table with LRU eviction. See the module doc. `I` is the index
+/// structure: [`AnyIndex`] (chosen at run time) unless a caller names one.
+pub struct FlowTable<V, I = AnyIndex> {
+    map: I,
     slots: Vec<Slot<V>>,
     meta: Vec<Meta>,
     free: Vec<u32>,
@@ -53,12 +55,24 @@ pub struct FlowTable<V> {
 }
 
 impl<V> FlowTable<V> {
-    /// A table holding at most `capacity` flows (at least 1).
+    /// A table holding at most `capacity` flows (at least 1), with the default index.
     pub fn new(capacity: usize) -> Self {
+        Self::with_kind(capacity, IndexKind::default(), Slots::Auto)
+    }
+
+    /// A table with an index of `kind` and size `slots`.
+    pub fn with_kind(capacity: usize, kind: IndexKind, slots: Slots) -> Self {
+        Self::with_index(capacity, AnyIndex::new(kind, slots, capacity))
+    }
+}
+
+impl<V, I: FlowIndex> FlowTable<V, I> {
+    /// A table holding at most `capacity` flows (at least 1), indexed by `index`.
+    pub fn with_index(capacity: usize, index: I) -> Self {
         let capacity = capacity.clamp(1, u32::MAX as usize - 1);
         let initial = capacity.min(1 << 16);
         FlowTable {
-            map: HashTable::with_capacity(initial),
+            map: index,
             slots: Vec::with_capacity(initial),
             meta: Vec::with_capacity(initial),
             free: Vec::new(),
@@ -86,7 +100,46 @@ impl<V> FlowTable<V> {
     #[inline]
     pub fn find(&self, key: &FlowKey, hash: u64) -> Option<SlotId> {
         let slots = &self.slots;
-        self.map.find(hash, |&i| slots[i as usize].key == *key).copied()
+        self.map.find(hash, |i| slots[i as usize].key == *key)
+    }
+
+    /// Starts loading the index memory a [`FlowTable::find`] of `hash` reads first
+    /// (for lookups batched over a burst of packets).
+    #[inline]
+    pub fn prefetch(&self, hash: u64) {
+        self.map.prefetch(hash);
+    }
+
+    /// The slot the index would compare first for `hash` (see [`FlowIndex::candidate`]).
+    #[inline]
+    pub fn candidate(&self, hash: u64) -> Option<SlotId> {
+        self.map.candidate(hash)
+    }
+
+    /// Starts loading a slot's key and metadata.
+    #[inline]
+    pub fn prefetch_slot(&self, id: SlotId) {
+        crate::index::prefetch_ptr(self.slots.as_ptr().wrapping_add(id as usize));
+        crate::index::prefetch_ptr(self.meta.as_ptr().wrapping_add(id as usize));
+    }
+
+    /// Entries the index examines to look `key` up (see [`FlowIndex::probes`]).
+    pub fn probes(&self, key: &FlowKey, hash: u64) -> u32 {
+        let slots = &self.slots;
+        self.map.probes(hash, |i| slots[i as usize].val.is_some() && slots[i as usize].key == *key)
+    }
+
+    /// The index.
+    pub fn index(&self) -> &I {
+        &self.map
+    }
+
+    /// Bytes held by the index, the slab and the metadata (allocated capacity).
+    pub fn bytes(&self) -> usize {
+        self.map.bytes()
+            + self.slots.capacity() * std::mem::size_of::<Slot<V>>()
+            + self.meta.capacity() * std::mem::size_of::<Meta>()
+            + self.free.capacity() * 4
     }
 
     #[inline]
@@ -122,6 +175,14 @@ impl<V> FlowTable<V> {
         }
     }
 
+    /// Marks the flow as used at `ts_ns` without moving it in the LRU list: for users
+    /// that never fill the table (the lab's fmsim mode), where the order does not matter.
+    #[inline]
+    pub fn touch_time(&mut self, id: SlotId, ts_ns: u64) {
+        let m = &mut self.meta[id as usize];
+        m.last_ns = m.last_ns.max(ts_ns);
+    }
+
     /// Inserts a flow that is not in the table. When the table is full, the flow
     /// idle the longest is evicted first and returned.
     pub fn insert(&mut self, key: FlowKey, hash: u64, val: V, ts_ns: u64) -> (SlotId, Option<(FlowKey, V)>) {
@@ -141,7 +202,7 @@ impl<V> FlowTable<V> {
             }
         };
         let slots = &self.slots;
-        self.map.insert_unique(hash, id, |&i| slots[i as usize].hash);
+        self.map.insert(hash, id, |i| slots[i as usize].hash);
         self.push_tail(id);
         self.len += 1;
         (id, evicted)
@@ -150,9 +211,7 @@ impl<V> FlowTable<V> {
     /// Removes a flow and gives back its key and value.
     pub fn remove(&mut self, id: SlotId) -> (FlowKey, V) {
         let hash = self.slots[id as usize].hash;
-        if let Ok(entry) = self.map.find_entry(hash, |&i| i == id) {
-            entry.remove();
-        }
+        self.map.remove(hash, id);
         self.unlink(id);
         self.meta[id as usize].last_ns = u64::MAX;
         self.free.push(id);
@@ -361,10 +420,16 @@ mod tests {
     }
 
     proptest! {
-        /// The table behaves as a map with LRU eviction and time-based expiry.
+        /// The table, with every index structure (growing, or of a fixed size that is a
+        /// power of two or not), behaves as a map with LRU eviction and time-based expiry.
         #[test]
-        fn matches_a_reference_model(ops in proptest::collection::vec(op(), 1..300), cap in 1usize..20) {
-            let mut t: FlowTable<u8> = FlowTable::new(cap);
+        fn matches_a_reference_model(
+            ops in proptest::collection::vec(op(), 1..300),
+            cap in 1usize..20,
+            kind in proptest::sample::select(IndexKind::ALL.to_vec()),
+            slots in prop_oneof![Just(Slots::Auto), (1usize..24).prop_map(Slots::Fixed)],
+        ) {
+            let mut t: FlowTable<u8> = FlowTable::with_kind(cap, kind, slots);
             // key -> (value, last_ns, lru sequence number)
             let mut model: BTreeMap<u8, (u8, u64, u64)> = BTreeMap::new();
             let mut seq = 0u64;

@@ -1,3 +1,4 @@
 //! The lab: a deterministic traffic synthesizer (sample traces and test inputs),
 //! benchmarks and emulators.
+pub mod flowtable;
 pub mod synth;

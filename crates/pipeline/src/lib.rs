@@ -21,12 +21,14 @@ mod live;
 mod ring;
 mod summary;
 mod telemetry;
+mod timing;
 
 pub use acquire::Acquire;
 pub use live::{interval_dir_name, run_live, LiveConfig, LiveSummary};
 pub use ring::{ring, Receiver, Sender};
 pub use summary::{cpu_seconds, Summary};
 pub use telemetry::{Gauges, WorkerStats};
+pub use timing::{PacketTimeSummary, PacketTimer};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -40,7 +42,7 @@ use tapstat_analyze::Kind;
 use tapstat_analyze::{Flow, FlowSink, InputClock, Packet, TcpSets, Tracker, TrackerConfig, TrackerStats};
 use tapstat_capture::{Backing, CaptureError, CaptureStats, Chunk, FrameMeta, PacketSource};
 use tapstat_decode::{Anomalies, DecodeConfig, Decoded, Decoder, L4};
-use tapstat_flow::{FlowHasher, FlowKey};
+use tapstat_flow::{FlowHasher, FlowKey, HashKind};
 use tapstat_sink::{Format, OutputDir, SinkError};
 
 /// Everything the engine needs to know.
@@ -57,6 +59,10 @@ pub struct EngineConfig {
     pub chunk_frames: usize,
     /// Slots of each ring.
     pub ring_slots: usize,
+    /// The flow hash function (computed once per packet, by the dispatcher).
+    pub flow_hash: HashKind,
+    /// Time 1 packet in this many in the workers (0: none).
+    pub time_sample: u32,
 }
 
 impl Default for EngineConfig {
@@ -70,6 +76,8 @@ impl Default for EngineConfig {
             hash_seed: None,
             chunk_frames: 1024,
             ring_slots: 64,
+            flow_hash: HashKind::default(),
+            time_sample: 64,
         }
     }
 }
@@ -232,6 +240,7 @@ struct ReaderResult {
 struct WorkerResult {
     stats: TrackerStats,
     records: [u64; NLOGS],
+    timer: PacketTimer,
 }
 
 struct DispatchResult {
@@ -292,7 +301,7 @@ pub fn run(
     let cpu0 = cpu_seconds();
     let n = cfg.workers.max(1);
     let seed = cfg.hash_seed.unwrap_or_else(random_seed);
-    let hasher = FlowHasher::new(seed);
+    let hasher = FlowHasher::with_kind(cfg.flow_hash, seed);
 
     // Output files first: an unwritable directory is an error before any work.
     let (names, headers, _) = log_files(cfg);
@@ -319,6 +328,7 @@ pub fn run(
     let mut dispatch = Dispatch::new(cfg.decode, hasher, n);
     dispatch.dns_broadcast = n > 1 && cfg.tracker.l7.is_some();
     let new_work = |tx: &crossbeam_channel::Sender<Block>| Work {
+        timer: PacketTimer::new(cfg.time_sample),
         tracker: Tracker::new(cfg.tracker),
         rout: RecordOut::new(cfg, tx.clone(), free_rx.clone()),
     };
@@ -396,10 +406,12 @@ pub fn run(
     let (disp, inline_work) = dispatcher.join().map_err(|_| EngineError::Thread("dispatcher"))?;
     let mut stats = TrackerStats::default();
     let mut records = [0u64; NLOGS];
+    let mut timers = Vec::new();
     let worker_results = workers.into_iter().map(|h| h.join().map_err(|_| EngineError::Thread("worker")));
     for r in inline_work.into_iter().map(Ok).chain(worker_results) {
         let r = r?;
         stats.merge(&r.stats);
+        timers.push(r.timer);
         for (total, n) in records.iter_mut().zip(r.records) {
             *total += n;
         }
@@ -419,7 +431,7 @@ pub fn run(
         return Err(e.into());
     }
     let warnings = reader.warnings;
-    Ok(Summary::new(
+    let mut summary = Summary::new(
         cfg,
         n,
         seed,
@@ -436,7 +448,11 @@ pub fn run(
         interrupted,
         started.elapsed().as_secs_f64(),
         cpu_seconds() - cpu0,
-    ))
+    );
+    summary.flow_table = cfg.tracker.index.name();
+    summary.flow_hash = cfg.flow_hash.name();
+    summary.packet_time = PacketTimeSummary::of(&timers);
+    Ok(summary)
 }
 
 /// The dispatcher's work on a frame: decode it once, key it, hash it, and pick the
@@ -506,6 +522,7 @@ impl Dispatch {
 
 /// A worker's state: its flows and its record formatter.
 struct Work {
+    timer: PacketTimer,
     tracker: Tracker,
     rout: RecordOut,
 }
@@ -533,7 +550,13 @@ impl Work {
             dec: d,
             payload,
         };
-        self.tracker.on_packet(&pkt, &mut self.rout);
+        if self.timer.due() {
+            let t0 = std::time::Instant::now();
+            self.tracker.on_packet(&pkt, &mut self.rout);
+            self.timer.record(t0.elapsed().as_nanos() as u64);
+        } else {
+            self.tracker.on_packet(&pkt, &mut self.rout);
+        }
     }
 
     fn finish(mut self, final_ns: u64) -> WorkerResult {
@@ -541,7 +564,7 @@ impl Work {
         for i in 0..self.rout.bufs.len() {
             self.rout.flush(i);
         }
-        WorkerResult { stats: self.tracker.stats.clone(), records: self.rout.records }
+        WorkerResult { stats: self.tracker.stats.clone(), records: self.rout.records, timer: self.timer }
     }
 }
 

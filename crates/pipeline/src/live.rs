@@ -133,7 +133,7 @@ pub fn run_live(
     let cpu0 = cpu_seconds();
     let n = sources.len().max(1);
     let seed = cfg.hash_seed.unwrap_or_else(random_seed);
-    let hasher = FlowHasher::new(seed);
+    let hasher = FlowHasher::with_kind(cfg.flow_hash, seed);
     let (names, headers, _) = super::log_files(cfg);
     let source_names: Vec<String> = sources.iter().map(|s| s.name()).collect();
 
@@ -206,10 +206,14 @@ pub fn run_live(
                 .spawn(move || acquire_loop(src, prod, policy, &g, &stop2, &ready2, &progress2))
                 .expect("spawning a thread succeeds"),
         );
-        let work =
-            Work { tracker: Tracker::new(cfg.tracker), rout: RecordOut::new(cfg, txs[w].clone(), free_rx.clone()) };
+        let work = Work {
+            // The live loop times every packet itself (telemetry); no sampling here.
+            timer: super::PacketTimer::new(0),
+            tracker: Tracker::new(cfg.tracker),
+            rout: RecordOut::new(cfg, txs[w].clone(), free_rx.clone()),
+        };
         let a = Analysis {
-            dispatch: Dispatch::new(cfg.decode, hasher, 1),
+            dispatch: Dispatch::new(cfg.decode, hasher.clone(), 1),
             work,
             cons,
             link,

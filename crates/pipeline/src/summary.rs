@@ -49,6 +49,11 @@ pub struct Summary {
     /// Live capture: sources, drops, buffers (absent for files).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub live: Option<crate::LiveSummary>,
+    /// The flow table's index structure and the flow hash function.
+    pub flow_table: &'static str,
+    pub flow_hash: &'static str,
+    /// Per-packet processing time in the workers, sampled (`--time-sample`).
+    pub packet_time: crate::PacketTimeSummary,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -139,6 +144,9 @@ impl Summary {
             gbit_per_s: per(bytes as f64 * 8.0 / 1e9, elapsed_s),
             pkts_per_cpu_s: per(packets as f64, cpu_s),
             live: None,
+            flow_table: "",
+            flow_hash: "",
+            packet_time: Default::default(),
         }
     }
 

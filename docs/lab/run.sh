@@ -1,0 +1,28 @@
+#!/bin/sh
+# Reproduces docs/lab/*.csv (issue 6). Run from the workspace root after
+# `cargo build --release -p tapstat-lab`; then `python3 docs/lab/plot.py`.
+set -e
+L=${L:-target/release/tapstat-lab}
+O=docs/lab
+P=${PCAP:-../shared/pcaps/bench/mix-small.pcap}
+# Every structure on every key stream, one at a time and in bursts of 16 with prefetching.
+$L flowtable --pcap $P --stream trace,deterministic,random,netscan,portscan,zipf:0.8,zipf:1.2 --keys 1000000 \
+  --table lists,trees,swiss,cuckoo --batch 0,16 --rounds 3 --csv $O/structures.csv > /dev/null
+# The same, fmsim semantics (no LRU list), on the trace.
+$L flowtable --pcap $P --stream trace --table lists,trees,swiss,cuckoo --batch 0,16 --no-lru --rounds 3 \
+  --csv $O/structures-nolru.csv > /dev/null
+# Run-time (enum) against static dispatch.
+$L flowtable --pcap $P --stream trace,deterministic --keys 1000000 --table lists,trees,swiss,cuckoo --call both \
+  --rounds 5 --no-probes --csv $O/dispatch.csv > /dev/null
+# Fig. 2/3: size sweep, lists and trees, lookup3 and CoralReef.
+$L flowtable --pcap $P --stream trace --table lists,trees --hash lookup3,coralreef \
+  --slots 2^14,2^15,2^16,2^17,2^18,2^19,2^20,2^22,2^24 --rounds 1 --csv $O/fig2.csv > /dev/null
+# Fig. 4: probe-length distribution and rate of every hash (lists, 2^18 buckets; swiss).
+$L flowtable --pcap $P --stream trace --table lists,swiss --slots 2^18 \
+  --hash dispatch,foldhash,ahash,xxh3,murmur3,lookup3,coralreef,fnv1a,crc32,toeplitz --rounds 3 --csv $O/fig4.csv > /dev/null
+# Fig. 5: CoralReef at power-of-two sizes and at sizes that are not.
+$L flowtable --pcap $P --stream trace --table lists,trees,cuckoo --hash coralreef \
+  --slots 2^14,16383,2^16,65521,2^18,262139,2^20,1048573 --rounds 1 --csv $O/fig5.csv > /dev/null
+# Table 1: deterministic > trace > random, CoralReef, 2^20.
+$L flowtable --pcap $P --stream deterministic,trace,random --keys 1000000 --table lists,trees,swiss,cuckoo \
+  --hash coralreef --slots 2^20 --rounds 3 --csv $O/table1.csv > /dev/null

@@ -31,7 +31,9 @@ pub enum DpdkError {
          --vdev=net_pcap0,rx_pcap=FILE or --vdev=net_af_packet0,iface=IFACE,qpairs=N)"
     )]
     NoPorts,
-    #[error("port {port} ({driver}) has {max} RX queue(s), but each of the {wanted} workers needs one: use -w {max}{hint}")]
+    #[error(
+        "port {port} ({driver}) has {max} RX queue(s), but each of the {wanted} workers needs one: use -w {max}{hint}"
+    )]
     Queues { port: u16, driver: String, max: u16, wanted: usize, hint: &'static str },
     #[error("port {port} ({driver}): {step}: {reason}")]
     Port { port: u16, driver: String, step: String, reason: String },

@@ -13,6 +13,7 @@ Examples:
   tapstat -r - -o out/ --format jsonl < x.pcap  read stdin, write JSON lines
   tcpdump -i eth0 -w - | tapstat -r - -o out/   analyze a live capture through a pipe
   tapstat -i eth0 -w 2 -f 'tcp port 443' -o out/ capture live (AF_PACKET fanout), 2 workers
+  tapstat --dpdk '-a 0000:3b:00.0' -w 2 -o out/ capture through DPDK (--features dpdk builds)
   tapstat synth -o sample.pcap                  write the built-in sample trace
   tapstat bench -r trace.pcap -w 1,2            measure packets/s per CPU-second
 

@@ -30,7 +30,7 @@ pub struct LiveArgs {
     #[arg(short = 'f', long = "filter", value_name = "EXPR")]
     pub filter: Option<String>,
     /// Capture through DPDK with these EAL arguments (needs a build with `--features dpdk`)
-    #[arg(long, value_name = "EAL ARGS", conflicts_with_all = ["read", "interface"])]
+    #[arg(long, value_name = "EAL ARGS", allow_hyphen_values = true, conflicts_with_all = ["read", "interface"])]
     pub dpdk: Option<String>,
     /// Size of each worker's packet buffer between acquisition and analysis (e.g. 256MiB, 1GiB)
     #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size)]
@@ -165,15 +165,15 @@ fn drop_privileges(uid: libc::uid_t, gid: libc::gid_t, out: &std::path::Path) ->
     Ok(())
 }
 
-/// Runs a live capture until SIGINT/SIGTERM; writes summary.json.
-pub fn analyze(a: &RunArgs) -> Result<Summary> {
-    let l = &a.live;
-    if l.dpdk.is_some() {
-        bail!("--dpdk: this tapstat was built without DPDK; rebuild with `cargo build --release --features dpdk` (needs libdpdk-dev)");
-    }
-    let iface = l.interface.as_deref().expect("is_live() checked");
-    let cfg = a.engine_config();
-    let user = l.user.as_deref().map(lookup_user).transpose()?;
+/// The opened capture: one source per worker, a name for messages, and what must
+/// stay alive while the engine runs (DPDK's EAL).
+struct Opened {
+    sources: Vec<Box<dyn LiveSource>>,
+    what: String,
+    _backend: Option<Box<dyn std::any::Any>>,
+}
+
+fn open_afpacket(l: &LiveArgs, iface: &str, workers: usize) -> Result<Opened> {
     let mut ac = AfPacketConfig::new(iface);
     ac.blocks = (l.kernel_ring >> 20).clamp(2, 1 << 14) as u32;
     if let Some(expr) = &l.filter {
@@ -184,8 +184,52 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
             .map_or(tapstat_capture::LinkType::ETHERNET, |_| tapstat_capture::LinkType::RAW);
         ac.filter = Some(compile_filter(expr, link)?);
     }
-    let socks = open_fanout(&ac, cfg.workers).with_context(|| format!("capturing on {iface}"))?;
-    let sources: Vec<Box<dyn LiveSource>> = socks.into_iter().map(|s| Box::new(s) as Box<dyn LiveSource>).collect();
+    let socks = open_fanout(&ac, workers).with_context(|| format!("capturing on {iface}"))?;
+    let sources = socks.into_iter().map(|s| Box::new(s) as Box<dyn LiveSource>).collect();
+    Ok(Opened { sources, what: iface.to_string(), _backend: None })
+}
+
+#[cfg(not(feature = "dpdk"))]
+fn open_dpdk(_: &LiveArgs, _: &str, _: usize, _: bool) -> Result<Opened> {
+    bail!("--dpdk: this tapstat was built without DPDK; rebuild with `cargo build --release --features dpdk` (needs libdpdk-dev)");
+}
+
+/// Starts the EAL and one RX queue per worker on every port it found.
+#[cfg(feature = "dpdk")]
+fn open_dpdk(l: &LiveArgs, eal_args: &str, workers: usize, quiet: bool) -> Result<Opened> {
+    if l.filter.is_some() {
+        bail!("-f works with -i only: DPDK frames never pass through the kernel's filter");
+    }
+    let dpdk = tapstat_dpdk::Dpdk::init(eal_args)?;
+    let (queues, ports) = dpdk.open(workers)?;
+    let what = ports.iter().map(|p| format!("{} ({})", p.name, p.driver)).collect::<Vec<_>>().join(", ");
+    if !quiet {
+        for p in &ports {
+            let rss = match p.rss_key_len {
+                0 => "no RSS (the PMD spreads frames itself)".to_string(),
+                n => format!("symmetric RSS, {n}-byte key, functions {:#x}", p.rss_hf),
+            };
+            let ts = if p.stamps { "frames stamped by the PMD" } else { "batch timestamps" };
+            eprintln!(
+                "tapstat: DPDK port {} {} ({}): {} RX queue(s) of {} descriptors, {rss}, {ts}",
+                p.id, p.name, p.driver, p.rx_queues, p.rx_desc
+            );
+        }
+    }
+    let sources = queues.into_iter().map(|q| Box::new(q) as Box<dyn LiveSource>).collect();
+    Ok(Opened { sources, what, _backend: Some(Box::new(dpdk)) })
+}
+
+/// Runs a live capture until SIGINT/SIGTERM; writes summary.json.
+pub fn analyze(a: &RunArgs) -> Result<Summary> {
+    let l = &a.live;
+    let cfg = a.engine_config();
+    let user = l.user.as_deref().map(lookup_user).transpose()?;
+    let opened = match &l.dpdk {
+        Some(eal) => open_dpdk(l, eal, cfg.workers, a.quiet)?,
+        None => open_afpacket(l, l.interface.as_deref().expect("is_live() checked"), cfg.workers)?,
+    };
+    let Opened { sources, what, _backend } = opened;
 
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -219,7 +263,7 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
     };
     if !a.quiet {
         eprintln!(
-            "tapstat: capturing on {iface} with {} worker(s), {} acquisition; SIGINT/SIGTERM to stop, SIGHUP to reopen files",
+            "tapstat: capturing on {what} with {} worker(s), {} acquisition; SIGINT/SIGTERM to stop, SIGHUP to reopen files",
             cfg.workers,
             live.acquire.name()
         );

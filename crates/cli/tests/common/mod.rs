@@ -2,6 +2,8 @@
 //! its logs.
 #![allow(dead_code)]
 
+pub mod live;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

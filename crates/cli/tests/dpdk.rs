@@ -1,0 +1,154 @@
+//! DPDK live capture (`--features dpdk`) without hugepages or NICs, on this
+//! machine's two virtual devices:
+//!
+//! - `net_pcap` reads a dev capture through DPDK: with 1 worker the records must be
+//!   exactly those of `tapstat -r` on the file, times included (the PMD stamps
+//!   every frame with the file's time, in µs; frames beyond one mbuf arrive chained).
+//! - `net_af_packet` on a veth pair in a network namespace of its own, with
+//!   `qpairs=2` and 2 workers while tcpreplay replays a capture into the other end:
+//!   packets and bytes per flow as with `-r` (so no flow was split across workers),
+//!   no drop, both workers used. This PMD gives no timestamps: the batch timestamp
+//!   correction stamps its frames.
+//!
+//! Every run stops by itself (timeouts) and removes its namespace and directories.
+//! Needs root; skips with a reason otherwise, or fails under `TAPSTAT_REQUIRE_LIVE=1`.
+#![cfg(feature = "dpdk")]
+
+mod common;
+
+use common::live::{capture_from, flows, live_ready, reference, wait_timeout};
+use common::{bin, corpus, record_set, summary, tempdir, LOGS};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// EAL arguments for a machine without hugepages or NICs. No telemetry socket, so
+/// that tests running side by side do not compete for its path.
+const EAL: &str = "--no-huge --no-pci --no-shconf -m 512 --no-telemetry --log-level=warning";
+
+/// Rx packets of every worker so far, from stats.jsonl.
+fn received(out: &Path) -> u64 {
+    let text = std::fs::read_to_string(out.join("stats.jsonl")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|v| v["rx_packets"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+/// `tapstat --dpdk '<EAL> --vdev=net_pcap0,rx_pcap=FILE'` with 1 worker until every
+/// one of the file's `packets` was received, then SIGINT; returns the output directory.
+fn through_net_pcap(file: &Path, tag: &str, packets: u64) -> std::path::PathBuf {
+    let out = tempdir(&format!("dpdk-{tag}"));
+    let eal = format!("{EAL} --vdev=net_pcap0,rx_pcap={}", file.display());
+    let mut args = vec!["--dpdk", &eal, "-o", out.to_str().unwrap(), "-q", "-w", "1", "--hash-seed", "7"];
+    args.extend_from_slice(&["--stats-interval", "50ms", "--buffer", "64MiB"]);
+    args.extend_from_slice(&common::live::NO_TIMEOUTS);
+    let mut tap = Command::new(bin()).args(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let t0 = Instant::now();
+    while received(&out) < packets {
+        if let Some(s) = tap.try_wait().unwrap() {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(tap.stderr.as_mut().unwrap(), &mut err);
+            panic!("tapstat --dpdk exited early ({s}): {err}");
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = tap.kill();
+            let _ = tap.wait();
+            panic!("{}: {} of {packets} packets through net_pcap after 60 s", file.display(), received(&out));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(Command::new("kill").args(["-INT", &tap.id().to_string()]).status().unwrap().success());
+    let s = wait_timeout(&mut tap, Duration::from_secs(60), "tapstat --dpdk after SIGINT");
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(tap.stderr.as_mut().unwrap(), &mut err);
+    assert!(s.success(), "tapstat --dpdk failed: {err}");
+    out
+}
+
+#[test]
+fn net_pcap_gives_the_records_of_the_file() {
+    if !live_ready() {
+        return;
+    }
+    let Some(c) = corpus() else { return };
+    // 1kxun has GRO frames of up to 37 KB (chained mbufs); 443-firefox plain ones.
+    for (i, f) in ["ndpi__1kxun.pcap", "ndpi__443-firefox.pcap"].iter().enumerate() {
+        let file = c.join(f);
+        let tag = format!("pcap{i}");
+        let file_out = reference(&file, &tag, &[]);
+        let want = summary(&file_out);
+        let dpdk = through_net_pcap(&file, &tag, want["packets"].as_u64().unwrap());
+        let got = summary(&dpdk);
+        for log in LOGS {
+            assert_eq!(flows(&dpdk, log), flows(&file_out, log), "{f} {log}: packets and bytes per flow");
+            // The PMD's stamps are the file's: whole records are equal, times too.
+            assert_eq!(record_set(&dpdk, log), record_set(&file_out, log), "{f} {log}: records");
+        }
+        for k in ["packets", "bytes", "first_packet_s", "last_packet_s"] {
+            assert_eq!(got[k], want[k], "{f}: {k}");
+        }
+        let l = &got["live"];
+        assert_eq!(l["kernel_drops"], 0, "{f}: {l}");
+        assert_eq!(l["buffer_drops"], 0, "{f}: {l}");
+        assert_eq!(l["sources"][0], "net_pcap0#0", "{l}");
+        let _ = std::fs::remove_dir_all(&dpdk);
+        let _ = std::fs::remove_dir_all(&file_out);
+    }
+}
+
+#[test]
+fn net_af_packet_with_two_queues_splits_no_flow() {
+    if !live_ready() {
+        return;
+    }
+    let Some(c) = corpus() else { return };
+    // Frames up to 1514 bytes: net_af_packet's ring frames (2 KiB) and mbufs truncate
+    // longer ones, so 1kxun's GRO frames would lose bytes.
+    let mut spread = [0u64; 2];
+    for (i, f) in ["ndpi__443-firefox.pcap", "ndpi__teams.pcap"].iter().enumerate() {
+        let file = c.join(f);
+        let tag = format!("afp{i}");
+        let eal = format!("{EAL} --vdev=net_af_packet0,iface=vb,qpairs=2");
+        let live = capture_from(&tag, &file, 2000, &["--dpdk", &eal], 2, &["--acquire", "periodic"]);
+        let file_out = reference(&file, &tag, &[]);
+        for log in LOGS {
+            // A flow split across the workers would show up as two partial records.
+            assert_eq!(flows(&live, log), flows(&file_out, log), "{f} {log}: packets and bytes per flow");
+        }
+        let s = summary(&live);
+        let l = &s["live"];
+        assert_eq!(s["packets"], summary(&file_out)["packets"], "{f}: every frame was captured");
+        assert_eq!(l["kernel_drops"], 0, "{f}: {l}");
+        assert_eq!(l["buffer_drops"], 0, "{f}: {l}");
+        assert_eq!(l["sources"], serde_json::json!(["net_af_packet0#0", "net_af_packet0#1"]), "{l}");
+        // Batch-stamped: the times are the capture's, not the file's.
+        let first = |v: &serde_json::Value| v["first_packet_s"].as_f64().unwrap();
+        assert!(first(&s) > first(&summary(&file_out)) + 86400.0, "{s}");
+        for (t, n) in spread.iter_mut().zip(l["per_worker_packets"].as_array().unwrap()) {
+            *t += n.as_u64().unwrap();
+        }
+        let _ = std::fs::remove_dir_all(&live);
+        let _ = std::fs::remove_dir_all(&file_out);
+    }
+    // The kernel's fanout behind the PMD's queues spread the flows over both workers.
+    assert!(spread.iter().all(|n| *n > 0), "packets per worker: {spread:?}");
+}
+
+#[test]
+fn more_workers_than_queues_is_a_clear_error() {
+    if !live_ready() {
+        return;
+    }
+    let Some(c) = corpus() else { return };
+    let out = tempdir("dpdk-queues");
+    let eal = format!("{EAL} --vdev=net_pcap0,rx_pcap={}", c.join("ndpi__443-firefox.pcap").display());
+    let o = Command::new(bin()).args(["--dpdk", &eal, "-o", out.to_str().unwrap(), "-q", "-w", "2"]).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("has 1 RX queue(s)") && err.contains("use -w 1"), "{err}");
+    let o = Command::new(bin()).args(["--dpdk", "--no-huge --bogus-eal-option", "-o", out.to_str().unwrap()]).output();
+    let err = String::from_utf8_lossy(&o.unwrap().stderr).to_string();
+    assert!(err.contains("EAL did not start"), "{err}");
+    let _ = std::fs::remove_dir_all(&out);
+}

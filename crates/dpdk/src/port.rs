@@ -1,0 +1,311 @@
+//! The EAL, the ports and one [`DpdkQueue`] per worker.
+
+use crate::ffi;
+use std::ffi::{c_char, c_void, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tapstat_capture::live::{LiveError, LiveSource, LiveStats};
+use tapstat_capture::{FrameMeta, LinkType};
+
+/// Frames asked for per `rte_eth_rx_burst`.
+const BURST: u16 = 256;
+/// Bursts per queue in one `poll` at most, so a queue that never runs dry (a
+/// `net_pcap` file, a saturated link) still lets the acquisition thread publish.
+const MAX_BURSTS: usize = 32;
+
+/// Errors that stop DPDK from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum DpdkError {
+    #[error("--dpdk {args:?}: {reason}")]
+    Args { args: String, reason: String },
+    #[error(
+        "DPDK's EAL did not start: {0} (its messages above say why). Without hugepages or NICs, pass e.g. \
+         '--no-huge --no-pci --no-shconf -m 512 --vdev=net_pcap0,rx_pcap=FILE'"
+    )]
+    Eal(String),
+    #[error("DPDK's EAL starts once per process")]
+    AlreadyStarted,
+    #[error(
+        "DPDK found no port: give the EAL a device (a NIC bound to vfio-pci, or a virtual one such as \
+         --vdev=net_pcap0,rx_pcap=FILE or --vdev=net_af_packet0,iface=IFACE,qpairs=N)"
+    )]
+    NoPorts,
+    #[error(
+        "port {port} ({driver}) has {max} RX queue(s), but each of the {wanted} workers needs one: use -w {max}{hint}"
+    )]
+    Queues { port: u16, driver: String, max: u16, wanted: usize, hint: &'static str },
+    #[error("port {port} ({driver}): {step}: {reason}")]
+    Port { port: u16, driver: String, step: String, reason: String },
+}
+
+static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// The running EAL; `rte_eal_cleanup` when the last port and [`Dpdk`] are gone.
+struct Eal;
+
+impl Drop for Eal {
+    fn drop(&mut self) {
+        // SAFETY: every port was closed (each holds an Arc of this value) and no
+        // DPDK function is called after this.
+        unsafe { ffi::tapstat_eal_cleanup() };
+    }
+}
+
+/// DPDK, initialised: [`Dpdk::init`] once per process, then [`Dpdk::open`].
+pub struct Dpdk {
+    eal: Arc<Eal>,
+}
+
+/// A configured and started port, as the summary and messages name it.
+#[derive(Clone, Debug)]
+pub struct PortDesc {
+    pub id: u16,
+    /// `net_pcap0`, `0000:3b:00.0`.
+    pub name: String,
+    pub driver: String,
+    pub rx_queues: u16,
+    pub rx_desc: u16,
+    /// Bytes of the symmetric RSS key; 0 when RSS is off (one queue, or a PMD that
+    /// spreads frames its own way, like `net_af_packet`'s kernel fanout).
+    pub rss_key_len: u16,
+    /// `RTE_ETH_RSS_*` functions enabled.
+    pub rss_hf: u64,
+    /// Frames carry their capture time (`net_pcap`: the file's, in µs).
+    pub stamps: bool,
+}
+
+/// A started port; stopped and closed when the last queue of it is dropped.
+struct Port {
+    desc: PortDesc,
+    _eal: Arc<Eal>,
+}
+
+impl Drop for Port {
+    fn drop(&mut self) {
+        // SAFETY: the last DpdkQueue polling this port is being dropped, so no
+        // thread receives from it any more.
+        unsafe { ffi::tapstat_port_close(self.desc.id) };
+    }
+}
+
+impl Dpdk {
+    /// Starts the EAL with `args` (split at white space; no quoting), as
+    /// `tapstat ARGS` on a DPDK command line. Once per process.
+    pub fn init(args: &str) -> Result<Dpdk, DpdkError> {
+        if STARTED.swap(true, Ordering::SeqCst) {
+            return Err(DpdkError::AlreadyStarted);
+        }
+        let bad = |reason: String| DpdkError::Args { args: args.to_string(), reason };
+        let mut owned = vec![CString::new("tapstat").expect("no NUL in a literal")];
+        for a in args.split_whitespace() {
+            owned.push(CString::new(a).map_err(|_| bad("an argument holds a NUL byte".into()))?);
+        }
+        // The EAL keeps pointers into argv (and reorders it), so the strings live
+        // as long as the process: a few bytes, once.
+        let mut argv: Vec<*mut c_char> = owned.into_iter().map(|c| c.into_raw()).collect();
+        let argc = argv.len() as i32;
+        argv.push(std::ptr::null_mut());
+        let argv: &'static mut [*mut c_char] = Box::leak(argv.into_boxed_slice());
+        // SAFETY: argv holds argc NUL-terminated strings and a final NULL, all
+        // leaked, so they outlive the EAL; this is the process's only EAL init
+        // (STARTED above).
+        let rc = unsafe { ffi::tapstat_eal_init(argc, argv.as_mut_ptr()) };
+        if rc < 0 {
+            return Err(DpdkError::Eal(ffi::strerror(rc)));
+        }
+        let eal = Arc::new(Eal);
+        // What the EAL did not parse is left after argv[rc] (getopt moved it there).
+        let rest: Vec<String> = argv[(rc as usize + 1)..argc as usize]
+            .iter()
+            // SAFETY: the EAL only permutes argv; each entry is still one of the
+            // strings above.
+            .map(|p| unsafe { std::ffi::CStr::from_ptr(*p) }.to_string_lossy().into_owned())
+            .collect();
+        if !rest.is_empty() {
+            return Err(bad(format!("not EAL options: {}", rest.join(" "))));
+        }
+        Ok(Dpdk { eal })
+    }
+
+    /// Configures every port the EAL found with `queues` RX queues (symmetric RSS
+    /// over them where the PMD has RSS), starts it, and returns one source per
+    /// queue index: source `q` receives from queue `q` of every port, so both
+    /// directions of a tap's flows meet on one worker even when each direction has
+    /// a port of its own (the key, and so the hash, is the same on every port).
+    pub fn open(&self, queues: usize) -> Result<(Vec<DpdkQueue>, Vec<PortDesc>), DpdkError> {
+        let nq = u16::try_from(queues.max(1)).unwrap_or(u16::MAX);
+        let mut ports = Vec::new();
+        let mut from = 0u16;
+        loop {
+            // SAFETY: plain query of the EAL's port table.
+            let p = unsafe { ffi::tapstat_next_port(from) };
+            let Ok(id) = u16::try_from(p) else { break };
+            ports.push(self.setup(id, nq)?);
+            from = id + 1;
+        }
+        if ports.is_empty() {
+            return Err(DpdkError::NoPorts);
+        }
+        let descs: Vec<PortDesc> = ports.iter().map(|p| p.desc.clone()).collect();
+        let stamps = descs.iter().all(|d| d.stamps);
+        let names: Vec<&str> = descs.iter().map(|d| d.name.as_str()).collect();
+        let sources = (0..nq)
+            .map(|q| DpdkQueue {
+                queue: q,
+                ports: ports.clone(),
+                stamps,
+                name: format!("{}#{q}", names.join("+")),
+                pkts: vec![ffi::Pkt::default(); BURST as usize],
+                mbufs: vec![std::ptr::null_mut(); BURST as usize],
+                scratch: Vec::new(),
+                stats: LiveStats::default(),
+            })
+            .collect();
+        Ok((sources, descs))
+    }
+
+    fn setup(&self, id: u16, nq: u16) -> Result<Arc<Port>, DpdkError> {
+        let mut info = ffi::PortInfo::default();
+        // SAFETY: `info` is valid for writing; the port id came from the EAL and
+        // is set up once.
+        let rc = unsafe { ffi::tapstat_port_setup(id, nq, 0, &mut info) };
+        let driver = ffi::c_str(&info.driver);
+        if rc != 0 {
+            if info.max_rx_queues > 0 && nq > info.max_rx_queues {
+                let hint = match driver.as_str() {
+                    "net_af_packet" => ", or qpairs=N in --vdev=net_af_packet0,...",
+                    "net_pcap" => ", or one rx_pcap= per queue in --vdev=net_pcap0,...",
+                    _ => "",
+                };
+                return Err(DpdkError::Queues { port: id, driver, max: info.max_rx_queues, wanted: nq.into(), hint });
+            }
+            return Err(DpdkError::Port { port: id, driver, step: ffi::c_str(&info.step), reason: ffi::strerror(rc) });
+        }
+        // Only net_pcap's stamps are known to be wall-clock time (the file's, in
+        // µs). A NIC's timestamp offload counts in its own clock's ticks, which
+        // would need a calibration against the host's clock; such frames are
+        // batch-stamped like those of a PMD without stamps.
+        // SAFETY: plain lookup in the EAL's mbuf registry.
+        let stamps = driver == "net_pcap" && unsafe { ffi::tapstat_has_timestamps() } != 0;
+        let desc = PortDesc {
+            id,
+            name: ffi::c_str(&info.name),
+            driver,
+            rx_queues: nq,
+            rx_desc: info.nb_rxd,
+            rss_key_len: info.rss_key_len,
+            rss_hf: info.rss_hf,
+            stamps,
+        };
+        Ok(Arc::new(Port { desc, _eal: self.eal.clone() }))
+    }
+}
+
+/// One RX queue index on every port: what one worker's acquisition thread polls.
+pub struct DpdkQueue {
+    queue: u16,
+    ports: Vec<Arc<Port>>,
+    stamps: bool,
+    name: String,
+    /// Filled by each burst.
+    pkts: Vec<ffi::Pkt>,
+    /// The mbufs of the current burst, freed before `poll` returns.
+    mbufs: Vec<*mut c_void>,
+    /// A chained (multi-segment) frame, made contiguous.
+    scratch: Vec<u8>,
+    stats: LiveStats,
+}
+
+// SAFETY: the raw pointers in `pkts` and `mbufs` are only meaningful between a
+// burst and the free that ends the same `poll` call; in between, the value is not
+// shared. A queue is polled by one thread at a time, as DPDK requires, because only
+// its owner can call `poll` (`&mut self`).
+unsafe impl Send for DpdkQueue {}
+
+impl LiveSource for DpdkQueue {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn link(&self) -> LinkType {
+        LinkType::ETHERNET
+    }
+
+    fn poll(&mut self, on_frame: &mut dyn FnMut(&FrameMeta, &[u8])) -> Result<usize, LiveError> {
+        let mut n = 0;
+        for p in 0..self.ports.len() {
+            let port = self.ports[p].desc.id;
+            for _ in 0..MAX_BURSTS {
+                // SAFETY: `pkts` and `mbufs` hold BURST entries each; this thread
+                // alone receives from (port, queue), a started port kept open by
+                // the Arc in `ports`.
+                let k = unsafe {
+                    ffi::tapstat_rx(port, self.queue, self.pkts.as_mut_ptr(), self.mbufs.as_mut_ptr(), BURST)
+                };
+                for i in 0..k as usize {
+                    let pk = self.pkts[i];
+                    let bytes: &[u8] = if pk.nb_segs <= 1 {
+                        // SAFETY: a one-segment mbuf holds `data_len` bytes at
+                        // `data`; it is not freed before the loop ends.
+                        unsafe { std::slice::from_raw_parts(pk.data, pk.data_len as usize) }
+                    } else {
+                        self.scratch.resize(pk.pkt_len as usize, 0);
+                        // SAFETY: `mbufs[i]` is the frame's mbuf (not yet freed);
+                        // `scratch` has room for `pkt_len` bytes.
+                        let got = unsafe { ffi::tapstat_copy(self.mbufs[i], self.scratch.as_mut_ptr(), pk.pkt_len) };
+                        &self.scratch[..got as usize]
+                    };
+                    // net_pcap stamps in µs (pcap_open_offline's precision).
+                    let ts_ns = if self.stamps && pk.has_ts != 0 { pk.ts.saturating_mul(1000) } else { 0 };
+                    let meta = FrameMeta {
+                        ts_ns,
+                        orig_len: pk.pkt_len,
+                        caplen: bytes.len() as u32,
+                        offset: 0,
+                        link: LinkType::ETHERNET,
+                    };
+                    on_frame(&meta, bytes);
+                }
+                // SAFETY: the first k entries of `mbufs` are this burst's mbufs, and
+                // no reference into them outlives the loop above.
+                unsafe { ffi::tapstat_free(self.mbufs.as_mut_ptr(), k) };
+                n += k as usize;
+                if k < BURST {
+                    break;
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    /// DPDK queues have no descriptor to sleep on (rx interrupts are rare among
+    /// PMDs and absent from the virtual ones): a short sleep instead.
+    fn wait(&mut self, timeout: Duration) {
+        std::thread::sleep(timeout.min(Duration::from_millis(1)));
+    }
+
+    /// The ports' drops (`imissed`: no free descriptor, the NIC's or the kernel
+    /// ring's overflow; `rx_nombuf`: no free mbuf) as `kernel_drops`. They are
+    /// counted per port, not per queue, so queue 0's source reports them for all
+    /// queues and the others report none (their sum is the total).
+    fn stats(&mut self) -> LiveStats {
+        if self.queue != 0 {
+            return self.stats;
+        }
+        let mut drops = 0;
+        for p in &self.ports {
+            let mut s = ffi::Stats::default();
+            // SAFETY: `s` is valid for writing; the port is open.
+            if unsafe { ffi::tapstat_stats(p.desc.id, &mut s) } == 0 {
+                drops += s.imissed + s.rx_nombuf;
+            }
+        }
+        self.stats.kernel_drops = drops;
+        self.stats
+    }
+
+    fn stamps_frames(&self) -> bool {
+        self.stamps
+    }
+}

@@ -45,6 +45,8 @@ enum Kind {
     Ms,
     /// a duration, Tstat in seconds (log_udp_complete's `c_durat`/`s_durat`), tapstat in ms
     TstatSeconds,
+    /// a name (server name, host, DNS name), equal ignoring case; `-` for none in both
+    Text,
     /// an RTT statistic in ms, within max(10 µs, 1%): Tstat's averages of the same
     /// samples come out a few µs apart from the exact mean of the µs-resolution
     /// samples (e.g. 77.422 vs 77.425 ms over 3 samples whose min and max agree to the µs)
@@ -64,7 +66,7 @@ const fn col(name: &'static str, kind: Kind, floor: f64) -> Column {
     Column { name, kind, floor }
 }
 
-use Kind::{Count, Ms, Rtt, TstatSeconds};
+use Kind::{Count, Ms, Rtt, Text, TstatSeconds};
 
 /// The columns both of Tstat's TCP logs have (the rest are in log_tcp_complete only).
 const CORE_TCP: &[&str] = &[
@@ -199,6 +201,14 @@ const TCP_COLUMNS: &[Column] = &[
     col("s_cwin_min", Count, 94.2),
     col("s_cwin_ini", Count, 96.2),
     col("s_pkts_push", Count, 86.0),
+    // Issue 4: the application layer.
+    col("c_tls_SNI", Text, 99.3),
+    col("http_hostname", Text, 99.7),
+    col("fqdn", Text, 99.9),
+    col("http_req_cnt", Count, 94.5),
+    col("http_res_cnt", Count, 99.0),
+    col("c_appdataB", Count, 98.2),
+    col("s_appdataB", Count, 96.5),
 ];
 
 const UDP_COLUMNS: &[Column] = &[
@@ -210,6 +220,8 @@ const UDP_COLUMNS: &[Column] = &[
     col("s_bytes_all", Count, 98.7),
     col("c_pkts_all", Count, 92.2),
     col("s_pkts_all", Count, 98.7),
+    col("quic_SNI", Text, 96.0),
+    col("fqdn", Text, 99.9),
 ];
 
 /// UDP ports of tunnels tapstat decapsulates and Tstat does not (it logs the outer UDP
@@ -303,6 +315,7 @@ fn agree(kind: Kind, t: &str, o: &str) -> bool {
         Ms => (ms(t) - ms(o)).abs() <= TIME_TOLERANCE_MS,
         TstatSeconds => (ms(t) * 1000.0 - ms(o)).abs() <= TIME_TOLERANCE_MS,
         Rtt => (ms(t) - ms(o)).abs() <= (0.01f64).max(ms(t) * 0.01),
+        Text => t.eq_ignore_ascii_case(o),
     }
 }
 

@@ -219,12 +219,7 @@ fn unescape(s: &str) -> String {
 #[test]
 fn server_names_dns_and_http_hosts_agree_with_tshark() {
     let Some(corpus) = corpus() else { return };
-    if Command::new("tshark").arg("-v").output().is_err() {
-        assert!(
-            std::env::var("TAPSTAT_REQUIRE_TSHARK").as_deref() != Ok("1"),
-            "TAPSTAT_REQUIRE_TSHARK=1 but no tshark"
-        );
-        eprintln!("skipped: tshark is not installed");
+    if !tshark_ready() {
         return;
     }
     // (agree, total) per measure

@@ -46,12 +46,7 @@ fn tshark_retx(cap: &std::path::Path) -> HashMap<Dir, u64> {
 #[test]
 fn retransmitted_data_segments_agree_with_tshark() {
     let Some(corpus) = corpus() else { return };
-    if Command::new("tshark").arg("-v").output().is_err() {
-        assert!(
-            std::env::var("TAPSTAT_REQUIRE_TSHARK").as_deref() != Ok("1"),
-            "TAPSTAT_REQUIRE_TSHARK=1 but no tshark"
-        );
-        eprintln!("skipped: tshark is not installed");
+    if !tshark_ready() {
         return;
     }
     let (mut theirs, mut ours, mut dirs, mut equal) = (0u64, 0u64, 0usize, 0usize);

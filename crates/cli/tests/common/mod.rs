@@ -85,6 +85,17 @@ pub const LOGS: [&str; 4] = ["log_tcp_complete", "log_tcp_nocomplete", "log_udp_
 /// The application layer's logs (written when it is on, the default).
 pub const L7_LOGS: [&str; 2] = ["log_http_complete", "log_dns_complete"];
 
+/// Is tshark installed? `false` (with the reason printed) where it is not, unless
+/// `TAPSTAT_REQUIRE_TSHARK=1`, in which case its absence fails the test.
+pub fn tshark_ready() -> bool {
+    if Command::new("tshark").arg("-v").output().is_ok() {
+        return true;
+    }
+    assert!(std::env::var("TAPSTAT_REQUIRE_TSHARK").as_deref() != Ok("1"), "TAPSTAT_REQUIRE_TSHARK=1 but no tshark");
+    eprintln!("skipped: tshark is not installed");
+    false
+}
+
 pub fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary.json")).expect("json")
 }

@@ -200,7 +200,7 @@ fn push_hex(s: &mut String, b: &[u8]) {
 }
 
 /// `v` in decimal, appended.
-fn push_decimal(s: &mut String, v: u16) {
+fn push_decimal(s: &mut Vec<u8>, v: u16) {
     let mut digits = [0u8; 5];
     let mut i = digits.len();
     let mut v = v;
@@ -212,32 +212,31 @@ fn push_decimal(s: &mut String, v: u16) {
             break;
         }
     }
-    for &d in &digits[i..] {
-        s.push(char::from(d));
-    }
+    s.extend_from_slice(&digits[i..]);
 }
 
-fn join_decimal(s: &mut String, it: impl Iterator<Item = u16>) {
+fn join_decimal(s: &mut Vec<u8>, it: impl Iterator<Item = u16>) {
     for (i, v) in it.enumerate() {
         if i > 0 {
-            s.push('-');
+            s.push(b'-');
         }
         push_decimal(s, v);
     }
 }
 
 fn ja3_with(ch: &ClientHello<'_>, known: &KnownExtensions<'_>) -> String {
-    let mut s = String::with_capacity(256);
+    let mut s = Vec::with_capacity(256);
     push_decimal(&mut s, ch.legacy_version);
-    s.push(',');
+    s.push(b',');
     join_decimal(&mut s, ch.ciphers().filter(|&c| !is_grease(c)));
-    s.push(',');
+    s.push(b',');
     join_decimal(&mut s, ch.extensions().map(|(t, _)| t).filter(|&t| !is_grease(t)));
-    s.push(',');
+    s.push(b',');
     join_decimal(&mut s, known.supported_groups().filter(|&g| !is_grease(g)));
-    s.push(',');
+    s.push(b',');
     join_decimal(&mut s, known.ec_point_formats().iter().map(|&f| u16::from(f)));
-    s
+    // Digits, '-' and ',' only: always UTF-8.
+    String::from_utf8(s).unwrap_or_default()
 }
 
 /// JA4's version code: the highest non-GREASE entry of supported_versions, else the

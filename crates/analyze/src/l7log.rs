@@ -51,21 +51,43 @@ pub struct DnsRow {
 
 impl DnsRow {
     pub fn new(flow: FlowRef, tx: DnsTransaction) -> DnsRow {
+        use std::fmt::Write;
         let mut answers = String::new();
         for a in &tx.answers {
-            let s = match &a.data {
-                AnswerData::A(v4) => v4.to_string(),
-                AnswerData::Aaaa(v6) => v6.to_string(),
-                AnswerData::Cname(n) => n.clone(),
-                AnswerData::Other => continue,
-            };
+            if matches!(a.data, AnswerData::Other) {
+                continue;
+            }
             if !answers.is_empty() {
                 answers.push(',');
             }
-            answers.push_str(&s);
+            // Written in place, as `to_string` would spell them.
+            match &a.data {
+                AnswerData::A(v4) => push_ipv4(&mut answers, v4),
+                AnswerData::Aaaa(v6) => {
+                    let _ = write!(answers, "{v6}");
+                }
+                AnswerData::Cname(n) => answers.push_str(n),
+                AnswerData::Other => {}
+            }
         }
         let min_ttl = tx.answers.iter().map(|a| a.ttl).min();
         DnsRow { flow, tx, answers, min_ttl }
+    }
+}
+
+/// Dotted decimal, as `Ipv4Addr`'s `Display` writes it, without `core::fmt`.
+fn push_ipv4(s: &mut String, a: &std::net::Ipv4Addr) {
+    for (i, o) in a.octets().into_iter().enumerate() {
+        if i > 0 {
+            s.push('.');
+        }
+        if o >= 100 {
+            s.push(char::from(b'0' + o / 100));
+        }
+        if o >= 10 {
+            s.push(char::from(b'0' + o / 10 % 10));
+        }
+        s.push(char::from(b'0' + o % 10));
     }
 }
 
@@ -219,4 +241,20 @@ pub static DNS: LazyLock<Log<DnsRow>> = LazyLock::new(|| {
 
 pub fn docs() -> Vec<LogDoc> {
     vec![LogDoc::from(&*HTTP), LogDoc::from(&*DNS)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv4_spelled_as_display() {
+        for x in (0..=255u8).step_by(1) {
+            for a in [std::net::Ipv4Addr::new(x, 0, 9, 255), std::net::Ipv4Addr::new(10, x, 100, x.wrapping_mul(7))] {
+                let mut s = String::new();
+                push_ipv4(&mut s, &a);
+                assert_eq!(s, a.to_string());
+            }
+        }
+    }
 }

@@ -80,6 +80,15 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// `String::from_utf8_lossy(b).into_owned()`, through `from_utf8`'s word-at-a-time check
+/// when `b` is valid UTF-8 (almost always: names, hosts, user agents).
+pub(crate) fn lossy_string(b: &[u8]) -> String {
+    match std::str::from_utf8(b) {
+        Ok(s) => s.to_owned(),
+        Err(_) => String::from_utf8_lossy(b).into_owned(),
+    }
+}
+
 /// Big-endian u16 pairs of a byte slice; an odd trailing byte is ignored.
 pub(crate) fn u16s(b: &[u8]) -> impl Iterator<Item = u16> + '_ {
     b.chunks_exact(2).map(|c| u16::from_be_bytes([c[0], c[1]]))

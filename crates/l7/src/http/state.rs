@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 
 use super::parser::{chunk_size, head_end, BodyLength, Request, Response};
+use crate::cursor::lossy_string;
 use crate::event::{Event, Events};
 use crate::{Dir, UrlPrivacy};
 
@@ -16,7 +17,7 @@ const MAX_FIELD: usize = 512;
 const MAX_PENDING: usize = 32;
 
 fn field(v: &[u8]) -> String {
-    String::from_utf8_lossy(&v[..v.len().min(MAX_FIELD)]).into_owned()
+    lossy_string(&v[..v.len().min(MAX_FIELD)])
 }
 
 /// One request, as a record prints it.

@@ -3,7 +3,7 @@
 
 use super::crypto::{InitialKeys, Side};
 use super::parser::{gquic_chlo, parse_initial_frames, user_agent, HeaderError, LongHeader, PacketType, Version};
-use crate::cursor::Cursor;
+use crate::cursor::{lossy_string, Cursor};
 use crate::event::{Event, Events};
 use crate::tls::fingerprint::Ja4Transport;
 use crate::tls::parser::{ClientHello, ServerHello, HANDSHAKE_CLIENT_HELLO, HANDSHAKE_SERVER_HELLO};
@@ -177,7 +177,7 @@ impl QuicState {
             return false;
         }
         let Some(h) = gquic_chlo(dgram) else { return false };
-        let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let lossy = lossy_string;
         self.info.client_version = self.info.client_version.or(h.version);
         self.info.user_agent = h.user_agent.map(lossy);
         self.info.tls.client = Some(ClientHelloInfo { sni: h.sni.map(lossy), ..ClientHelloInfo::default() });
@@ -239,10 +239,7 @@ impl QuicState {
         match (dir, kind) {
             (Dir::ClientToServer, HANDSHAKE_CLIENT_HELLO) => match ClientHello::parse(body, false) {
                 Some(ch) => {
-                    self.info.user_agent = ch
-                        .quic_transport_parameters()
-                        .and_then(user_agent)
-                        .map(|u| String::from_utf8_lossy(u).into_owned());
+                    self.info.user_agent = ch.quic_transport_parameters().and_then(user_agent).map(lossy_string);
                     self.info.tls.client = Some(ClientHelloInfo::from_hello(&ch, Ja4Transport::Quic));
                 }
                 None => self.events.insert(Event::TlsHandshakeMalformed),

@@ -8,12 +8,10 @@
 //! extensions (without SNI and ALPN) followed by the signature algorithms in their order,
 //! each truncated to 12 hex digits.
 
-use std::fmt::Write;
-
 use md5::{Digest, Md5};
 use sha2::Sha256;
 
-use super::parser::{is_grease, ClientHello, EXT_ALPN, EXT_SERVER_NAME, EXT_SUPPORTED_VERSIONS};
+use super::parser::{is_grease, ClientHello, KnownExtensions, EXT_ALPN, EXT_SERVER_NAME};
 
 /// The transport JA4 puts first: `t` TLS over TCP, `q` QUIC, `d` DTLS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,45 +21,227 @@ pub enum Ja4Transport {
     Dtls,
 }
 
+/// The fingerprints of one ClientHello.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fingerprints {
+    pub ja3: String,
+    /// Lowercase hex MD5 of `ja3`.
+    pub ja3_md5: String,
+    pub ja4: String,
+}
+
+/// JA3, its MD5 and JA4 of one ClientHello, whose extensions `known` has found
+/// (`ClientHello::known_extensions`), with the digests from the worker's memo when the
+/// same inputs were hashed lately (see `Memo`).
+///
+/// Cost: each string is built in one pass, with hex and decimal by hand (no
+/// `core::fmt`); JA4's lists are sorted on the stack unless a hello offers more than
+/// `INLINE` of them, and hashed as they are written out, without a string.
+pub fn fingerprints(ch: &ClientHello<'_>, known: &KnownExtensions<'_>, transport: Ja4Transport) -> Fingerprints {
+    fingerprints_with(ch, known, transport, true)
+}
+
+/// As `fingerprints`, every digest computed (the memo neither read nor filled).
+pub fn compute(ch: &ClientHello<'_>, known: &KnownExtensions<'_>, transport: Ja4Transport) -> Fingerprints {
+    fingerprints_with(ch, known, transport, false)
+}
+
+fn fingerprints_with(
+    ch: &ClientHello<'_>,
+    known: &KnownExtensions<'_>,
+    transport: Ja4Transport,
+    memo: bool,
+) -> Fingerprints {
+    let ja3 = ja3_with(ch, known);
+    Fingerprints { ja3_md5: md5_hex(&ja3, memo), ja4: ja4_with(ch, known, transport, memo), ja3 }
+}
+
 /// The JA3 string.
 pub fn ja3_string(ch: &ClientHello<'_>) -> String {
-    let mut s = String::with_capacity(256);
-    let _ = write!(s, "{},", ch.legacy_version);
-    join_decimal(&mut s, ch.ciphers().filter(|&c| !is_grease(c)));
-    s.push(',');
-    join_decimal(&mut s, ch.extensions().map(|(t, _)| t).filter(|&t| !is_grease(t)));
-    s.push(',');
-    join_decimal(&mut s, ch.supported_groups().filter(|&g| !is_grease(g)));
-    s.push(',');
-    join_decimal(&mut s, ch.ec_point_formats().iter().map(|&f| u16::from(f)));
-    s
+    ja3_with(ch, &ch.known_extensions())
 }
 
 /// The lowercase hex MD5 of a JA3 string.
 pub fn ja3_md5(ja3: &str) -> String {
-    hex(&Md5::digest(ja3.as_bytes()))
+    md5_hex(ja3, false)
 }
 
-fn join_decimal(s: &mut String, it: impl Iterator<Item = u16>) {
+/// The JA4 fingerprint, e.g. `t13d1516h2_8daaf6152771_e5627efa2ab1`.
+pub fn ja4(ch: &ClientHello<'_>, transport: Ja4Transport) -> String {
+    ja4_with(ch, &ch.known_extensions(), transport, false)
+}
+
+fn md5_hex(ja3: &str, memo: bool) -> String {
+    let digest = memoized(
+        memo,
+        |key| {
+            key.push(MemoKind::Md5 as u8);
+            key.extend_from_slice(ja3.as_bytes());
+        },
+        || Md5::digest(ja3.as_bytes()).into(),
+    );
+    let mut s = String::with_capacity(32);
+    push_hex(&mut s, &digest);
+    s
+}
+
+/// What a memo entry is the digest of; the key's first byte.
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum MemoKind {
+    /// MD5 of a JA3 string; the key holds the string.
+    Md5,
+    /// JA4's part b: the sorted ciphers, little-endian.
+    Ja4Ciphers,
+    /// JA4's part c: the count of sorted extensions, them, then the signature
+    /// algorithms, all little-endian.
+    Ja4Extensions,
+}
+
+/// Slots of the memo (direct-mapped), per worker thread.
+const MEMO_SLOTS: usize = 512;
+/// Keys longer than this are not memoized (a hello with hundreds of ciphers).
+const MEMO_MAX_KEY: usize = 1024;
+
+thread_local! {
+    static MEMO: std::cell::RefCell<Memo> = const { std::cell::RefCell::new(Memo::new()) };
+}
+
+/// The digests of recent fingerprint inputs: a ClientHello's JA3 string (its MD5) and
+/// JA4's two lists (their SHA-256), keyed by exactly what is hashed (the string, the
+/// lists without GREASE). Equal keys give equal digests and a hit is checked against the
+/// whole key, not only its hash, so a hit returns what hashing would. A network's
+/// hellos come from a few client stacks, so most hit and skip MD5 and SHA-256; Chrome's
+/// shuffled extension order (a new JA3 per connection) still hits JA4's sorted lists.
+/// One memo per thread keeps workers shared-nothing; `MEMO_SLOTS` entries of at most
+/// `MEMO_MAX_KEY` bytes each.
+struct Memo {
+    slots: Vec<Option<MemoSlot>>,
+    /// The key being built, reused.
+    key: Vec<u8>,
+}
+
+struct MemoSlot {
+    hash: u64,
+    key: Box<[u8]>,
+    digest: [u8; 16],
+}
+
+impl Memo {
+    const fn new() -> Self {
+        Memo { slots: Vec::new(), key: Vec::new() }
+    }
+
+    fn get(&mut self, build_key: impl FnOnce(&mut Vec<u8>), compute: impl FnOnce() -> [u8; 16]) -> [u8; 16] {
+        self.key.clear();
+        build_key(&mut self.key);
+        if self.key.len() > MEMO_MAX_KEY {
+            return compute();
+        }
+        let hash = hash_bytes(&self.key);
+        if self.slots.is_empty() {
+            self.slots.resize_with(MEMO_SLOTS, || None);
+        }
+        // The top bits: the multiply in `hash_bytes` mixes them best.
+        let slot = &mut self.slots[(hash >> (64 - MEMO_SLOTS.trailing_zeros())) as usize];
+        if let Some(s) = slot {
+            if s.hash == hash && *s.key == *self.key {
+                return s.digest;
+            }
+        }
+        let digest = compute();
+        *slot = Some(MemoSlot { hash, key: self.key.as_slice().into(), digest });
+        digest
+    }
+}
+
+/// The digest `compute` gives, from the thread's memo under the key `build_key` writes
+/// when `memo` is set.
+fn memoized(memo: bool, build_key: impl FnOnce(&mut Vec<u8>), compute: impl FnOnce() -> [u8; 16]) -> [u8; 16] {
+    if !memo {
+        return compute();
+    }
+    MEMO.with(|m| match m.try_borrow_mut() {
+        Ok(mut m) => m.get(build_key, compute),
+        // Only a re-entrant call could find it borrowed; there is none, but stay correct.
+        Err(_) => compute(),
+    })
+}
+
+/// A fast non-cryptographic hash (FxHash's step over 8-byte words): the memo compares
+/// whole keys, so the hash only spreads them over the slots.
+fn hash_bytes(b: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let step = |h: u64, w: u64| (h.rotate_left(5) ^ w).wrapping_mul(K);
+    let mut h = step(0, b.len() as u64);
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        h = step(h, u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+    }
+    let mut last = [0u8; 8];
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    step(h, u64::from_le_bytes(last))
+}
+
+fn push_u16s(key: &mut Vec<u8>, v: &[u16]) {
+    for x in v {
+        key.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Lowercase hex of `b`, appended.
+fn push_hex(s: &mut String, b: &[u8]) {
+    for &x in b {
+        s.push(char::from(HEX[usize::from(x >> 4)]));
+        s.push(char::from(HEX[usize::from(x & 0x0f)]));
+    }
+}
+
+/// `v` in decimal, appended.
+fn push_decimal(s: &mut Vec<u8>, v: u16) {
+    let mut digits = [0u8; 5];
+    let mut i = digits.len();
+    let mut v = v;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    s.extend_from_slice(&digits[i..]);
+}
+
+fn join_decimal(s: &mut Vec<u8>, it: impl Iterator<Item = u16>) {
     for (i, v) in it.enumerate() {
         if i > 0 {
-            s.push('-');
+            s.push(b'-');
         }
-        let _ = write!(s, "{v}");
+        push_decimal(s, v);
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    let mut s = String::with_capacity(b.len() * 2);
-    for x in b {
-        let _ = write!(s, "{x:02x}");
-    }
-    s
+fn ja3_with(ch: &ClientHello<'_>, known: &KnownExtensions<'_>) -> String {
+    let mut s = Vec::with_capacity(256);
+    push_decimal(&mut s, ch.legacy_version);
+    s.push(b',');
+    join_decimal(&mut s, ch.ciphers().filter(|&c| !is_grease(c)));
+    s.push(b',');
+    join_decimal(&mut s, ch.extensions().map(|(t, _)| t).filter(|&t| !is_grease(t)));
+    s.push(b',');
+    join_decimal(&mut s, known.supported_groups().filter(|&g| !is_grease(g)));
+    s.push(b',');
+    join_decimal(&mut s, known.ec_point_formats().iter().map(|&f| u16::from(f)));
+    // Digits, '-' and ',' only: always UTF-8.
+    String::from_utf8(s).unwrap_or_default()
 }
 
 /// JA4's version code: the highest non-GREASE entry of supported_versions, else the
 /// legacy version.
-fn ja4_version(ch: &ClientHello<'_>) -> &'static str {
+fn ja4_version(legacy_version: u16, known: &KnownExtensions<'_>) -> &'static str {
     // Rank versions so DTLS (whose numbers go down as versions go up) compares right.
     fn rank(v: u16) -> (u8, &'static str) {
         match v {
@@ -77,29 +257,133 @@ fn ja4_version(ch: &ClientHello<'_>) -> &'static str {
             _ => (0, "00"),
         }
     }
-    let best = ch.supported_versions().filter(|&v| !is_grease(v)).map(rank).max_by_key(|r| r.0);
-    let has_ext = ch.extensions().any(|(t, _)| t == EXT_SUPPORTED_VERSIONS);
+    let best = known.supported_versions().filter(|&v| !is_grease(v)).map(rank).max_by_key(|r| r.0);
     match best {
-        Some(r) if has_ext => r.1,
-        _ => rank(ch.legacy_version).1,
+        Some(r) if known.supported_versions.is_some() => r.1,
+        _ => rank(legacy_version).1,
     }
 }
 
-/// The JA4 fingerprint, e.g. `t13d1516h2_8daaf6152771_e5627efa2ab1`.
-pub fn ja4(ch: &ClientHello<'_>, transport: Ja4Transport) -> String {
-    let mut ciphers: Vec<u16> = ch.ciphers().filter(|&c| !is_grease(c)).collect();
-    let mut exts: Vec<u16> = ch.extensions().map(|(t, _)| t).filter(|&t| !is_grease(t)).collect();
-    let sigs: Vec<u16> = ch.signature_algorithms().filter(|&s| !is_grease(s)).collect();
-    let mut s = String::with_capacity(40);
+/// Lists up to this long stay on the stack.
+const INLINE: usize = 128;
+
+/// A list of u16 on the stack, spilling to the heap past `INLINE` entries.
+struct SmallU16 {
+    inline: [u16; INLINE],
+    len: usize,
+    heap: Vec<u16>,
+}
+
+impl SmallU16 {
+    fn new() -> Self {
+        SmallU16 { inline: [0; INLINE], len: 0, heap: Vec::new() }
+    }
+
+    fn push(&mut self, v: u16) {
+        if self.len < INLINE {
+            self.inline[self.len] = v;
+        } else {
+            if self.heap.is_empty() {
+                self.heap.extend_from_slice(&self.inline);
+            }
+            self.heap.push(v);
+        }
+        self.len += 1;
+    }
+
+    fn as_slice(&self) -> &[u16] {
+        if self.len <= INLINE {
+            &self.inline[..self.len]
+        } else {
+            &self.heap
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u16] {
+        if self.len <= INLINE {
+            &mut self.inline[..self.len]
+        } else {
+            &mut self.heap
+        }
+    }
+}
+
+/// SHA-256 of text written piecewise, through a buffer so the hash sees few calls.
+struct TextHasher {
+    hash: Sha256,
+    buf: [u8; 256],
+    len: usize,
+}
+
+impl TextHasher {
+    fn new() -> Self {
+        TextHasher { hash: Sha256::new(), buf: [0; 256], len: 0 }
+    }
+
+    fn push(&mut self, b: &[u8]) {
+        if self.len + b.len() > self.buf.len() {
+            self.hash.update(&self.buf[..self.len]);
+            self.len = 0;
+        }
+        self.buf[self.len..self.len + b.len()].copy_from_slice(b);
+        self.len += b.len();
+    }
+
+    /// `v` as 4 lowercase hex digits, after `sep` unless it is the list's first.
+    fn hex4(&mut self, sep: Option<u8>, v: u16) {
+        let h = |n: u16| HEX[usize::from(n & 0x0f)];
+        let digits = [h(v >> 12), h(v >> 8), h(v >> 4), h(v)];
+        match sep {
+            Some(c) => self.push(&[c, digits[0], digits[1], digits[2], digits[3]]),
+            None => self.push(&digits),
+        }
+    }
+
+    /// A `,`-joined hex4 list.
+    fn hex4_list(&mut self, v: &[u16]) {
+        for (i, &x) in v.iter().enumerate() {
+            self.hex4(if i == 0 { None } else { Some(b',') }, x);
+        }
+    }
+
+    /// The first 6 bytes of the hash (JA4 prints 12 hex digits), zero-padded to 16.
+    fn finish_truncated(mut self) -> [u8; 16] {
+        self.hash.update(&self.buf[..self.len]);
+        let digest = self.hash.finalize();
+        let mut out = [0u8; 16];
+        out[..6].copy_from_slice(&digest[..6]);
+        out
+    }
+}
+
+fn ja4_with(ch: &ClientHello<'_>, known: &KnownExtensions<'_>, transport: Ja4Transport, memo: bool) -> String {
+    let mut ciphers = SmallU16::new();
+    for c in ch.ciphers().filter(|&c| !is_grease(c)) {
+        ciphers.push(c);
+    }
+    // Every non-GREASE extension is counted; SNI and ALPN are left out of the hash.
+    let mut exts = SmallU16::new();
+    let (mut ext_count, mut sni) = (0usize, false);
+    for (t, _) in ch.extensions().filter(|&(t, _)| !is_grease(t)) {
+        ext_count += 1;
+        sni |= t == EXT_SERVER_NAME;
+        if t != EXT_SERVER_NAME && t != EXT_ALPN {
+            exts.push(t);
+        }
+    }
+    let mut s = String::with_capacity(36);
     s.push(match transport {
         Ja4Transport::Tcp => 't',
         Ja4Transport::Quic => 'q',
         Ja4Transport::Dtls => 'd',
     });
-    s.push_str(ja4_version(ch));
-    s.push(if exts.contains(&EXT_SERVER_NAME) { 'd' } else { 'i' });
-    let _ = write!(s, "{:02}{:02}", ciphers.len().min(99), exts.len().min(99));
-    match ch.alpn().next() {
+    s.push_str(ja4_version(ch.legacy_version, known));
+    s.push(if sni { 'd' } else { 'i' });
+    for n in [ciphers.len.min(99), ext_count.min(99)] {
+        s.push(char::from(b'0' + (n / 10) as u8));
+        s.push(char::from(b'0' + (n % 10) as u8));
+    }
+    match known.alpn().next() {
         Some(a) if !a.is_empty() => {
             let (f, l) = (a[0], a[a.len() - 1]);
             if f.is_ascii_alphanumeric() && l.is_ascii_alphanumeric() {
@@ -108,46 +392,64 @@ pub fn ja4(ch: &ClientHello<'_>, transport: Ja4Transport) -> String {
             } else {
                 // JA4.md: a non-alphanumeric first or last byte prints the first and last
                 // characters of the value's hex form.
-                let h = hex(a);
-                s.push_str(&h[..1]);
-                s.push_str(&h[h.len() - 1..]);
+                s.push(char::from(HEX[usize::from(f >> 4)]));
+                s.push(char::from(HEX[usize::from(l & 0x0f)]));
             }
         }
         _ => s.push_str("00"),
     }
     s.push('_');
-    ciphers.sort_unstable();
-    s.push_str(&truncated_sha256(&hex4_list(&ciphers), ciphers.is_empty()));
+    let ciphers = ciphers.as_mut_slice();
+    if ciphers.is_empty() {
+        s.push_str("000000000000");
+    } else {
+        ciphers.sort_unstable();
+        let digest = memoized(
+            memo,
+            |key| {
+                key.push(MemoKind::Ja4Ciphers as u8);
+                push_u16s(key, ciphers);
+            },
+            || {
+                let mut h = TextHasher::new();
+                h.hex4_list(ciphers);
+                h.finish_truncated()
+            },
+        );
+        push_hex(&mut s, &digest[..6]);
+    }
     s.push('_');
-    exts.retain(|&t| t != EXT_SERVER_NAME && t != EXT_ALPN);
-    exts.sort_unstable();
-    let mut c = hex4_list(&exts);
-    if !sigs.is_empty() {
-        c.push('_');
-        c.push_str(&hex4_list(&sigs));
-    }
-    s.push_str(&truncated_sha256(&c, exts.is_empty()));
-    s
-}
-
-fn hex4_list(v: &[u16]) -> String {
-    let mut s = String::with_capacity(v.len() * 5);
-    for (i, x) in v.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
+    let exts = exts.as_mut_slice();
+    if exts.is_empty() {
+        s.push_str("000000000000");
+    } else {
+        exts.sort_unstable();
+        let mut sigs = SmallU16::new();
+        for sig in known.signature_algorithms().filter(|&g| !is_grease(g)) {
+            sigs.push(sig);
         }
-        let _ = write!(s, "{x:04x}");
+        let sigs = sigs.as_slice();
+        let digest = memoized(
+            memo,
+            |key| {
+                key.push(MemoKind::Ja4Extensions as u8);
+                key.extend_from_slice(&(exts.len() as u32).to_le_bytes());
+                push_u16s(key, exts);
+                push_u16s(key, sigs);
+            },
+            || {
+                let mut h = TextHasher::new();
+                h.hex4_list(exts);
+                // The signature algorithms in the client's order, after a `_` if any.
+                for (i, &sig) in sigs.iter().enumerate() {
+                    h.hex4(Some(if i == 0 { b'_' } else { b',' }), sig);
+                }
+                h.finish_truncated()
+            },
+        );
+        push_hex(&mut s, &digest[..6]);
     }
     s
-}
-
-fn truncated_sha256(s: &str, empty: bool) -> String {
-    if empty {
-        return "000000000000".to_string();
-    }
-    let mut h = hex(&Sha256::digest(s.as_bytes()));
-    h.truncate(12);
-    h
 }
 
 #[cfg(test)]
@@ -213,6 +515,42 @@ mod tests {
         assert_eq!(ja3_md5(""), "d41d8cd98f00b204e9800998ecf8427e");
     }
 
+    /// Hellos that differ in one input each get their own fingerprints from the memo,
+    /// asked in turn many times (hits, and the same slot's evictions if two collide).
+    #[test]
+    fn memo_keeps_hellos_apart() {
+        let sigs = |v: &[u16]| (0x000d, u16_list(false, v));
+        let hellos = [
+            client_hello(0x0303, &[0x1301, 0x1302], &[sni_ext("a.example"), alpn_ext(&["h2"])], false),
+            client_hello(0x0301, &[0x1301, 0x1302], &[sni_ext("a.example"), alpn_ext(&["h2"])], false),
+            client_hello(0x0303, &[0x1302, 0x1301], &[sni_ext("a.example"), alpn_ext(&["h2"])], false),
+            client_hello(0x0303, &[0x1301, 0x1302], &[alpn_ext(&["h2"]), sni_ext("a.example")], false),
+            client_hello(0x0303, &[0x1301, 0x1302], &[sni_ext("a.example"), alpn_ext(&["h3"])], false),
+            client_hello(0x0303, &[0x1301, 0x1302], &[sni_ext("a.example"), alpn_ext(&["h2"]), sigs(&[0x0403])], false),
+            client_hello(0x0303, &[0x1301, 0x1302], &[sni_ext("a.example"), alpn_ext(&["h2"]), sigs(&[0x0804])], false),
+            client_hello(0x0303, &[0x1301, 0x1302], &[sni_ext("a.example"), (43, u16_list(true, &[0x0304]))], false),
+            client_hello(0x0303, &[0x1301, 0x1302], &[sni_ext("a.example"), (43, vec![])], false),
+            client_hello(0x0303, &[0x1301, 0x1302], &[sni_ext("a.example"), (10, u16_list(false, &[29]))], false),
+            client_hello(0x0303, &[0x1301, 0x1302], &[sni_ext("a.example"), (11, vec![1, 0])], false),
+            client_hello(0x0303, &[0x1301, 0x1302], &[sni_ext("a.example"), (11, vec![1, 1])], false),
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for round in 0..3 {
+            for (i, m) in hellos.iter().enumerate() {
+                let ch = ClientHello::parse(&m[4..], false).unwrap();
+                for t in [Ja4Transport::Tcp, Ja4Transport::Quic] {
+                    let want = compute(&ch, &ch.known_extensions(), t);
+                    assert_eq!(fingerprints(&ch, &ch.known_extensions(), t), want, "hello {i} round {round}");
+                    if round == 0 {
+                        seen.insert((want.ja3_md5, want.ja4));
+                    }
+                }
+            }
+        }
+        assert_eq!(seen.len(), hellos.len() * 2, "every hello and transport fingerprints apart");
+        assert!(MEMO.with(|m| m.borrow().slots.iter().flatten().count()) >= 3);
+    }
+
     #[test]
     fn ja4_without_extensions_or_alpn() {
         let msg = client_hello(0x0301, &[0x002f], &[], false);
@@ -227,5 +565,223 @@ mod tests {
         let msg = client_hello(0x0303, &[0x1301], &[(0x10, vec![0, 3, 2, 0xab, 0xcd])], false);
         let ch = ClientHello::parse(&msg[4..], false).unwrap();
         assert_eq!(&ja4(&ch, Ja4Transport::Tcp)[8..10], "ad");
+    }
+
+    /// The implementation before the hand-written hex and single-pass walk (PR of
+    /// issue 4's cost), kept to check the new one gives the same strings.
+    mod reference {
+        use std::fmt::Write;
+
+        use md5::{Digest, Md5};
+        use sha2::Sha256;
+
+        use super::super::super::parser::{is_grease, ClientHello, EXT_ALPN, EXT_SERVER_NAME, EXT_SUPPORTED_VERSIONS};
+        use super::super::Ja4Transport;
+
+        pub fn ja3_string(ch: &ClientHello<'_>) -> String {
+            let mut s = String::with_capacity(256);
+            let _ = write!(s, "{},", ch.legacy_version);
+            join_decimal(&mut s, ch.ciphers().filter(|&c| !is_grease(c)));
+            s.push(',');
+            join_decimal(&mut s, ch.extensions().map(|(t, _)| t).filter(|&t| !is_grease(t)));
+            s.push(',');
+            join_decimal(&mut s, ch.supported_groups().filter(|&g| !is_grease(g)));
+            s.push(',');
+            join_decimal(&mut s, ch.ec_point_formats().iter().map(|&f| u16::from(f)));
+            s
+        }
+
+        pub fn ja3_md5(ja3: &str) -> String {
+            hex(&Md5::digest(ja3.as_bytes()))
+        }
+
+        fn join_decimal(s: &mut String, it: impl Iterator<Item = u16>) {
+            for (i, v) in it.enumerate() {
+                if i > 0 {
+                    s.push('-');
+                }
+                let _ = write!(s, "{v}");
+            }
+        }
+
+        fn hex(b: &[u8]) -> String {
+            let mut s = String::with_capacity(b.len() * 2);
+            for x in b {
+                let _ = write!(s, "{x:02x}");
+            }
+            s
+        }
+
+        fn ja4_version(ch: &ClientHello<'_>) -> &'static str {
+            fn rank(v: u16) -> (u8, &'static str) {
+                match v {
+                    0x0304 => (7, "13"),
+                    0x0303 => (6, "12"),
+                    0x0302 => (5, "11"),
+                    0x0301 => (4, "10"),
+                    0x0300 => (3, "s3"),
+                    0x0002 => (2, "s2"),
+                    0xfefc => (7, "d3"),
+                    0xfefd => (6, "d2"),
+                    0xfeff => (5, "d1"),
+                    _ => (0, "00"),
+                }
+            }
+            let best = ch.supported_versions().filter(|&v| !is_grease(v)).map(rank).max_by_key(|r| r.0);
+            let has_ext = ch.extensions().any(|(t, _)| t == EXT_SUPPORTED_VERSIONS);
+            match best {
+                Some(r) if has_ext => r.1,
+                _ => rank(ch.legacy_version).1,
+            }
+        }
+
+        pub fn ja4(ch: &ClientHello<'_>, transport: Ja4Transport) -> String {
+            let mut ciphers: Vec<u16> = ch.ciphers().filter(|&c| !is_grease(c)).collect();
+            let mut exts: Vec<u16> = ch.extensions().map(|(t, _)| t).filter(|&t| !is_grease(t)).collect();
+            let sigs: Vec<u16> = ch.signature_algorithms().filter(|&s| !is_grease(s)).collect();
+            let mut s = String::with_capacity(40);
+            s.push(match transport {
+                Ja4Transport::Tcp => 't',
+                Ja4Transport::Quic => 'q',
+                Ja4Transport::Dtls => 'd',
+            });
+            s.push_str(ja4_version(ch));
+            s.push(if exts.contains(&EXT_SERVER_NAME) { 'd' } else { 'i' });
+            let _ = write!(s, "{:02}{:02}", ciphers.len().min(99), exts.len().min(99));
+            match ch.alpn().next() {
+                Some(a) if !a.is_empty() => {
+                    let (f, l) = (a[0], a[a.len() - 1]);
+                    if f.is_ascii_alphanumeric() && l.is_ascii_alphanumeric() {
+                        s.push(char::from(f));
+                        s.push(char::from(l));
+                    } else {
+                        let h = hex(a);
+                        s.push_str(&h[..1]);
+                        s.push_str(&h[h.len() - 1..]);
+                    }
+                }
+                _ => s.push_str("00"),
+            }
+            s.push('_');
+            ciphers.sort_unstable();
+            s.push_str(&truncated_sha256(&hex4_list(&ciphers), ciphers.is_empty()));
+            s.push('_');
+            exts.retain(|&t| t != EXT_SERVER_NAME && t != EXT_ALPN);
+            exts.sort_unstable();
+            let mut c = hex4_list(&exts);
+            if !sigs.is_empty() {
+                c.push('_');
+                c.push_str(&hex4_list(&sigs));
+            }
+            s.push_str(&truncated_sha256(&c, exts.is_empty()));
+            s
+        }
+
+        fn hex4_list(v: &[u16]) -> String {
+            let mut s = String::with_capacity(v.len() * 5);
+            for (i, x) in v.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                let _ = write!(s, "{x:04x}");
+            }
+            s
+        }
+
+        fn truncated_sha256(s: &str, empty: bool) -> String {
+            if empty {
+                return "000000000000".to_string();
+            }
+            let mut h = hex(&Sha256::digest(s.as_bytes()));
+            h.truncate(12);
+            h
+        }
+    }
+
+    /// An extension block from parts, GREASE and duplicates allowed.
+    fn ext_block(exts: &[(u16, Vec<u8>)]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for (t, d) in exts {
+            b.extend_from_slice(&t.to_be_bytes());
+            b.extend_from_slice(&(d.len() as u16).to_be_bytes());
+            b.extend_from_slice(d);
+        }
+        b
+    }
+
+    fn u16_list(prefix8: bool, v: &[u16]) -> Vec<u8> {
+        let mut d = if prefix8 { vec![(v.len() * 2) as u8] } else { ((v.len() * 2) as u16).to_be_bytes().to_vec() };
+        for x in v {
+            d.extend_from_slice(&x.to_be_bytes());
+        }
+        d
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 3000, ..Default::default() })]
+
+        /// The fingerprints equal the reference implementation's on hellos with any
+        /// ciphers, extensions (GREASE, repeats, odd lengths, long lists), versions,
+        /// groups, signature algorithms and ALPN values.
+        #[test]
+        fn same_as_reference(
+            version in proptest::prop_oneof![proptest::prelude::Just(0x0303u16), proptest::prelude::any::<u16>()],
+            ciphers in proptest::collection::vec(proptest::prop_oneof![
+                proptest::prelude::Just(0x0a0au16), proptest::prelude::Just(0x1301), proptest::prelude::any::<u16>()], 0..300),
+            types in proptest::collection::vec(proptest::prop_oneof![
+                proptest::prelude::Just(0u16), proptest::prelude::Just(10), proptest::prelude::Just(11),
+                proptest::prelude::Just(13), proptest::prelude::Just(16), proptest::prelude::Just(43),
+                proptest::prelude::Just(0x1a1a), 0u16..70, proptest::prelude::any::<u16>()], 0..160),
+            lists in proptest::collection::vec(proptest::collection::vec(proptest::prop_oneof![
+                proptest::prelude::Just(0x0304u16), proptest::prelude::Just(0xfefc), proptest::prelude::Just(0x0303),
+                proptest::prelude::Just(0x2a2a), proptest::prelude::any::<u16>()], 0..12), 1..4),
+            alpn in proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<u8>(), 0..6), 0..3),
+            junk in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..5),
+            transport in proptest::prop_oneof![
+                proptest::prelude::Just(Ja4Transport::Tcp), proptest::prelude::Just(Ja4Transport::Quic),
+                proptest::prelude::Just(Ja4Transport::Dtls)],
+        ) {
+            let exts: Vec<(u16, Vec<u8>)> = types.iter().enumerate().map(|(i, &t)| {
+                let list = &lists[i % lists.len()];
+                let data = match t {
+                    43 => u16_list(true, list),
+                    10 | 13 => u16_list(false, list),
+                    11 => { let mut d = vec![list.len() as u8]; d.extend(list.iter().map(|&x| x as u8)); d }
+                    16 => {
+                        let mut l = Vec::new();
+                        for a in &alpn { l.push(a.len() as u8); l.extend_from_slice(a); }
+                        let mut d = (l.len() as u16).to_be_bytes().to_vec();
+                        d.extend_from_slice(&l);
+                        d
+                    }
+                    0 => { let (_, d) = sni_ext("x.example"); d }
+                    _ => junk.clone(),
+                };
+                (t, data)
+            }).collect();
+            let msg = client_hello(version, &ciphers, &exts, false);
+            // Also a hello whose last extension claims more bytes than the block holds:
+            // the walk stops there.
+            let mut with_bad = exts.clone();
+            with_bad.push((10, u16_list(false, &[0x001d, 0x0017])));
+            let mut msg_cut = client_hello(version, &ciphers, &with_bad, false);
+            let at = msg_cut.len() - 6 - 2;
+            msg_cut[at..at + 2].copy_from_slice(&9u16.to_be_bytes());
+            proptest::prop_assert_eq!(ext_block(&with_bad).len() + 2 * ciphers.len() + 41, msg_cut.len() - 4);
+            for m in [&msg[4..], &msg_cut[4..]] {
+                let Some(ch) = ClientHello::parse(m, false) else { continue };
+                let fp = compute(&ch, &ch.known_extensions(), transport);
+                proptest::prop_assert_eq!(&fp.ja3, &reference::ja3_string(&ch));
+                proptest::prop_assert_eq!(&fp.ja3_md5, &reference::ja3_md5(&fp.ja3));
+                proptest::prop_assert_eq!(&fp.ja4, &reference::ja4(&ch, transport));
+                // Through the memo, missing then hitting (or evicted by another hello).
+                for _ in 0..2 {
+                    proptest::prop_assert_eq!(&fingerprints(&ch, &ch.known_extensions(), transport), &fp);
+                }
+                proptest::prop_assert_eq!(ch.known_extensions().server_name(), ch.server_name());
+                proptest::prop_assert!(ch.known_extensions().alpn().eq(ch.alpn()));
+                proptest::prop_assert!(ch.known_extensions().supported_versions().eq(ch.supported_versions()));
+            }
+        }
     }
 }

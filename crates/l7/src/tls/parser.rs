@@ -283,9 +283,82 @@ impl<'a> ClientHello<'a> {
     pub fn quic_transport_parameters(&self) -> Option<&'a [u8]> {
         self.extension(EXT_QUIC_TRANSPORT_PARAMETERS).or_else(|| self.extension(EXT_QUIC_TRANSPORT_PARAMETERS_DRAFT))
     }
+
+    /// The extensions the results and fingerprints read, found in one walk of the block:
+    /// each field is what the accessor of the same name reads (the first extension of
+    /// its type), without walking the block once per accessor.
+    pub fn known_extensions(&self) -> KnownExtensions<'a> {
+        let mut k = KnownExtensions::default();
+        for (t, d) in self.extensions() {
+            let slot = match t {
+                EXT_SERVER_NAME => &mut k.server_name,
+                EXT_ALPN => &mut k.alpn,
+                EXT_SUPPORTED_VERSIONS => &mut k.supported_versions,
+                EXT_SUPPORTED_GROUPS => &mut k.supported_groups,
+                EXT_EC_POINT_FORMATS => &mut k.ec_point_formats,
+                EXT_SIGNATURE_ALGORITHMS => &mut k.signature_algorithms,
+                _ => continue,
+            };
+            slot.get_or_insert(d);
+        }
+        k
+    }
 }
 
-fn alpn_list(ext: &[u8]) -> impl Iterator<Item = &[u8]> {
+/// The raw data of the first extension of each type a ClientHello's results read
+/// (`ClientHello::known_extensions`); `None` when the type is absent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KnownExtensions<'a> {
+    pub server_name: Option<&'a [u8]>,
+    pub alpn: Option<&'a [u8]>,
+    pub supported_versions: Option<&'a [u8]>,
+    pub supported_groups: Option<&'a [u8]>,
+    pub ec_point_formats: Option<&'a [u8]>,
+    pub signature_algorithms: Option<&'a [u8]>,
+}
+
+impl<'a> KnownExtensions<'a> {
+    /// As `ClientHello::server_name`.
+    pub fn server_name(&self) -> Option<&'a [u8]> {
+        let mut c = Cursor::new(self.server_name?);
+        let mut list = Cursor::new(c.vec16()?);
+        while !list.is_empty() {
+            let kind = list.u8()?;
+            let name = list.vec16()?;
+            if kind == 0 {
+                return Some(name);
+            }
+        }
+        None
+    }
+
+    /// As `ClientHello::alpn`.
+    pub fn alpn(&self) -> impl Iterator<Item = &'a [u8]> {
+        alpn_list(self.alpn.unwrap_or_default())
+    }
+
+    /// As `ClientHello::supported_versions`.
+    pub fn supported_versions(&self) -> impl Iterator<Item = u16> + 'a {
+        u16s(Cursor::new(self.supported_versions.unwrap_or_default()).vec8().unwrap_or_default())
+    }
+
+    /// As `ClientHello::supported_groups`.
+    pub fn supported_groups(&self) -> impl Iterator<Item = u16> + 'a {
+        u16s(Cursor::new(self.supported_groups.unwrap_or_default()).vec16().unwrap_or_default())
+    }
+
+    /// As `ClientHello::ec_point_formats`.
+    pub fn ec_point_formats(&self) -> &'a [u8] {
+        Cursor::new(self.ec_point_formats.unwrap_or_default()).vec8().unwrap_or_default()
+    }
+
+    /// As `ClientHello::signature_algorithms`.
+    pub fn signature_algorithms(&self) -> impl Iterator<Item = u16> + 'a {
+        u16s(Cursor::new(self.signature_algorithms.unwrap_or_default()).vec16().unwrap_or_default())
+    }
+}
+
+fn alpn_list(ext: &[u8]) -> impl Iterator<Item = &[u8]> + '_ {
     let mut c = Cursor::new(Cursor::new(ext).vec16().unwrap_or_default());
     std::iter::from_fn(move || c.vec8())
 }

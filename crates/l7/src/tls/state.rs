@@ -1,11 +1,12 @@
 //! Per-flow TLS state: the hellos' bounded reassembly, the results (`TlsInfo`) and the
 //! record tracker behind the timing markers (`TlsTimes`).
 
-use super::fingerprint::{ja3_md5, ja3_string, ja4, Ja4Transport};
+use super::fingerprint::{fingerprints, Ja4Transport};
 use super::parser::{
     dtls_first_handshake_message, first_handshake_message, is_grease, ClientHello, HandshakeProgress, RecordHeader,
     RecordKind, ServerHello, DTLS_RECORD_HEADER_LEN, HANDSHAKE_CLIENT_HELLO, HANDSHAKE_SERVER_HELLO, RECORD_HEADER_LEN,
 };
+use crate::cursor::lossy_string;
 use crate::event::{Event, Events};
 use crate::{Dir, Records};
 
@@ -31,17 +32,23 @@ pub struct ClientHelloInfo {
 
 impl ClientHelloInfo {
     pub fn from_hello(ch: &ClientHello<'_>, transport: Ja4Transport) -> Self {
-        let ja3 = ja3_string(ch);
+        let known = ch.known_extensions();
+        let fp = fingerprints(ch, &known, transport);
         ClientHelloInfo {
-            sni: ch.server_name().map(|s| String::from_utf8_lossy(s).into_owned()),
-            alpn: ch.alpn().map(|a| String::from_utf8_lossy(a).into_owned()).collect(),
+            sni: known.server_name().map(lossy_string),
+            alpn: known.alpn().map(lossy_string).collect(),
             legacy_version: ch.legacy_version,
-            supported_versions: ch.supported_versions().filter(|&v| !is_grease(v)).collect(),
+            supported_versions: known.supported_versions().filter(|&v| !is_grease(v)).collect(),
             cipher_suites: ch.ciphers().collect(),
-            extensions: ch.extensions().map(|(t, _)| t).collect(),
-            ja3_md5: ja3_md5(&ja3),
-            ja3,
-            ja4: ja4(ch, transport),
+            extensions: {
+                // Each extension takes at least 4 bytes: one allocation holds them all.
+                let mut v = Vec::with_capacity(ch.extensions.len() / 4);
+                v.extend(ch.extensions().map(|(t, _)| t));
+                v
+            },
+            ja3: fp.ja3,
+            ja3_md5: fp.ja3_md5,
+            ja4: fp.ja4,
         }
     }
 
@@ -68,7 +75,7 @@ impl ServerHelloInfo {
         ServerHelloInfo {
             version: sh.selected_version(),
             cipher_suite: sh.cipher_suite,
-            alpn: sh.alpn().map(|a| String::from_utf8_lossy(a).into_owned()),
+            alpn: sh.alpn().map(lossy_string),
         }
     }
 }

@@ -411,6 +411,24 @@ mod tests {
     }
 
     #[test]
+    fn reset_in_place_is_default() {
+        let mut d = TcpDir::default();
+        d.remember(100, 100, 1_000_000);
+        d.remember(200, 100, 2_000_000);
+        d.acknowledged(100, 5_000_000);
+        d.ts.on_sent(7, 1_000);
+        d.pkts_rto = 3;
+        d.acked = Some(100);
+        d.syn_opts = Some(Default::default());
+        d.reset();
+        // The rings keep their old entries (never read beyond their length).
+        let mut want = TcpDir::default();
+        want.inflight = d.inflight;
+        want.ts.pending = d.ts.pending;
+        assert_eq!(format!("{d:?}"), format!("{want:?}"));
+    }
+
+    #[test]
     fn history_letters_once_per_direction() {
         let mut h = History::default();
         h.add(0, b's');
@@ -463,6 +481,15 @@ pub struct TsEcho {
 }
 
 impl TsEcho {
+    /// Back to no TSval pending and no sample, in place (the ring's entries beyond
+    /// `len` are never read).
+    #[inline]
+    fn reset(&mut self) {
+        self.head = 0;
+        self.len = 0;
+        self.rtt_us = Default::default();
+    }
+
     /// A segment that must be acknowledged carried `tsval` at `now_ns`.
     #[inline]
     fn on_sent(&mut self, tsval: u32, now_ns: u64) {
@@ -619,6 +646,97 @@ impl Default for TcpDir {
 }
 
 impl TcpDir {
+    /// Back to [`TcpDir::default`], in place and without rewriting the ring of
+    /// segments in flight: only its first `inflight_len` entries are ever read.
+    pub fn reset(&mut self) {
+        // Every field by name (no `..`): a field added later must be reset here too.
+        let TcpDir {
+            rtt_cnt,
+            rtt_sum_us,
+            rtt_sq_us,
+            rtt_min_us,
+            rtt_max_us,
+            rtt_dropped,
+            ttl_min,
+            ttl_max,
+            syn_opts,
+            sack_cnt,
+            seg_min,
+            seg_max,
+            win_min,
+            win_max,
+            win_0,
+            cwin_min,
+            cwin_max,
+            cwin_ini,
+            first_data_acked,
+            pkts_push,
+            acked,
+            syn_ns,
+            fin_end,
+            pkts_rto,
+            pkts_fs,
+            pkts_reor,
+            pkts_dup,
+            pkts_fc,
+            pkts_unrto,
+            pkts_unfs,
+            pkts_unk,
+            syn_retx,
+            dup_acks,
+            prev_dup_acks,
+            last_win,
+            last_tx_ns,
+            last_new_ns,
+            ts,
+            inflight: _,
+            inflight_base_ns,
+            inflight_head,
+            inflight_len,
+        } = self;
+        *rtt_cnt = 0;
+        *rtt_sum_us = 0.0;
+        *rtt_sq_us = 0.0;
+        *rtt_min_us = u32::MAX;
+        *rtt_max_us = 0;
+        *rtt_dropped = 0;
+        *ttl_min = u8::MAX;
+        *ttl_max = 0;
+        *syn_opts = None;
+        *sack_cnt = 0;
+        *seg_min = u32::MAX;
+        *seg_max = 0;
+        *win_min = u64::MAX;
+        *win_max = 0;
+        *win_0 = 0;
+        *cwin_min = u64::MAX;
+        *cwin_max = 0;
+        *cwin_ini = 0;
+        *first_data_acked = false;
+        *pkts_push = 0;
+        *acked = None;
+        *syn_ns = 0;
+        *fin_end = None;
+        *pkts_rto = 0;
+        *pkts_fs = 0;
+        *pkts_reor = 0;
+        *pkts_dup = 0;
+        *pkts_fc = 0;
+        *pkts_unrto = 0;
+        *pkts_unfs = 0;
+        *pkts_unk = 0;
+        *syn_retx = 0;
+        *dup_acks = 0;
+        *prev_dup_acks = 0;
+        *last_win = u64::MAX;
+        *last_tx_ns = 0;
+        *last_new_ns = 0;
+        ts.reset();
+        *inflight_base_ns = 0;
+        *inflight_head = 0;
+        *inflight_len = 0;
+    }
+
     /// Mean, standard deviation, min and max RTT in ms; `None` without samples.
     pub fn rtt_ms(&self) -> Option<(f64, f64, f64, f64)> {
         if self.rtt_cnt == 0 {
@@ -726,7 +844,7 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
     let ack = flags & TcpFields::ACK != 0;
     let len = d.payload_len;
     let has_header = d.fragment != tapstat_decode::Fragment::Later;
-    let Some(full) = f.full.as_deref_mut() else { return };
+    let Some(crate::flow::Full::Tcp(full)) = f.full.as_mut() else { return };
     // Both sides offered window scaling in their SYNs (RFC 7323 §2.2): later windows
     // are scaled; the SYN's own window never is.
     let scale = full.win_scale(di);

@@ -422,8 +422,7 @@ mod tests {
         d.syn_opts = Some(Default::default());
         d.reset();
         // The rings keep their old entries (never read beyond their length).
-        let mut want = TcpDir::default();
-        want.inflight = d.inflight;
+        let mut want = TcpDir { inflight: d.inflight, ..Default::default() };
         want.ts.pending = d.ts.pending;
         assert_eq!(format!("{d:?}"), format!("{want:?}"));
     }

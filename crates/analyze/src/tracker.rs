@@ -309,7 +309,8 @@ impl Tracker {
         let id = match slot {
             Some(id) => id,
             None => {
-                let full = (self.cfg.tcp_sets == TcpSets::Full).then(|| self.pool.take(Kind::of(p.dec), self.cfg.first_n));
+                let full =
+                    (self.cfg.tcp_sets == TcpSets::Full).then(|| self.pool.take(Kind::of(p.dec), self.cfg.first_n));
                 let mut f = Flow::new(p.dec, p.src_is_lo, p.ts_ns, full, self.cfg.l7.is_some());
                 f.flow_id = FlowId::new(&p.key, p.ts_ns);
                 if f.l7.is_some() {

@@ -46,7 +46,7 @@ impl Moments {
     }
 
     pub fn mean(&self) -> Option<f64> {
-        (self.n > 0).then(|| self.sum as f64 / self.n as f64)
+        (self.n > 0).then(|| to_f64(self.sum) / to_f64(self.n))
     }
 
     /// The sample standard deviation (n − 1 in the denominator, as NFStream's Welford
@@ -61,7 +61,7 @@ impl Moments {
                 let n = n as u128;
                 let s = self.sum as u128;
                 let num = n.saturating_mul(self.sum_sq).saturating_sub(s * s);
-                Some((num as f64 / (n * (n - 1)) as f64).sqrt())
+                Some((wide_to_f64(num) / wide_to_f64(n * (n - 1))).sqrt())
             }
         }
     }
@@ -109,6 +109,27 @@ impl PktStats {
             0 | 1 => self.size_dir[i],
             _ => self.size_dir[0].merge(&self.size_dir[1]),
         }
+    }
+}
+
+/// `x as f64`, through i64 where it fits: the same value (both round to nearest), in
+/// one instruction instead of a dozen on x86-64.
+#[inline(always)]
+fn to_f64(x: u64) -> f64 {
+    if x <= i64::MAX as u64 {
+        x as i64 as f64
+    } else {
+        x as f64
+    }
+}
+
+/// `x as f64` for a u128, without the library call where it fits in an i64.
+#[inline(always)]
+fn wide_to_f64(x: u128) -> f64 {
+    if x <= i64::MAX as u128 {
+        x as i64 as f64
+    } else {
+        x as f64
     }
 }
 

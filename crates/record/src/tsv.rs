@@ -7,14 +7,22 @@
 use crate::Value;
 use std::io::Write;
 
-/// Appends the decimal digits of `n`. Most values in a record are small counters
-/// (0, 1, 2-digit), so those take a push or two instead of a buffer and a copy.
+/// Appends the decimal digits of `n`. Most values in a record are small (counters of
+/// 0, 1, 2 digits; sizes, ports, ms of 3 or 4): those are written inline, in one
+/// store of fixed size each.
 #[inline(always)]
 pub fn push_u64(out: &mut Vec<u8>, n: u64) {
     if n < 10 {
         out.push(b'0' + n as u8);
     } else if n < 100 {
-        out.extend_from_slice(&[b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]);
+        let d = n as usize * 2;
+        out.extend_from_slice(&[DIGITS2[d], DIGITS2[d + 1]]);
+    } else if n < 1000 {
+        let d = n as usize % 100 * 2;
+        out.extend_from_slice(&[b'0' + (n / 100) as u8, DIGITS2[d], DIGITS2[d + 1]]);
+    } else if n < 10_000 {
+        let (hi, lo) = (n as usize / 100 * 2, n as usize % 100 * 2);
+        out.extend_from_slice(&[DIGITS2[hi], DIGITS2[hi + 1], DIGITS2[lo], DIGITS2[lo + 1]]);
     } else {
         push_u64_long(out, n);
     }
@@ -43,7 +51,7 @@ fn push_frac3(out: &mut Vec<u8>, frac: u64) {
     out.extend_from_slice(&FRAC3[frac as usize % 1000]);
 }
 
-/// Three digits and more, four at a time from the end. The digits are written left
+/// Five digits and more, four at a time from the end. The digits are written left
 /// aligned in a buffer of fixed size, which is appended whole (a fixed-size copy, no
 /// `memcpy` call) and the excess cut off.
 #[inline(never)]

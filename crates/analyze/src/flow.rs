@@ -133,12 +133,7 @@ pub struct FullState {
 impl FullState {
     /// A new state whose first-packets lists hold `n` without growing.
     pub fn with_first_n(n: usize) -> FullState {
-        let mut s = FullState::default();
-        s.first.dirs.reserve(n);
-        s.first.sizes.reserve(n);
-        s.first.gaps_us.reserve(n);
-        s.first_limit = n;
-        s
+        FullState { stats: PktStats::default(), first: FirstPackets::with_limit(n), first_limit: n }
     }
 
     /// Back to the state of a new flow, keeping the allocations.

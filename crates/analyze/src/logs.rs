@@ -414,9 +414,9 @@ fn stats_cols() -> Vec<Run<Flow>> {
     stat_cols!(v, "s_", 1, "server to client");
     stat_cols!(v, "", 2, "both directions");
     v.push(run!(Flow;
-        col!("first_dirs", Str, "", "first_n", "direction of each of the flow's first packets (`--first-n`, default 10): c client to server, s server to client", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::Str(&x.first.dirs))),
-        col!("first_ps", List, "bytes", "first_n", "frame length on the wire of each of the flow's first packets", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::U32s(&x.first.sizes))),
-        col!("first_piat", List, "ms", "first_n", "gap from the flow's previous packet to each of its first packets (0 for the first)", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::MicrosU32s(&x.first.gaps_us))),
+        col!("first_dirs", Str, "", "first_n", "direction of each of the flow's first packets (`--first-n`, default 10): c client to server, s server to client", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::Str(x.first.dirs()))),
+        col!("first_ps", List, "bytes", "first_n", "frame length on the wire of each of the flow's first packets", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::U32s(x.first.sizes()))),
+        col!("first_piat", List, "ms", "first_n", "gap from the flow's previous packet to each of its first packets (0 for the first)", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::MicrosU32s(x.first.gaps_us()))),
     ));
     v
 }

@@ -747,6 +747,16 @@ impl TcpDir {
         Some((mean / 1e3, var.sqrt() / 1e3, self.rtt_min_us as f64 / 1e3, self.rtt_max_us as f64 / 1e3))
     }
 
+    /// RTT min and RTO in ns from the samples so far; RFC 6298's 1 s before the first,
+    /// and no RTO below 200 ms (Linux's floor). Only segments out of sequence or sent
+    /// again need them.
+    fn rtt_min_rto(&self) -> (u64, u64) {
+        match self.rtt_ms() {
+            Some((avg, std, min, _)) => ((min * 1e6) as u64, (((avg + 4.0 * std) * 1e6) as u64).max(200_000_000)),
+            None => (0, 1_000_000_000),
+        }
+    }
+
     /// Remembers a segment sent at `now_ns`. Send times are kept in µs from
     /// `inflight_base_ns`, which moves to the present whenever nothing is in flight;
     /// a segment unacknowledged for 71 minutes (2^32 µs) gives no sample anyway.
@@ -975,20 +985,15 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
 fn classify(e: &mut TcpDir, class: Option<SegmentClass>, end: u64, len: u32, ts: u64, peer_win: u64) {
     let gap = ts.saturating_sub(e.last_tx_ns);
     let since_new = ts.saturating_sub(e.last_new_ns);
-    // RTT min and RTO in ns from the samples so far; RFC 6298's 1 s before the first,
-    // and no RTO below 200 ms (Linux's floor).
-    let (rtt_min, rto) = match e.rtt_ms() {
-        Some((avg, std, min, _)) => ((min * 1e6) as u64, (((avg + 4.0 * std) * 1e6) as u64).max(200_000_000)),
-        None => (0, 1_000_000_000),
-    };
-    // When these very bytes were last sent, if they are still remembered in flight.
-    let sent = e.sent_ns(end);
-    let since_sent = sent.map_or(since_new, |t0| ts.saturating_sub(t0));
     match class {
         // A probe into a zero window (RFC 9293 §3.8.6.1) is flow control, new or not.
         _ if peer_win == 0 && len <= 1 => e.pkts_fc += 1,
         Some(SegmentClass::InOrder | SegmentClass::AfterGap) | None => {}
         Some(SegmentClass::Retransmission) => {
+            let (rtt_min, rto) = e.rtt_min_rto();
+            // When these very bytes were last sent, if they are still remembered in flight.
+            let sent = e.sent_ns(end);
+            let since_sent = sent.map_or(since_new, |t0| ts.saturating_sub(t0));
             if end <= e.acked.unwrap_or(0) {
                 if e.dup_acks.max(e.prev_dup_acks) >= 3 {
                     e.pkts_unfs += 1;
@@ -1009,6 +1014,7 @@ fn classify(e: &mut TcpDir, class: Option<SegmentClass>, end: u64, len: u32, ts:
             e.resent(end, ts);
         }
         Some(SegmentClass::OutOfSequence) => {
+            let (rtt_min, rto) = e.rtt_min_rto();
             if since_new < rtt_min.max(1) {
                 // It fills a gap opened less than an RTT ago: overtaken in the network.
                 e.pkts_reor += 1;

@@ -423,7 +423,8 @@ mod tests {
         d.reset();
         // The rings keep their old entries (never read beyond their length).
         let mut want = TcpDir { inflight: d.inflight, ..Default::default() };
-        want.ts.pending = d.ts.pending;
+        want.ts.pending_val = d.ts.pending_val;
+        want.ts.pending_ns = d.ts.pending_ns;
         assert_eq!(format!("{d:?}"), format!("{want:?}"));
     }
 
@@ -472,7 +473,9 @@ const TS_PENDING: usize = 8;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TsEcho {
     /// (TSval, first time seen at the probe), oldest first, as a ring.
-    pending: [(u32, u64); TS_PENDING],
+    /// (Apart, not as pairs: a pair would take 16 bytes.)
+    pending_val: [u32; TS_PENDING],
+    pending_ns: [u64; TS_PENDING],
     head: u8,
     len: u8,
     /// Samples in µs.
@@ -495,7 +498,7 @@ impl TsEcho {
         if self.len > 0 {
             let last = (self.head as usize + self.len as usize - 1) % TS_PENDING;
             // The same clock tick as the previous segment: its first sight stands.
-            if self.pending[last].0 == tsval {
+            if self.pending_val[last] == tsval {
                 return;
             }
         }
@@ -504,7 +507,8 @@ impl TsEcho {
             self.len -= 1;
         }
         let i = (self.head as usize + self.len as usize) % TS_PENDING;
-        self.pending[i] = (tsval, now_ns);
+        self.pending_val[i] = tsval;
+        self.pending_ns[i] = now_ns;
         self.len += 1;
     }
 
@@ -513,7 +517,8 @@ impl TsEcho {
     #[inline]
     fn on_echo(&mut self, tsecr: u32, now_ns: u64) {
         for k in 0..self.len as usize {
-            let (val, sent) = self.pending[(self.head as usize + k) % TS_PENDING];
+            let j = (self.head as usize + k) % TS_PENDING;
+            let (val, sent) = (self.pending_val[j], self.pending_ns[j]);
             if val == tsecr {
                 self.rtt_us.add(now_ns.saturating_sub(sent).saturating_add(500) / 1000);
                 self.head = ((self.head as usize + k + 1) % TS_PENDING) as u8;

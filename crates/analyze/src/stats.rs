@@ -57,11 +57,19 @@ impl Moments {
             1 => Some(0.0),
             n => {
                 // n·Σx² − (Σx)² is exact in integers (and never negative), so the
-                // variance is as precise as one float division can make it.
+                // variance is as precise as one float division can make it. In 64 bits
+                // when it fits: the same integers, so the same floats, without the
+                // library call a u128 to f64 conversion is.
+                if let (Ok(sq), Ok(nn)) = (u64::try_from(self.sum_sq), u32::try_from(n)) {
+                    if let (Some(a), Some(b)) = ((nn as u64).checked_mul(sq), self.sum.checked_mul(self.sum)) {
+                        let num = a.saturating_sub(b);
+                        return Some((to_f64(num) / to_f64(nn as u64 * (nn as u64 - 1))).sqrt());
+                    }
+                }
                 let n = n as u128;
                 let s = self.sum as u128;
                 let num = n.saturating_mul(self.sum_sq).saturating_sub(s * s);
-                Some((wide_to_f64(num) / wide_to_f64(n * (n - 1))).sqrt())
+                Some((num as f64 / (n * (n - 1)) as f64).sqrt())
             }
         }
     }
@@ -117,16 +125,6 @@ impl PktStats {
 #[inline(always)]
 fn to_f64(x: u64) -> f64 {
     if x <= i64::MAX as u64 {
-        x as i64 as f64
-    } else {
-        x as f64
-    }
-}
-
-/// `x as f64` for a u128, without the library call where it fits in an i64.
-#[inline(always)]
-fn wide_to_f64(x: u128) -> f64 {
-    if x <= i64::MAX as u128 {
         x as i64 as f64
     } else {
         x as f64
@@ -257,7 +255,30 @@ mod tests {
         assert_eq!((m.min(), m.max()), (Some(2), Some(9)));
     }
 
+    /// The 128-bit computation alone, to hold the 64-bit path to it.
+    fn std_wide(m: &Moments) -> Option<f64> {
+        match m.n {
+            0 => None,
+            1 => Some(0.0),
+            n => {
+                let n = n as u128;
+                let s = m.sum as u128;
+                let num = n.saturating_mul(m.sum_sq).saturating_sub(s * s);
+                Some((num as f64 / (n * (n - 1)) as f64).sqrt())
+            }
+        }
+    }
+
     proptest! {
+        /// The 64-bit path gives the very bits of the 128-bit one.
+        #[test]
+        fn std_in_64_bits_is_std_in_128(xs in proptest::collection::vec(0u64..u64::MAX, 0..50), shift in 0u32..64) {
+            let mut m = Moments::default();
+            xs.iter().for_each(|&x| m.add(x >> shift));
+            prop_assert_eq!(m.std().map(f64::to_bits), std_wide(&m).map(f64::to_bits));
+        }
+
+
         /// The integer form agrees with a two-pass float computation.
         #[test]
         fn std_agrees_with_two_pass(xs in proptest::collection::vec(0u64..10_000_000, 2..200)) {

@@ -203,6 +203,18 @@ impl Full {
         }
     }
 
+    /// Asks the CPU to bring the whole state into its cache, ahead of a pass that
+    /// reads most of it (writing the flow's record): the state of a flow that ended
+    /// has usually left the cache since its last packet, and the misses then overlap
+    /// with the work before (instead of coming one after another).
+    #[inline]
+    pub fn prefetch(&self) {
+        match self {
+            Full::Flow(b) => prefetch(&**b),
+            Full::Tcp(b) => prefetch(&**b),
+        }
+    }
+
     /// The TCP sets' part (TCP flows only).
     #[inline]
     pub fn tcp(&self) -> Option<&TcpFullState> {
@@ -211,6 +223,25 @@ impl Full {
             Full::Tcp(b) => Some(b),
         }
     }
+}
+
+/// Prefetches every cache line of `x` (nothing where the architecture has no
+/// prefetch instruction in stable Rust).
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = (x as *const T).cast::<i8>();
+        for off in (0..std::mem::size_of::<T>()).step_by(64) {
+            // SAFETY: a prefetch is a hint, not an access: it does not fault on any
+            // address and changes nothing the program can observe. SSE, which it
+            // needs, is in every x86-64 CPU (the baseline target feature).
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off)) }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
 }
 
 /// A flow's id: 16 hex digits from its 5-tuple and first packet time, the same with

@@ -486,6 +486,9 @@ impl Pool {
 /// Writes a flow that ended: its last HTTP and DNS transactions, then its record; its
 /// full sets' state goes back to the pool.
 fn close(mut f: Flow, out: &mut impl FlowSink, pool: &mut Pool) {
+    if let Some(full) = &f.full {
+        full.prefetch();
+    }
     if let Some(l7) = f.l7.as_mut() {
         let (http, dns) = (l7.drain_http(true), l7.drain_dns(true));
         emit_transactions(&f, http, dns, out);

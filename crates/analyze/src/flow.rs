@@ -14,6 +14,18 @@ pub enum Kind {
     Other,
 }
 
+impl Kind {
+    /// The kind of the flow that packet `d` belongs to.
+    #[inline]
+    pub fn of(d: &Decoded) -> Kind {
+        match d.l4 {
+            tapstat_decode::L4::Tcp if d.sport != 0 || d.dport != 0 => Kind::Tcp,
+            tapstat_decode::L4::Udp if d.sport != 0 || d.dport != 0 => Kind::Udp,
+            _ => Kind::Other,
+        }
+    }
+}
+
 /// How the client (the `c_` side) was chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClientRule {
@@ -102,15 +114,15 @@ pub struct Dir {
     pub seq: SeqSpace,
 }
 
-/// The state of the full sets (`TcpSets::Full`): TCP's end-to-end, options and
-/// anomaly sets per direction. Boxed and kept apart from [`Flow`] so that the flows of
-/// the core set stay small (a cache line matters more than the pointer); the tracker
-/// recycles the boxes of ended flows, so the packet path does not allocate once the
-/// pool has grown to the most flows live at once.
+/// The state of the full sets (`TcpSets::Full`) that every flow has: the packet size
+/// and gap statistics and the first packets. Boxed and kept apart from [`Flow`] so
+/// that the flows of the core set stay small (a cache line matters more than the
+/// pointer); the tracker recycles the boxes of ended flows, so the packet path does not
+/// allocate once the pool has grown to the most flows live at once. TCP flows carry
+/// it inside a [`TcpFullState`]; UDP and other flows carry it alone, without the two
+/// `TcpDir`s they would not use (most of the TCP state's size).
 #[derive(Clone, Debug, Default)]
 pub struct FullState {
-    /// Index 0: client to server, 1: server to client.
-    pub tcp: [TcpDir; 2],
     /// Packet size and inter-arrival statistics (NFStream's `statistical_analysis`).
     pub stats: PktStats,
     /// The first `first_limit` packets (`--first-n`).
@@ -121,11 +133,29 @@ pub struct FullState {
 impl FullState {
     /// A new state whose first-packets lists hold `n` without growing.
     pub fn with_first_n(n: usize) -> FullState {
-        let mut s = FullState::default();
-        s.first.dirs.reserve(n);
-        s.first.sizes.reserve(n);
-        s.first.gaps_us.reserve(n);
-        s
+        FullState { stats: PktStats::default(), first: FirstPackets::with_limit(n), first_limit: n }
+    }
+
+    /// Back to the state of a new flow, keeping the allocations.
+    pub fn reset(&mut self) {
+        self.stats = PktStats::default();
+        self.first.clear();
+    }
+}
+
+/// The full sets' state of a TCP flow: [`FullState`] and, per direction, TCP's
+/// end-to-end, options and anomaly sets.
+#[derive(Clone, Debug, Default)]
+pub struct TcpFullState {
+    pub base: FullState,
+    /// Index 0: client to server, 1: server to client.
+    pub tcp: [TcpDir; 2],
+}
+
+impl TcpFullState {
+    /// A new state whose first-packets lists hold `n` without growing.
+    pub fn with_first_n(n: usize) -> TcpFullState {
+        TcpFullState { base: FullState::with_first_n(n), tcp: Default::default() }
     }
 
     /// The window scale shift in effect for side `di`'s windows: its SYN's, once
@@ -137,12 +167,81 @@ impl FullState {
         }
     }
 
-    /// Back to the state of a new flow, keeping the allocations.
+    /// Back to the state of a new flow, in place, keeping the allocations (the
+    /// rings of segments in flight and of TSvals are left as they are: only their
+    /// first `len` entries are ever read).
     pub fn reset(&mut self) {
-        self.tcp = Default::default();
-        self.stats = PktStats::default();
-        self.first.clear();
+        self.base.reset();
+        self.tcp[0].reset();
+        self.tcp[1].reset();
     }
+}
+
+/// A flow's full sets' state: boxed, the TCP sets' part only for TCP flows.
+#[derive(Clone, Debug)]
+pub enum Full {
+    /// UDP and other flows.
+    Flow(Box<FullState>),
+    Tcp(Box<TcpFullState>),
+}
+
+impl Full {
+    /// The part every flow has.
+    #[inline]
+    pub fn base(&self) -> &FullState {
+        match self {
+            Full::Flow(b) => b,
+            Full::Tcp(b) => &b.base,
+        }
+    }
+
+    #[inline]
+    pub fn base_mut(&mut self) -> &mut FullState {
+        match self {
+            Full::Flow(b) => b,
+            Full::Tcp(b) => &mut b.base,
+        }
+    }
+
+    /// Asks the CPU to bring the whole state into its cache, ahead of a pass that
+    /// reads most of it (writing the flow's record): the state of a flow that ended
+    /// has usually left the cache since its last packet, and the misses then overlap
+    /// with the work before (instead of coming one after another).
+    #[inline]
+    pub fn prefetch(&self) {
+        match self {
+            Full::Flow(b) => prefetch(&**b),
+            Full::Tcp(b) => prefetch(&**b),
+        }
+    }
+
+    /// The TCP sets' part (TCP flows only).
+    #[inline]
+    pub fn tcp(&self) -> Option<&TcpFullState> {
+        match self {
+            Full::Flow(_) => None,
+            Full::Tcp(b) => Some(b),
+        }
+    }
+}
+
+/// Prefetches every cache line of `x` (nothing where the architecture has no
+/// prefetch instruction in stable Rust).
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = (x as *const T).cast::<i8>();
+        for off in (0..std::mem::size_of::<T>()).step_by(64) {
+            // SAFETY: a prefetch is a hint, not an access: it does not fault on any
+            // address and changes nothing the program can observe. SSE, which it
+            // needs, is in every x86-64 CPU (the baseline target feature).
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off)) }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
 }
 
 /// A flow's id: 16 hex digits from its 5-tuple and first packet time, the same with
@@ -193,7 +292,7 @@ pub struct Flow {
     pub history: History,
     pub end: EndReason,
     /// The full sets' state; none with the core set alone.
-    pub full: Option<Box<FullState>>,
+    pub full: Option<Full>,
     pub flow_id: FlowId,
     /// Where the previous periodic row left off (`--periodic`).
     pub snap: crate::periodic::Snapshot,
@@ -208,12 +307,9 @@ impl Flow {
     /// `src_is_lo`.
     /// `full` carries the full sets' state (reset) when they are on; `l7` says whether
     /// the application layer is.
-    pub fn new(d: &Decoded, src_is_lo: bool, ts_ns: u64, full: Option<Box<FullState>>, l7: bool) -> Flow {
-        let kind = match d.l4 {
-            tapstat_decode::L4::Tcp if d.sport != 0 || d.dport != 0 => Kind::Tcp,
-            tapstat_decode::L4::Udp if d.sport != 0 || d.dport != 0 => Kind::Udp,
-            _ => Kind::Other,
-        };
+    /// `full` must be [`Full::Tcp`] for a TCP flow ([`Kind::of`]).
+    pub fn new(d: &Decoded, src_is_lo: bool, ts_ns: u64, full: Option<Full>, l7: bool) -> Flow {
+        let kind = Kind::of(d);
         let (rule, src_is_client) = if kind == Kind::Tcp {
             let f = d.tcp.flags;
             let syn = f & tapstat_decode::TcpFields::SYN != 0;
@@ -269,18 +365,30 @@ impl Flow {
     /// The window scale shift in effect for side `di`'s windows: its SYN's, once
     /// both SYNs offered scaling (RFC 7323 §2.2); 0 otherwise.
     pub fn win_scale(&self, di: usize) -> u8 {
-        self.full.as_deref().map_or(0, |x| x.win_scale(di))
+        self.tcp_full().map_or(0, |x| x.win_scale(di))
     }
 
     /// The end-to-end, options and anomaly state of side `di` (an empty one with the
     /// core set alone).
     pub fn e2e(&self, di: usize) -> &TcpDir {
         static EMPTY: std::sync::LazyLock<TcpDir> = std::sync::LazyLock::new(TcpDir::default);
-        match self.full.as_deref() {
+        match self.tcp_full() {
             Some(x) => &x.tcp[di],
             // Not `map_or(&EMPTY, ..)`: that would force the lazy static on every call.
             None => &EMPTY,
         }
+    }
+
+    /// The full sets' state every flow has (none with the core set alone).
+    #[inline]
+    pub fn full_base(&self) -> Option<&FullState> {
+        self.full.as_ref().map(Full::base)
+    }
+
+    /// The TCP sets' state (TCP flows with the full sets only).
+    #[inline]
+    pub fn tcp_full(&self) -> Option<&TcpFullState> {
+        self.full.as_ref().and_then(Full::tcp)
     }
 
     /// Payload bytes of side `di` that the other side acknowledged but the probe
@@ -315,7 +423,8 @@ impl Flow {
         let prev_ns = self.last_ns;
         self.last_ns = self.last_ns.max(ts_ns);
         let ts = ts_ns.max(self.first_ns);
-        if let Some(full) = self.full.as_deref_mut() {
+        if let Some(full) = self.full.as_mut() {
+            let full = full.base_mut();
             // Gaps from the latest packet time so far: a packet stamped earlier than
             // one before it (reordered capture queues) counts as a gap of 0.
             let gap = ts.saturating_sub(prev_ns);
@@ -359,8 +468,10 @@ mod tests {
     fn flow_state_size_is_as_documented() {
         let size = std::mem::size_of::<Flow>();
         let full = std::mem::size_of::<FullState>();
-        eprintln!("size_of::<Flow>() = {size}, size_of::<FullState>() = {full}");
+        let tcp = std::mem::size_of::<TcpFullState>();
+        eprintln!("size_of::<Flow>() = {size}, size_of::<FullState>() = {full}, size_of::<TcpFullState>() = {tcp}");
         assert!(size <= 816, "Flow grew to {size} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
-        assert!(full <= 2048, "FullState grew to {full} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
+        assert!(full <= 352, "FullState grew to {full} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
+        assert!(tcp <= 2016, "TcpFullState grew to {tcp} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
     }
 }

@@ -197,7 +197,7 @@ pub static HTTP: LazyLock<Log<HttpRow>> = LazyLock::new(|| {
             .as_ref()
             .map_or(Value::None, |s| opt_str(&s.server))),
     ]);
-    Log { name: "log_http_complete", meaning: "One row per HTTP/1.x request and its response, in the order of the flow (pipelining paired in order); with the application layer on.", columns: v }
+    Log { name: "log_http_complete", meaning: "One row per HTTP/1.x request and its response, in the order of the flow (pipelining paired in order); with the application layer on.", columns: v, runs: Vec::new() }
 });
 
 /// `log_dns_complete`.
@@ -236,7 +236,7 @@ pub static DNS: LazyLock<Log<DnsRow>> = LazyLock::new(|| {
             .min_ttl
             .map_or(Value::None, |t| Value::U64(t as u64))),
     ]);
-    Log { name: "log_dns_complete", meaning: "One row per DNS transaction (query and response paired by id, type and name) over UDP or TCP; with the application layer on.", columns: v }
+    Log { name: "log_dns_complete", meaning: "One row per DNS transaction (query and response paired by id, type and name) over UDP or TCP; with the application layer on.", columns: v, runs: Vec::new() }
 });
 
 pub fn docs() -> Vec<LogDoc> {

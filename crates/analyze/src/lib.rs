@@ -28,5 +28,5 @@ pub mod stats;
 pub mod tcp;
 mod tracker;
 
-pub use flow::{ClientRule, Dir, EndReason, Flow, FlowId, FullState, Kind};
+pub use flow::{ClientRule, Dir, EndReason, Flow, FlowId, Full, FullState, Kind, TcpFullState};
 pub use tracker::{FlowSink, InputClock, Packet, TcpSets, Tracker, TrackerConfig, TrackerStats};

@@ -5,7 +5,7 @@
 use crate::flow::{Dir, Flow, Kind};
 use crate::tcp::TcpDir;
 use std::sync::LazyLock;
-use tapstat_record::{Column, Field, Log, LogDoc, Type, Value};
+use tapstat_record::{run, Column, Field, Log, LogDoc, Run, Type, Value};
 
 /// Nanoseconds to microseconds, rounded to the nearest.
 fn us(ns: u64) -> u64 {
@@ -63,7 +63,7 @@ macro_rules! dir_u64 {
 /// The columns of one side of a TCP flow, in Tstat's order.
 macro_rules! tcp_side {
     ($v:ident, $p:literal, $i:tt, $who:literal) => {
-        $v.extend([
+        $v.push(run!(Flow;
             col!(concat!($p, "_ip"), Ip, "", "endpoints", concat!("IP address of the ", $who), |f: &Flow| ip(
                 f, &f.dir[$i]
             )),
@@ -106,7 +106,7 @@ macro_rules! tcp_side {
             ),
             dir_u64!($p, $i, $who, syn_cnt, "packets", "core", "segments with SYN"),
             dir_u64!($p, $i, $who, fin_cnt, "packets", "core", "segments with FIN"),
-        ]);
+        ));
     };
 }
 
@@ -138,7 +138,7 @@ fn min_or_none(v: u64, none: u64) -> Value<'static> {
 /// end, both seen at the probe; Karn's rule) and TTL.
 macro_rules! tcp_e2e {
     ($v:ident, $p:literal, $i:tt, $who:literal) => {
-        $v.extend([
+        $v.push(run!(Flow;
             col!(concat!($p, "_rtt_avg"), F64, "ms", "end-to-end", concat!("mean RTT of the ", $who, "'s data: segment to the ACK that covers exactly its end, both seen at the probe; no samples from retransmitted segments (Karn)"), |f: &Flow| rtt(f.e2e($i), |r| r.0)),
             col!(concat!($p, "_rtt_min"), F64, "ms", "end-to-end", concat!("smallest RTT sample of the ", $who, "'s data"), |f: &Flow| rtt(f.e2e($i), |r| r.2)),
             col!(concat!($p, "_rtt_max"), F64, "ms", "end-to-end", concat!("largest RTT sample of the ", $who, "'s data"), |f: &Flow| rtt(f.e2e($i), |r| r.3)),
@@ -151,14 +151,14 @@ macro_rules! tcp_e2e {
             col!(concat!($p, "_rtt_ts_cnt"), U64, "samples", "end-to-end", concat!("timestamp RTT samples of the ", $who, "'s segments"), |f: &Flow| Value::U64(f.e2e($i).ts.rtt_us.n)),
             col!(concat!($p, "_ttl_min"), U64, "", "end-to-end", concat!("smallest IP TTL / hop limit of the ", $who, "'s packets"), |f: &Flow| min_or_none(f.e2e($i).ttl_min as u64, u8::MAX as u64)),
             col!(concat!($p, "_ttl_max"), U64, "", "end-to-end", concat!("largest IP TTL / hop limit of the ", $who, "'s packets"), |f: &Flow| if f.dir[$i].pkts_all == 0 { Value::None } else { Value::U64(f.e2e($i).ttl_max as u64) }),
-        ]);
+        ));
     };
 }
 
 /// Tstat's TCP options set of one side.
 macro_rules! tcp_options {
     ($v:ident, $p:literal, $i:tt, $who:literal) => {
-        $v.extend([
+        $v.push(run!(Flow;
             col!(
                 concat!($p, "_f1323_opt"),
                 U64,
@@ -297,36 +297,36 @@ macro_rules! tcp_options {
             col!(concat!($p, "_pkts_unfs"), U64, "packets", "anomalies", concat!("the ", $who, "'s unnecessary fast retransmissions: the data had been acknowledged"), |f: &Flow| Value::U64(f.e2e($i).pkts_unfs)),
             col!(concat!($p, "_syn_retx"), U64, "packets", "anomalies", concat!("the ", $who, "'s SYNs sent again"), |f: &Flow| Value::U64(f.e2e($i).syn_retx)),
             col!(concat!($p, "_bytes_missed"), U64, "bytes", "anomalies", concat!("the ", $who, "'s payload bytes the other side acknowledged but the probe never saw (the probe's own losses, like Zeek's missed_bytes)"), |f: &Flow| Value::U64(f.bytes_missed($i))),
-        ]);
+        ));
     };
 }
 
-fn tunnel_cols() -> [Column<Flow>; 2] {
-    [
+fn tunnel_cols() -> Run<Flow> {
+    run!(Flow;
         col!("tunnel", Str, "", "endpoints", "innermost tunnel the flow was carried in (gre, erspan, vxlan, geneve, gtpu, teredo, ipip, 6in4, 4in6, 6in6, mpls-udp), `-` for none", |f: &Flow| Value::Str(f.tunnel.kind.name())),
         col!("tunnel_id", U64, "", "endpoints", "the tunnel's id: VXLAN/Geneve VNI, GTP-U TEID, GRE key, ERSPAN session; 0 when it has none", |f: &Flow| Value::U64(f.tunnel.id as u64)),
-    ]
+    )
 }
 
-fn end_cols() -> [Column<Flow>; 2] {
-    [
+fn end_cols() -> Run<Flow> {
+    run!(Flow;
         col!("end_reason", Str, "", "state", "why the record was written: fin (both sides closed), rst, idle (timeout in packet time), evicted (flow table full), end_of_input, syn_reuse (a new SYN on the same 5-tuple)", |f: &Flow| Value::Str(f.end.name())),
         col!("client_rule", Str, "", "state", "how the client was chosen: syn (sender of the first SYN), synack (receiver of the first packet, a SYN/ACK), first_packet (sender of the first packet)", |f: &Flow| Value::Str(f.client_rule.name())),
-    ]
+    )
 }
 
-fn time_cols() -> [Column<Flow>; 3] {
-    [
+fn time_cols() -> Run<Flow> {
+    run!(Flow;
         col!("first", F64, "epoch ms", "time", "time of the flow's first packet", |f: &Flow| abs_ms(f.first_ns)),
         col!("last", F64, "epoch ms", "time", "time of the flow's last packet", |f: &Flow| abs_ms(f.last_ns)),
         col!("durat", F64, "ms", "time", "last - first", |f: &Flow| Value::Micros(us(f
             .last_ns
             .saturating_sub(f.first_ns)))),
-    ]
+    )
 }
 
 fn stats(f: &Flow) -> Option<&crate::stats::PktStats> {
-    f.full.as_deref().map(|x| &x.stats)
+    f.full_base().map(|x| &x.stats)
 }
 
 fn f64_or_none(x: Option<f64>) -> Value<'static> {
@@ -337,7 +337,7 @@ fn f64_or_none(x: Option<f64>) -> Value<'static> {
 /// (2), NFStream's `statistical_analysis` figures.
 macro_rules! stat_cols {
     ($v:ident, $p:literal, $i:tt, $who:literal) => {
-        $v.extend([
+        $v.push(run!(Flow;
             col!(
                 concat!($p, "min_ps"),
                 U64,
@@ -402,22 +402,22 @@ macro_rules! stat_cols {
                 concat!("longest gap between consecutive packets (", $who, ")"),
                 |f: &Flow| stats(f).and_then(|s| s.iat_us[$i].max()).map_or(Value::None, Value::Micros)
             ),
-        ]);
+        ));
     };
 }
 
 /// Size and inter-arrival statistics per direction and of the whole flow, and its
 /// first packets (`--first-n`): the full sets' features for traffic classifiers.
-fn stats_cols() -> Vec<Column<Flow>> {
+fn stats_cols() -> Vec<Run<Flow>> {
     let mut v = Vec::new();
     stat_cols!(v, "c_", 0, "client to server");
     stat_cols!(v, "s_", 1, "server to client");
     stat_cols!(v, "", 2, "both directions");
-    v.extend([
-        col!("first_dirs", Str, "", "first_n", "direction of each of the flow's first packets (`--first-n`, default 10): c client to server, s server to client", |f: &Flow| f.full.as_deref().map_or(Value::None, |x| Value::Str(&x.first.dirs))),
-        col!("first_ps", List, "bytes", "first_n", "frame length on the wire of each of the flow's first packets", |f: &Flow| f.full.as_deref().map_or(Value::None, |x| Value::U32s(&x.first.sizes))),
-        col!("first_piat", List, "ms", "first_n", "gap from the flow's previous packet to each of its first packets (0 for the first)", |f: &Flow| f.full.as_deref().map_or(Value::None, |x| Value::MicrosU32s(&x.first.gaps_us))),
-    ]);
+    v.push(run!(Flow;
+        col!("first_dirs", Str, "", "first_n", "direction of each of the flow's first packets (`--first-n`, default 10): c client to server, s server to client", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::Str(x.first.dirs()))),
+        col!("first_ps", List, "bytes", "first_n", "frame length on the wire of each of the flow's first packets", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::U32s(x.first.sizes()))),
+        col!("first_piat", List, "ms", "first_n", "gap from the flow's previous packet to each of its first packets (0 for the first)", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::MicrosU32s(x.first.gaps_us()))),
+    ));
     v
 }
 
@@ -459,19 +459,19 @@ fn quic_version(v: Option<u32>) -> Value<'static> {
     }
 }
 
-fn app_cols() -> [Column<Flow>; 3] {
-    [
+fn app_cols() -> Run<Flow> {
+    run!(Flow;
         col!("app", Str, "", "l7", "application protocol (tls, quic, http, dns, ssh, bittorrent, rtp, stun, smtp, ...): from payload signatures first, else the port table", |f: &Flow| l7(f).and_then(|x| x.app()).map_or(Value::None, |a| Value::Str(a.name()))),
         col!("app_source", Str, "", "l7", "where `app` came from: payload, port or none", |f: &Flow| l7(f).map_or(Value::None, |x| Value::Str(x.app_source().name()))),
         col!("fqdn", Str, "", "l7", "the name the client resolved for the server before the flow (DN-Hunter: from the DNS answers seen)", |f: &Flow| f.fqdn.as_deref().map_or(Value::None, Value::Str)),
-    ]
+    )
 }
 
 /// The application layer's columns of a TCP record (Tstat's names where Tstat has the
 /// value).
-fn tcp_l7_cols() -> Vec<Column<Flow>> {
-    let mut v = app_cols().to_vec();
-    v.extend([
+fn tcp_l7_cols() -> Vec<Run<Flow>> {
+    let mut v = vec![app_cols()];
+    v.push(run!(Flow;
         col!("http_hostname", Str, "", "l7", "Host of the flow's first HTTP request", |f: &Flow| l7(f)
             .and_then(|x| x.http())
             .and_then(|h| h.first_host.as_deref())
@@ -577,14 +577,14 @@ fn tcp_l7_cols() -> Vec<Column<Flow>> {
                 .and_then(|t| t.first_appdata_offset[1])
                 .map_or(Value::None, |o| Value::U64(o + 1))
         ),
-    ]);
+    ));
     v
 }
 
 /// The application layer's columns of a UDP record.
-fn udp_l7_cols() -> Vec<Column<Flow>> {
-    let mut v = app_cols().to_vec();
-    v.extend([
+fn udp_l7_cols() -> Vec<Run<Flow>> {
+    let mut v = vec![app_cols()];
+    v.push(run!(Flow;
         col!(
             "quic_SNI",
             Str,
@@ -634,7 +634,7 @@ fn udp_l7_cols() -> Vec<Column<Flow>> {
         col!("ja4", Str, "", "l7", "JA4 fingerprint of the QUIC or DTLS ClientHello", |f: &Flow| l7(f)
             .and_then(|x| x.ja4())
             .map_or(Value::None, Value::Str)),
-    ]);
+    ));
     v
 }
 
@@ -644,8 +644,8 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
     let mut v = Vec::new();
     tcp_side!(v, "c", 0, "client");
     tcp_side!(v, "s", 1, "server");
-    v.extend(time_cols());
-    v.extend([
+    v.push(time_cols());
+    v.push(run!(Flow;
         col!("c_first", F64, "ms", "time", "first client segment with payload, from `first`", |f: &Flow| rel_ms(
             f,
             f.dir[0].first_payload_ns
@@ -691,16 +691,16 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
         col!("ip_version", U64, "", "endpoints", "4 or 6 (the innermost IP header)", |f: &Flow| Value::U64(
             f.ip_version as u64
         )),
-    ]);
-    v.extend(tunnel_cols());
-    v.extend([
+    ));
+    v.push(tunnel_cols());
+    v.push(run!(Flow;
         col!("conn_state", Str, "", "state", "Zeek's connection state: S0 S1 SF REJ S2 S3 RSTO RSTR RSTOS0 RSTRH SH SHR OTH", |f: &Flow| Value::Str(f.tcp.conn_state())),
         col!("history", Str, "", "state", "Zeek's history: the first s(SYN) h(SYN/ACK) a(pure ACK) d(data) f(FIN) r(RST) t(retransmission) g(gap) w(zero window) of each side, upper case for the client", |f: &Flow| Value::Str(f.history.as_str())),
-    ]);
-    v.extend(end_cols());
+    ));
+    v.push(end_cols());
     tcp_e2e!(v, "c", 0, "client");
     tcp_e2e!(v, "s", 1, "server");
-    v.extend([
+    v.push(run!(Flow;
         col!(
             "c_rtt_3whs",
             F64,
@@ -717,28 +717,28 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
             "handshake RTT between the probe and the client: server's SYN/ACK to the client's ACK",
             |f: &Flow| ns_ms(f.rtt_3whs[1])
         ),
-    ]);
+    ));
     tcp_options!(v, "c", 0, "client");
     tcp_options!(v, "s", 1, "server");
-    v.extend([
+    v.push(run!(Flow;
         col!("c_pkts_push", U64, "packets", "core", "segments with PSH (client)", |f: &Flow| Value::U64(
             f.e2e(0).pkts_push
         )),
         col!("s_pkts_push", U64, "packets", "core", "segments with PSH (server)", |f: &Flow| Value::U64(
             f.e2e(1).pkts_push
         )),
-    ]);
-    v.push(col!(
+    ));
+    v.push(run!(Flow; col!(
         "flow_id",
         Str,
         "",
         "state",
         "the flow's id (16 hex digits from its 5-tuple and first packet time), shared with its periodic rows",
         |f: &Flow| Value::Str(f.flow_id.as_str())
-    ));
+    )));
     v.extend(tcp_l7_cols());
     v.extend(stats_cols());
-    Log { name: "log_tcp_complete", meaning: "TCP flows whose three-way handshake was seen (SYN, SYN/ACK, ACK). `log_tcp_nocomplete` has the same columns for the other TCP flows.", columns: v }
+    Log::from_runs("log_tcp_complete", "TCP flows whose three-way handshake was seen (SYN, SYN/ACK, ACK). `log_tcp_nocomplete` has the same columns for the other TCP flows.", v)
 });
 
 /// The groups of columns the TCP core set writes; the rest (end-to-end, options,
@@ -754,7 +754,7 @@ fn variant(log: &Log<Flow>, sets: crate::TcpSets, l7: bool) -> Log<Flow> {
                 || g == "l7"
                 || (CORE_GROUPS.contains(&g) && !c.field.name.ends_with("_pkts_push")))
     };
-    Log { name: log.name, meaning: log.meaning, columns: log.columns.iter().filter(keep).copied().collect() }
+    log.filter(|c| keep(&c))
 }
 
 /// Every log in every combination of the sets: [log][full][l7].
@@ -774,7 +774,7 @@ pub static UDP: LazyLock<Log<Flow>> = LazyLock::new(|| {
     let mut v = Vec::new();
     macro_rules! udp_side {
         ($p:literal, $i:tt, $who:literal) => {
-            v.extend([
+            v.push(run!(Flow;
                 col!(concat!($p, "_ip"), Ip, "", "endpoints", concat!("IP address of the ", $who), |f: &Flow| ip(
                     f, &f.dir[$i]
                 )),
@@ -808,34 +808,36 @@ pub static UDP: LazyLock<Log<Flow>> = LazyLock::new(|| {
                     "core",
                     "sum of the frames' lengths on the wire (pcap orig_len)"
                 ),
-            ]);
+            ));
         };
     }
     udp_side!("c", 0, "client");
     udp_side!("s", 1, "server");
-    v.extend(time_cols());
-    v.push(col!("ip_version", U64, "", "endpoints", "4 or 6 (the innermost IP header)", |f: &Flow| Value::U64(
-        f.ip_version as u64
-    )));
-    v.extend(tunnel_cols());
-    v.extend(end_cols());
-    v.push(col!(
+    v.push(time_cols());
+    v.push(
+        run!(Flow; col!("ip_version", U64, "", "endpoints", "4 or 6 (the innermost IP header)", |f: &Flow| Value::U64(
+            f.ip_version as u64
+        ))),
+    );
+    v.push(tunnel_cols());
+    v.push(end_cols());
+    v.push(run!(Flow; col!(
         "flow_id",
         Str,
         "",
         "state",
         "the flow's id (16 hex digits from its 5-tuple and first packet time), shared with its periodic rows",
         |f: &Flow| Value::Str(f.flow_id.as_str())
-    ));
+    )));
     v.extend(udp_l7_cols());
     v.extend(stats_cols());
-    Log { name: "log_udp_complete", meaning: "UDP flows; the client is the sender of the first packet.", columns: v }
+    Log::from_runs("log_udp_complete", "UDP flows; the client is the sender of the first packet.", v)
 });
 
 /// `log_other`: ICMP, ICMPv6 and the other IP protocols, one record per address pair
 /// and protocol.
 pub static OTHER: LazyLock<Log<Flow>> = LazyLock::new(|| {
-    let mut v = vec![
+    let mut v = vec![run!(Flow;
         col!("c_ip", Ip, "", "endpoints", "IP address of the sender of the first packet", |f: &Flow| ip(f, &f.dir[0])),
         col!("s_ip", Ip, "", "endpoints", "IP address of the other side", |f: &Flow| ip(f, &f.dir[1])),
         col!(
@@ -852,29 +854,31 @@ pub static OTHER: LazyLock<Log<Flow>> = LazyLock::new(|| {
         dir_u64!("s", 1, "server", pkts_all, "packets", "core", "packets sent"),
         dir_u64!("s", 1, "server", bytes_all, "bytes", "core", "IP payload bytes"),
         dir_u64!("s", 1, "server", bytes_wire, "bytes", "core", "sum of the frames' lengths on the wire"),
-    ];
-    v.extend(time_cols());
-    v.push(col!("ip_version", U64, "", "endpoints", "4 or 6 (the innermost IP header)", |f: &Flow| Value::U64(
-        f.ip_version as u64
-    )));
-    v.extend(tunnel_cols());
-    v.push(col!(
+    )];
+    v.push(time_cols());
+    v.push(
+        run!(Flow; col!("ip_version", U64, "", "endpoints", "4 or 6 (the innermost IP header)", |f: &Flow| Value::U64(
+            f.ip_version as u64
+        ))),
+    );
+    v.push(tunnel_cols());
+    v.push(run!(Flow; col!(
         "end_reason",
         Str,
         "",
         "state",
         "why the record was written: idle, evicted, end_of_input",
         |f: &Flow| Value::Str(f.end.name())
-    ));
-    v.push(col!(
+    )));
+    v.push(run!(Flow; col!(
         "flow_id",
         Str,
         "",
         "state",
         "the flow's id (16 hex digits from its 5-tuple and first packet time), shared with its periodic rows",
         |f: &Flow| Value::Str(f.flow_id.as_str())
-    ));
-    Log { name: "log_other", meaning: "ICMP, ICMPv6 and other IP protocols (and IP fragments whose first fragment was not seen), per address pair and protocol.", columns: v }
+    )));
+    Log::from_runs("log_other", "ICMP, ICMPv6 and other IP protocols (and IP fragments whose first fragment was not seen), per address pair and protocol.", v)
 });
 
 /// Which log a finished flow is written to.

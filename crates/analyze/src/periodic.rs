@@ -187,7 +187,7 @@ fn periodic_log(name: &'static str, meaning: &'static str, tcp: bool) -> Log<Per
     ];
     side!(v, "c", 0, "client", tcp);
     side!(v, "s", 1, "server", tcp);
-    Log { name, meaning, columns: v }
+    Log { name, meaning, columns: v, runs: Vec::new() }
 }
 
 /// `log_tcp_periodic`.

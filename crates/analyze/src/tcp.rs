@@ -411,6 +411,24 @@ mod tests {
     }
 
     #[test]
+    fn reset_in_place_is_default() {
+        let mut d = TcpDir::default();
+        d.remember(100, 100, 1_000_000);
+        d.remember(200, 100, 2_000_000);
+        d.acknowledged(100, 5_000_000);
+        d.ts.on_sent(7, 1_000);
+        d.pkts_rto = 3;
+        d.acked = Some(100);
+        d.syn_opts = Some(Default::default());
+        d.reset();
+        // The rings keep their old entries (never read beyond their length).
+        let mut want = TcpDir { inflight: d.inflight, ..Default::default() };
+        want.ts.pending_val = d.ts.pending_val;
+        want.ts.pending_ns = d.ts.pending_ns;
+        assert_eq!(format!("{d:?}"), format!("{want:?}"));
+    }
+
+    #[test]
     fn history_letters_once_per_direction() {
         let mut h = History::default();
         h.add(0, b's');
@@ -455,7 +473,9 @@ const TS_PENDING: usize = 8;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TsEcho {
     /// (TSval, first time seen at the probe), oldest first, as a ring.
-    pending: [(u32, u64); TS_PENDING],
+    /// (Apart, not as pairs: a pair would take 16 bytes.)
+    pending_val: [u32; TS_PENDING],
+    pending_ns: [u64; TS_PENDING],
     head: u8,
     len: u8,
     /// Samples in µs.
@@ -463,13 +483,22 @@ pub struct TsEcho {
 }
 
 impl TsEcho {
+    /// Back to no TSval pending and no sample, in place (the ring's entries beyond
+    /// `len` are never read).
+    #[inline]
+    fn reset(&mut self) {
+        self.head = 0;
+        self.len = 0;
+        self.rtt_us = Default::default();
+    }
+
     /// A segment that must be acknowledged carried `tsval` at `now_ns`.
     #[inline]
     fn on_sent(&mut self, tsval: u32, now_ns: u64) {
         if self.len > 0 {
             let last = (self.head as usize + self.len as usize - 1) % TS_PENDING;
             // The same clock tick as the previous segment: its first sight stands.
-            if self.pending[last].0 == tsval {
+            if self.pending_val[last] == tsval {
                 return;
             }
         }
@@ -478,7 +507,8 @@ impl TsEcho {
             self.len -= 1;
         }
         let i = (self.head as usize + self.len as usize) % TS_PENDING;
-        self.pending[i] = (tsval, now_ns);
+        self.pending_val[i] = tsval;
+        self.pending_ns[i] = now_ns;
         self.len += 1;
     }
 
@@ -487,7 +517,8 @@ impl TsEcho {
     #[inline]
     fn on_echo(&mut self, tsecr: u32, now_ns: u64) {
         for k in 0..self.len as usize {
-            let (val, sent) = self.pending[(self.head as usize + k) % TS_PENDING];
+            let j = (self.head as usize + k) % TS_PENDING;
+            let (val, sent) = (self.pending_val[j], self.pending_ns[j]);
             if val == tsecr {
                 self.rtt_us.add(now_ns.saturating_sub(sent).saturating_add(500) / 1000);
                 self.head = ((self.head as usize + k + 1) % TS_PENDING) as u8;
@@ -619,6 +650,97 @@ impl Default for TcpDir {
 }
 
 impl TcpDir {
+    /// Back to [`TcpDir::default`], in place and without rewriting the ring of
+    /// segments in flight: only its first `inflight_len` entries are ever read.
+    pub fn reset(&mut self) {
+        // Every field by name (no `..`): a field added later must be reset here too.
+        let TcpDir {
+            rtt_cnt,
+            rtt_sum_us,
+            rtt_sq_us,
+            rtt_min_us,
+            rtt_max_us,
+            rtt_dropped,
+            ttl_min,
+            ttl_max,
+            syn_opts,
+            sack_cnt,
+            seg_min,
+            seg_max,
+            win_min,
+            win_max,
+            win_0,
+            cwin_min,
+            cwin_max,
+            cwin_ini,
+            first_data_acked,
+            pkts_push,
+            acked,
+            syn_ns,
+            fin_end,
+            pkts_rto,
+            pkts_fs,
+            pkts_reor,
+            pkts_dup,
+            pkts_fc,
+            pkts_unrto,
+            pkts_unfs,
+            pkts_unk,
+            syn_retx,
+            dup_acks,
+            prev_dup_acks,
+            last_win,
+            last_tx_ns,
+            last_new_ns,
+            ts,
+            inflight: _,
+            inflight_base_ns,
+            inflight_head,
+            inflight_len,
+        } = self;
+        *rtt_cnt = 0;
+        *rtt_sum_us = 0.0;
+        *rtt_sq_us = 0.0;
+        *rtt_min_us = u32::MAX;
+        *rtt_max_us = 0;
+        *rtt_dropped = 0;
+        *ttl_min = u8::MAX;
+        *ttl_max = 0;
+        *syn_opts = None;
+        *sack_cnt = 0;
+        *seg_min = u32::MAX;
+        *seg_max = 0;
+        *win_min = u64::MAX;
+        *win_max = 0;
+        *win_0 = 0;
+        *cwin_min = u64::MAX;
+        *cwin_max = 0;
+        *cwin_ini = 0;
+        *first_data_acked = false;
+        *pkts_push = 0;
+        *acked = None;
+        *syn_ns = 0;
+        *fin_end = None;
+        *pkts_rto = 0;
+        *pkts_fs = 0;
+        *pkts_reor = 0;
+        *pkts_dup = 0;
+        *pkts_fc = 0;
+        *pkts_unrto = 0;
+        *pkts_unfs = 0;
+        *pkts_unk = 0;
+        *syn_retx = 0;
+        *dup_acks = 0;
+        *prev_dup_acks = 0;
+        *last_win = u64::MAX;
+        *last_tx_ns = 0;
+        *last_new_ns = 0;
+        ts.reset();
+        *inflight_base_ns = 0;
+        *inflight_head = 0;
+        *inflight_len = 0;
+    }
+
     /// Mean, standard deviation, min and max RTT in ms; `None` without samples.
     pub fn rtt_ms(&self) -> Option<(f64, f64, f64, f64)> {
         if self.rtt_cnt == 0 {
@@ -628,6 +750,16 @@ impl TcpDir {
         let mean = self.rtt_sum_us / n;
         let var = (self.rtt_sq_us / n - mean * mean).max(0.0);
         Some((mean / 1e3, var.sqrt() / 1e3, self.rtt_min_us as f64 / 1e3, self.rtt_max_us as f64 / 1e3))
+    }
+
+    /// RTT min and RTO in ns from the samples so far; RFC 6298's 1 s before the first,
+    /// and no RTO below 200 ms (Linux's floor). Only segments out of sequence or sent
+    /// again need them.
+    fn rtt_min_rto(&self) -> (u64, u64) {
+        match self.rtt_ms() {
+            Some((avg, std, min, _)) => ((min * 1e6) as u64, (((avg + 4.0 * std) * 1e6) as u64).max(200_000_000)),
+            None => (0, 1_000_000_000),
+        }
     }
 
     /// Remembers a segment sent at `now_ns`. Send times are kept in µs from
@@ -726,7 +858,7 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
     let ack = flags & TcpFields::ACK != 0;
     let len = d.payload_len;
     let has_header = d.fragment != tapstat_decode::Fragment::Later;
-    let Some(full) = f.full.as_deref_mut() else { return };
+    let Some(crate::flow::Full::Tcp(full)) = f.full.as_mut() else { return };
     // Both sides offered window scaling in their SYNs (RFC 7323 §2.2): later windows
     // are scaled; the SYN's own window never is.
     let scale = full.win_scale(di);
@@ -858,20 +990,15 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
 fn classify(e: &mut TcpDir, class: Option<SegmentClass>, end: u64, len: u32, ts: u64, peer_win: u64) {
     let gap = ts.saturating_sub(e.last_tx_ns);
     let since_new = ts.saturating_sub(e.last_new_ns);
-    // RTT min and RTO in ns from the samples so far; RFC 6298's 1 s before the first,
-    // and no RTO below 200 ms (Linux's floor).
-    let (rtt_min, rto) = match e.rtt_ms() {
-        Some((avg, std, min, _)) => ((min * 1e6) as u64, (((avg + 4.0 * std) * 1e6) as u64).max(200_000_000)),
-        None => (0, 1_000_000_000),
-    };
-    // When these very bytes were last sent, if they are still remembered in flight.
-    let sent = e.sent_ns(end);
-    let since_sent = sent.map_or(since_new, |t0| ts.saturating_sub(t0));
     match class {
         // A probe into a zero window (RFC 9293 §3.8.6.1) is flow control, new or not.
         _ if peer_win == 0 && len <= 1 => e.pkts_fc += 1,
         Some(SegmentClass::InOrder | SegmentClass::AfterGap) | None => {}
         Some(SegmentClass::Retransmission) => {
+            let (rtt_min, rto) = e.rtt_min_rto();
+            // When these very bytes were last sent, if they are still remembered in flight.
+            let sent = e.sent_ns(end);
+            let since_sent = sent.map_or(since_new, |t0| ts.saturating_sub(t0));
             if end <= e.acked.unwrap_or(0) {
                 if e.dup_acks.max(e.prev_dup_acks) >= 3 {
                     e.pkts_unfs += 1;
@@ -892,6 +1019,7 @@ fn classify(e: &mut TcpDir, class: Option<SegmentClass>, end: u64, len: u32, ts:
             e.resent(end, ts);
         }
         Some(SegmentClass::OutOfSequence) => {
+            let (rtt_min, rto) = e.rtt_min_rto();
             if since_new < rtt_min.max(1) {
                 // It fills a gap opened less than an RTT ago: overtaken in the network.
                 e.pkts_reor += 1;

@@ -2,7 +2,7 @@
 //! packet time when a flow ends, and hands finished flows to a [`FlowSink`].
 
 use crate::dnhunter::DnsCache;
-use crate::flow::{EndReason, Flow, FlowId, FullState, Kind};
+use crate::flow::{EndReason, Flow, FlowId, Full, FullState, Kind, TcpFullState};
 use crate::l7log::{DnsRow, FlowRef, HttpRow};
 use crate::periodic::PeriodicRow;
 use tapstat_decode::{Decoded, TcpFields, L4};
@@ -242,9 +242,7 @@ pub struct Tracker {
     next_boundary_ns: u64,
     dirty: bool,
     /// The full sets' state of ended flows, for the next flows (see [`FullState`]).
-    // Boxes, not values: the point is to hand the same allocations back to flows.
-    #[allow(clippy::vec_box)]
-    pool: Vec<Box<FullState>>,
+    pool: Pool,
     /// Names resolved by clients, for `fqdn`.
     dns: DnsCache,
     pub stats: TrackerStats,
@@ -259,7 +257,7 @@ impl Tracker {
             now_ns: 0,
             next_boundary_ns: 0,
             dirty: false,
-            pool: Vec::new(),
+            pool: Pool::default(),
             dns: DnsCache::new(cfg.dns_cache),
             stats: TrackerStats::default(),
         }
@@ -311,17 +309,8 @@ impl Tracker {
         let id = match slot {
             Some(id) => id,
             None => {
-                let full = (self.cfg.tcp_sets == TcpSets::Full).then(|| {
-                    let mut b = match self.pool.pop() {
-                        Some(mut b) => {
-                            b.reset();
-                            b
-                        }
-                        None => Box::new(FullState::with_first_n(self.cfg.first_n)),
-                    };
-                    b.first_limit = self.cfg.first_n;
-                    b
-                });
+                let full =
+                    (self.cfg.tcp_sets == TcpSets::Full).then(|| self.pool.take(Kind::of(p.dec), self.cfg.first_n));
                 let mut f = Flow::new(p.dec, p.src_is_lo, p.ts_ns, full, self.cfg.l7.is_some());
                 f.flow_id = FlowId::new(&p.key, p.ts_ns);
                 if f.l7.is_some() {
@@ -452,16 +441,60 @@ fn on_payload(
     emit_transactions(f, http, dns, out);
 }
 
+/// The full sets' state of ended flows, for the next flows: one stack per size, the
+/// most recently freed (still in cache) first. Boxes, not values: the point is to hand
+/// the same allocations back to flows.
+#[derive(Default)]
+#[allow(clippy::vec_box)]
+struct Pool {
+    flow: Vec<Box<FullState>>,
+    tcp: Vec<Box<TcpFullState>>,
+}
+
+impl Pool {
+    /// A reset state for a new flow of kind `kind`.
+    #[inline]
+    fn take(&mut self, kind: Kind, first_n: usize) -> Full {
+        match kind {
+            Kind::Tcp => Full::Tcp(match self.tcp.pop() {
+                Some(mut b) => {
+                    b.reset();
+                    b
+                }
+                None => Box::new(TcpFullState::with_first_n(first_n)),
+            }),
+            Kind::Udp | Kind::Other => Full::Flow(match self.flow.pop() {
+                Some(mut b) => {
+                    b.reset();
+                    b
+                }
+                None => Box::new(FullState::with_first_n(first_n)),
+            }),
+        }
+    }
+
+    #[inline]
+    fn give(&mut self, full: Option<Full>) {
+        match full {
+            Some(Full::Flow(b)) => self.flow.push(b),
+            Some(Full::Tcp(b)) => self.tcp.push(b),
+            None => {}
+        }
+    }
+}
+
 /// Writes a flow that ended: its last HTTP and DNS transactions, then its record; its
 /// full sets' state goes back to the pool.
-#[allow(clippy::vec_box)]
-fn close(mut f: Flow, out: &mut impl FlowSink, pool: &mut Vec<Box<FullState>>) {
+fn close(mut f: Flow, out: &mut impl FlowSink, pool: &mut Pool) {
+    if let Some(full) = &f.full {
+        full.prefetch();
+    }
     if let Some(l7) = f.l7.as_mut() {
         let (http, dns) = (l7.drain_http(true), l7.drain_dns(true));
         emit_transactions(&f, http, dns, out);
     }
     out.on_flow_end(&f);
-    pool.extend(f.full.take());
+    pool.give(f.full.take());
 }
 
 fn emit_transactions(f: &Flow, http: Vec<HttpTransaction>, dns: Vec<DnsTransaction>, out: &mut impl FlowSink) {

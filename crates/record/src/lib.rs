@@ -10,7 +10,7 @@
 //!     field: Field { name: "pkts", ty: Type::U64, unit: "packets", meaning: "packets seen", group: "core" },
 //!     get: |r: &Rec| Value::U64(r.pkts),
 //! }];
-//! let LOG = Log { name: "log_demo", meaning: "a demo", columns };
+//! let LOG = Log { name: "log_demo", meaning: "a demo", columns, runs: Vec::new() };
 //! assert_eq!(LOG.columns[0].field.name, "pkts");
 //! assert_eq!((LOG.columns[0].get)(&Rec { pkts: 3 }), Value::U64(3));
 //! ```
@@ -19,6 +19,8 @@
 //! their logs with it, sinks format them with it.
 
 use std::net::IpAddr;
+
+pub mod tsv;
 
 /// The type of a field's values, as written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,11 +108,105 @@ pub struct Log<T: 'static> {
     /// One sentence: which records go here.
     pub meaning: &'static str,
     pub columns: Vec<Column<T>>,
+    /// The same columns as runs, each with a TSV writer generated from the columns'
+    /// own getters ([`run!`](crate::run)), so that a record is written without a
+    /// function call and a [`Value`] per column. Empty: the columns are written one
+    /// by one. When not empty, the kept columns of the runs, in order, are `columns`.
+    pub runs: Vec<Run<T>>,
+}
+
+/// A run of columns declared together, with the function that writes their values
+/// in TSV: [`run!`](crate::run) generates it from the same declarations (the getters
+/// are called directly, so the compiler inlines them and the [`Value`] they return).
+pub struct Run<T: 'static> {
+    pub columns: &'static [Column<T>],
+    /// Appends the TSV values of the columns whose bit is set in `keep` (bit k:
+    /// `columns[k]`), each followed by a tab.
+    pub write: fn(&T, u64, &mut Vec<u8>),
+    /// The columns of the run that the log writes.
+    pub keep: u64,
+}
+
+impl<T> Clone for Run<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Run<T> {}
+
+impl<T> Run<T> {
+    /// A run writing every one of `columns` (at most 64).
+    pub const fn new(columns: &'static [Column<T>], write: fn(&T, u64, &mut Vec<u8>)) -> Run<T> {
+        assert!(!columns.is_empty() && columns.len() <= 64, "a run has 1 to 64 columns");
+        Run { columns, write, keep: u64::MAX >> (64 - columns.len()) }
+    }
+}
+
+/// Declares a [`Run`] of columns of records of type `$t`: the columns (const
+/// expressions of type [`Column<$t>`]) and their TSV writer.
+///
+/// ```
+/// use tapstat_record::{run, Column, Field, Log, Type, Value};
+/// struct R { a: u64, b: &'static str }
+/// const fn f(name: &'static str) -> Field { Field { name, ty: Type::U64, unit: "", meaning: "", group: "" } }
+/// let log = Log::from_runs("log_r", "", vec![run!(R;
+///     Column { field: f("a"), get: |r: &R| Value::U64(r.a) },
+///     Column { field: f("b"), get: |r: &R| Value::Str(r.b) },
+/// )]);
+/// let mut out = Vec::new();
+/// (log.runs[0].write)(&R { a: 7, b: "" }, log.runs[0].keep, &mut out);
+/// assert_eq!(out, b"7\t-\t");
+/// ```
+#[macro_export]
+macro_rules! run {
+    ($t:ty; $($c:expr),+ $(,)?) => {{
+        const COLUMNS: &[$crate::Column<$t>] = &[$($c),+];
+        fn write(r: &$t, keep: u64, out: &mut ::std::vec::Vec<u8>) {
+            let mut k = 0usize;
+            $(
+                // One block per column (`$c` names the repetition; `k` is a constant
+                // at each, so the getter is known and inlined).
+                let _ = stringify!($c);
+                if keep & (1u64 << k) != 0 {
+                    $crate::tsv::value((COLUMNS[k].get)(r), out);
+                    out.push(b'\t');
+                }
+                k += 1;
+            )+
+            let _ = k;
+        }
+        $crate::Run::new(COLUMNS, write)
+    }};
 }
 
 impl<T> Log<T> {
     pub fn fields(&self) -> impl Iterator<Item = &Field> + '_ {
         self.columns.iter().map(|c| &c.field)
+    }
+
+    /// A log of `runs` (its columns are theirs, in order).
+    pub fn from_runs(name: &'static str, meaning: &'static str, runs: Vec<Run<T>>) -> Log<T> {
+        let columns = runs
+            .iter()
+            .flat_map(|r| r.columns.iter().enumerate().filter(|(k, _)| r.keep & (1 << k) != 0).map(|(_, c)| *c))
+            .collect();
+        Log { name, meaning, columns, runs }
+    }
+
+    /// The same log with only the columns for which `keep` holds.
+    pub fn filter(&self, keep: impl Fn(&Column<T>) -> bool) -> Log<T> {
+        let runs = self
+            .runs
+            .iter()
+            .map(|r| {
+                let mask = r.columns.iter().enumerate().filter(|(_, c)| keep(c)).fold(0u64, |m, (k, _)| m | 1 << k);
+                Run { keep: r.keep & mask, ..*r }
+            })
+            .filter(|r| r.keep != 0)
+            .collect();
+        let columns = self.columns.iter().filter(|c| keep(c)).copied().collect();
+        Log { name: self.name, meaning: self.meaning, columns, runs }
     }
 }
 
@@ -161,7 +257,7 @@ mod tests {
             field: Field { name: "n", ty: Type::U64, unit: "packets", meaning: "count", group: "g" },
             get: |r: &R| Value::U64(r.n),
         }];
-        Log { name: "log_x", meaning: "m", columns }
+        Log { name: "log_x", meaning: "m", columns, runs: Vec::new() }
     }
 
     #[test]

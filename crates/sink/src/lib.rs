@@ -7,7 +7,7 @@
 //! struct R { n: u64 }
 //! let log = Log { name: "log_x", meaning: "", columns: vec![Column {
 //!     field: Field { name: "n", ty: Type::U64, unit: "", meaning: "", group: "" },
-//!     get: |r: &R| Value::U64(r.n) }] };
+//!     get: |r: &R| Value::U64(r.n) }], runs: Vec::new() };
 //! let mut out = Vec::new();
 //! Format::Tsv.header(&log, &mut out);
 //! Format::Tsv.record(&log, &R { n: 7 }, &mut out);
@@ -64,6 +64,19 @@ impl Format {
             Format::Tsv => {
                 // One capacity check per record rather than per value.
                 out.reserve(64 * log.columns.len());
+                if !log.runs.is_empty() {
+                    // The writers generated with the columns: each value and a tab; the
+                    // last tab becomes the line end.
+                    let start = out.len();
+                    for r in &log.runs {
+                        (r.write)(rec, r.keep, out);
+                    }
+                    if out.len() > start {
+                        out.pop();
+                    }
+                    out.push(b'\n');
+                    return;
+                }
                 for (i, c) in log.columns.iter().enumerate() {
                     if i > 0 {
                         out.push(b'\t');
@@ -89,123 +102,7 @@ impl Format {
     }
 }
 
-/// Appends the decimal digits of `n`. Most values in a record are small counters
-/// (0, 1, 2-digit), so those take a push or two instead of itoa's buffer and a
-/// `memcpy` call: formatting is a quarter of tapstat's instructions per packet.
-#[inline(always)]
-fn push_u64(out: &mut Vec<u8>, n: u64) {
-    if n < 10 {
-        out.push(b'0' + n as u8);
-    } else if n < 100 {
-        out.extend_from_slice(&[b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]);
-    } else {
-        out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
-    }
-}
-
-/// Writes `v` with three decimals (times are in ms: three decimals are µs, the
-/// precision of the input). By hand, through integers: `format!("{:.3}")` costs
-/// about ten times more, and a record has dozens of these.
-fn f64_value(v: f64, out: &mut Vec<u8>) -> bool {
-    if !v.is_finite() {
-        return false;
-    }
-    let thousandths = (v.abs() * 1000.0).round();
-    if thousandths >= 1e18 {
-        let _ = write!(out, "{v:.3}");
-        return true;
-    }
-    let t = thousandths as u64;
-    if v < 0.0 && t != 0 {
-        out.push(b'-');
-    }
-    push_u64(out, t / 1000);
-    let frac = t % 1000;
-    out.extend_from_slice(&[b'.', b'0' + (frac / 100) as u8, b'0' + (frac / 10 % 10) as u8, b'0' + (frac % 10) as u8]);
-    true
-}
-
-/// Writes microseconds as milliseconds with three decimals.
-#[inline(always)]
-fn micros_value(us: u64, out: &mut Vec<u8>) {
-    push_u64(out, us / 1000);
-    let frac = us % 1000;
-    out.extend_from_slice(&[b'.', b'0' + (frac / 100) as u8, b'0' + (frac / 10 % 10) as u8, b'0' + (frac % 10) as u8]);
-}
-
-/// Writes an address: IPv4 by hand (dotted quad through itoa), IPv6 through its
-/// `Display` (which compresses zeros as RFC 5952 says).
-fn ip_value(ip: std::net::IpAddr, out: &mut Vec<u8>) {
-    match ip {
-        std::net::IpAddr::V4(a) => {
-            let [x, y, z, w] = a.octets();
-            let mut buf = [0u8; 15];
-            let mut len = 0;
-            for (i, o) in [x, y, z, w].into_iter().enumerate() {
-                if i > 0 {
-                    buf[len] = b'.';
-                    len += 1;
-                }
-                if o >= 100 {
-                    buf[len] = b'0' + o / 100;
-                    len += 1;
-                }
-                if o >= 10 {
-                    buf[len] = b'0' + o / 10 % 10;
-                    len += 1;
-                }
-                buf[len] = b'0' + o % 10;
-                len += 1;
-            }
-            out.extend_from_slice(&buf[..len]);
-        }
-        std::net::IpAddr::V6(a) => {
-            let _ = write!(out, "{a}");
-        }
-    }
-}
-
-#[inline(always)]
-fn tsv_value(v: Value<'_>, out: &mut Vec<u8>) {
-    match v {
-        Value::U64(n) => push_u64(out, n),
-        Value::Micros(us) => micros_value(us, out),
-        Value::F64(x) => {
-            if !f64_value(x, out) {
-                out.push(b'-');
-            }
-        }
-        Value::Str("") => out.push(b'-'),
-        Value::Str(s) => {
-            // Strings may one day come off the wire (server names...): keep one record
-            // per line and one value per column whatever they hold.
-            for b in s.bytes() {
-                match b {
-                    b'\t' => out.extend_from_slice(b"\\t"),
-                    b'\n' => out.extend_from_slice(b"\\n"),
-                    b'\r' => out.extend_from_slice(b"\\r"),
-                    b'\\' => out.extend_from_slice(b"\\\\"),
-                    _ => out.push(b),
-                }
-            }
-        }
-        Value::Ip(ip) => ip_value(ip, out),
-        Value::Bool(b) => out.push(if b { b'1' } else { b'0' }),
-        Value::None | Value::U32s(&[]) | Value::MicrosU32s(&[]) => out.push(b'-'),
-        Value::U32s(xs) => list_value(xs, out, |x, out| push_u64(out, x as u64)),
-        Value::MicrosU32s(xs) => list_value(xs, out, |x, out| micros_value(x as u64, out)),
-    }
-}
-
-/// Comma-separated values (the brackets, for JSON, are the caller's).
-fn list_value(xs: &[u32], out: &mut Vec<u8>, one: fn(u32, &mut Vec<u8>)) {
-    for (i, &x) in xs.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        one(x, out);
-    }
-}
+use tapstat_record::tsv::{f64_value, ip_value, list_value, micros_value, push_u64, value as tsv_value};
 
 fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
     match v {
@@ -311,6 +208,7 @@ mod tests {
         Log {
             name: "log_t",
             meaning: "",
+            runs: Vec::new(),
             columns: vec![
                 Column { field: f("ip"), get: |r: &R| Value::Ip(r.ip) },
                 Column { field: f("t"), get: |r: &R| Value::F64(r.t) },

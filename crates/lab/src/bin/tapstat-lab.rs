@@ -131,10 +131,10 @@ struct FlowtableArgs {
     #[arg(long, default_value_t = 1.0)]
     speedup: f64,
     /// Garbage collection period ΔT, seconds of stream time
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = GcConfig::default().period_ns as f64 / 1e9)]
     gc_period: f64,
     /// Garbage collection steps M per period
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = GcConfig::default().steps)]
     gc_steps: u32,
     /// Passes over the stream per run
     #[arg(long, default_value_t = 1)]

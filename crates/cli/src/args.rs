@@ -110,10 +110,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 1 << 20)]
     pub max_flows: usize,
     /// Garbage collection period ΔT: the whole flow table is scanned once per ΔT, seconds of packet time
-    #[arg(long, value_name = "S", default_value_t = 5.0)]
+    #[arg(long, value_name = "S", default_value_t = GcConfig::default().period_ns as f64 / 1e9)]
     pub gc_period: f64,
     /// Garbage collection steps M: every ΔT/M, 1/M of the table is scanned
-    #[arg(long, value_name = "M", default_value_t = 500)]
+    #[arg(long, value_name = "M", default_value_t = GcConfig::default().steps)]
     pub gc_steps: u32,
     /// TCP sets: `core` (volumes, sequence accounting, timing, state) or `full` (core +
     /// RTT and TTL, options and windows, retransmission causes, and for TCP and UDP the

@@ -28,4 +28,4 @@ mod table;
 pub use hash::{FlowHasher, HashKind};
 pub use index::{AnyIndex, FlowIndex, IndexKind, Slots};
 pub use key::{ip_of, FlowKey};
-pub use table::{FlowTable, Gc, GcConfig, SlotId};
+pub use table::{FlowTable, Gc, GcConfig, SlotId, BULK_MAX};

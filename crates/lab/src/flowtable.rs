@@ -21,7 +21,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::PathBuf;
 use tapstat_flow::index::{Cuckoo, Lists, Swiss, Trees};
-use tapstat_flow::{AnyIndex, FlowHasher, FlowIndex, FlowKey, FlowTable, Gc, GcConfig, HashKind, IndexKind, Slots};
+use tapstat_flow::{
+    AnyIndex, FlowHasher, FlowIndex, FlowKey, FlowTable, Gc, GcConfig, HashKind, IndexKind, SlotId, Slots, BULK_MAX,
+};
 
 /// A stream of flow keys with their times (ns) and the dispatcher's hash of each
 /// (foldhash, seed 1), computed once when the stream is built.
@@ -180,9 +182,36 @@ impl HashMode {
     }
 }
 
+/// What the timed loop does with each key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// The whole flow-matching step (fmsim's loop): garbage-collection step when due,
+    /// lookup, expiry of a flow idle past the timeout, insertion of a missing flow,
+    /// update of the flow's value, time and LRU place.
+    #[default]
+    Step,
+    /// Lookups alone: every flow of the stream is inserted first (untimed), then the
+    /// stream's keys are looked up (all hits), nothing else.
+    Lookup,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Step => "step",
+            Mode::Lookup => "lookup",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Mode> {
+        [Mode::Step, Mode::Lookup].into_iter().find(|m| m.name() == s)
+    }
+}
+
 /// One emulator run.
 #[derive(Clone, Copy, Debug)]
 pub struct RunConfig {
+    pub mode: Mode,
     pub index: IndexKind,
     /// Call the index through [`AnyIndex`] (run-time choice, as tapstat does) instead of
     /// the structure's own type.
@@ -194,7 +223,7 @@ pub struct RunConfig {
     /// Idle timeout in stream time.
     pub timeout_ns: u64,
     pub gc: GcConfig,
-    /// Keys per burst looked up with prefetching (0: one at a time).
+    /// Keys per burst looked up together ([`FlowTable::find_bulk`]; 0: one at a time).
     pub batch: usize,
     /// Passes over the stream (time goes on from pass to pass).
     pub loops: usize,
@@ -208,6 +237,7 @@ pub struct RunConfig {
 impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
+            mode: Mode::Step,
             index: IndexKind::Swiss,
             dynamic: true,
             slots: Slots::Auto,
@@ -246,6 +276,8 @@ pub struct RunResult {
     pub inserts: u64,
     pub expired: u64,
     pub evicted: u64,
+    /// Lookups that found their flow (lookup mode: all of them).
+    pub hits: u64,
 }
 
 /// The per-flow value of the emulator (fmsim keeps a counter or two per flow).
@@ -317,8 +349,11 @@ struct Emu<I> {
 impl<I: FlowIndex> Emu<I> {
     /// The flow-matching step of one key: look up; a flow idle past the timeout ends
     /// and a new one starts; a missing flow is inserted (evicting the oldest when full).
+    /// `pre`: the answer of a bulk lookup made before the step, with the table's
+    /// [`FlowTable::changes`] then; it is used where the table did not change in a way
+    /// that can make it wrong, and the key is looked up again otherwise.
     #[inline(always)]
-    fn step(&mut self, key: &FlowKey, h: u64, now: u64) {
+    fn step(&mut self, key: &FlowKey, h: u64, now: u64, pre: Option<(Option<SlotId>, (u64, u64))>) {
         let steps = self.gc.poll(now, self.t.slab_len());
         if steps > 0 {
             let timeout = self.timeout_ns;
@@ -326,7 +361,18 @@ impl<I: FlowIndex> Emu<I> {
             self.t.scan(steps, now, timeout, |_, _, last| now - last > timeout, |_, _| n += 1);
             self.expired += n;
         }
-        let id = match self.t.find(key, h) {
+        let found = match pre {
+            None => self.t.find(key, h),
+            Some((ans, (ins0, rem0))) => {
+                let (ins, rem) = self.t.changes();
+                match ans {
+                    Some(id) if rem == rem0 || self.t.holds(id, key) => Some(id),
+                    None if ins == ins0 => None,
+                    _ => self.t.find(key, h),
+                }
+            }
+        };
+        let id = match found {
             Some(id) if now.saturating_sub(self.t.last_ns(id)) <= self.timeout_ns => id,
             found => {
                 if let Some(old) = found {
@@ -347,6 +393,72 @@ impl<I: FlowIndex> Emu<I> {
             self.t.touch_time(id, now);
         }
     }
+
+    /// One timed pass, one key at a time (not inlined: callgrind can measure it alone
+    /// with `--toggle-collect='*pass_one*'`).
+    #[inline(never)]
+    fn pass_one(&mut self, s: &Stream, hasher: &Option<FlowHasher>, off: u64) {
+        for i in 0..s.keys.len() {
+            let h = hasher.as_ref().map_or(s.dispatch[i], |x| x.hash(&s.keys[i]));
+            self.step(&s.keys[i], h, s.ts[i] + off, None);
+        }
+    }
+
+    /// One timed pass in bursts of `b`: the burst is hashed and looked up in bulk
+    /// (prefetching buckets, then candidate slots), then stepped key by key.
+    #[inline(never)]
+    fn pass_bulk(&mut self, s: &Stream, hasher: &Option<FlowHasher>, off: u64, b: usize) {
+        let n = s.keys.len();
+        let mut hs = [0u64; BULK_MAX];
+        let mut ans = [None; BULK_MAX];
+        let mut i = 0;
+        while i < n {
+            let m = b.min(n - i);
+            for (j, slot) in hs[..m].iter_mut().enumerate() {
+                *slot = hasher.as_ref().map_or(s.dispatch[i + j], |x| x.hash(&s.keys[i + j]));
+            }
+            self.t.find_bulk(&s.keys[i..i + m], &hs[..m], &mut ans[..m]);
+            let changes = self.t.changes();
+            for j in 0..m {
+                self.step(&s.keys[i + j], hs[j], s.ts[i + j] + off, Some((ans[j], changes)));
+            }
+            i += m;
+        }
+    }
+}
+
+/// Lookups alone over a table holding every flow of the stream; returns the keys found
+/// (the slots found are summed into a black box, so nothing is optimized away).
+#[inline(never)]
+fn lookups<I: FlowIndex>(t: &FlowTable<Val, I>, s: &Stream, hasher: &Option<FlowHasher>, b: usize) -> u64 {
+    let n = s.keys.len();
+    let (mut sum, mut hits) = (0u64, 0u64);
+    if b == 0 {
+        for i in 0..n {
+            let h = hasher.as_ref().map_or(s.dispatch[i], |x| x.hash(&s.keys[i]));
+            let a = t.find(&s.keys[i], h);
+            hits += a.is_some() as u64;
+            sum = sum.wrapping_add(a.map_or(u64::MAX, u64::from));
+        }
+    } else {
+        let mut hs = [0u64; BULK_MAX];
+        let mut ans = [None; BULK_MAX];
+        let mut i = 0;
+        while i < n {
+            let m = b.min(n - i);
+            for (j, slot) in hs[..m].iter_mut().enumerate() {
+                *slot = hasher.as_ref().map_or(s.dispatch[i + j], |x| x.hash(&s.keys[i + j]));
+            }
+            t.find_bulk(&s.keys[i..i + m], &hs[..m], &mut ans[..m]);
+            for a in &ans[..m] {
+                hits += a.is_some() as u64;
+                sum = sum.wrapping_add(a.map_or(u64::MAX, u64::from));
+            }
+            i += m;
+        }
+    }
+    std::hint::black_box(sum);
+    hits
 }
 
 fn run_with<I: FlowIndex>(s: &Stream, cfg: &RunConfig, make: impl Fn() -> I) -> RunResult {
@@ -376,7 +488,7 @@ fn run_with<I: FlowIndex>(s: &Stream, cfg: &RunConfig, make: impl Fn() -> I) -> 
             let h = hasher.as_ref().map_or(s.dispatch[i], |x| x.hash(&s.keys[i]));
             let l = e.t.probes(&s.keys[i], h) as usize;
             hist[l.min(HIST - 1)] += 1;
-            e.step(&s.keys[i], h, s.ts[i]);
+            e.step(&s.keys[i], h, s.ts[i], None);
         }
         let total: u64 = hist.iter().sum();
         r.p_l1 = hist[1] as f64 / total.max(1) as f64;
@@ -384,39 +496,39 @@ fn run_with<I: FlowIndex>(s: &Stream, cfg: &RunConfig, make: impl Fn() -> I) -> 
         r.probe_hist = hist;
     }
 
+    let b = cfg.batch.clamp(1, BULK_MAX);
+    if cfg.mode == Mode::Lookup {
+        let mut e = new_emu();
+        e.t = FlowTable::with_index(cfg.capacity.max(n), make());
+        for i in 0..n {
+            let h = hasher.as_ref().map_or(s.dispatch[i], |x| x.hash(&s.keys[i]));
+            if e.t.find(&s.keys[i], h).is_none() {
+                e.t.insert(s.keys[i], h, Val::default(), 0);
+            }
+        }
+        let cpu0 = thread_cpu_s();
+        for _ in 0..cfg.loops.max(1) {
+            r.hits += lookups(&e.t, s, &hasher, if cfg.batch == 0 { 0 } else { b });
+        }
+        r.cpu_s = thread_cpu_s() - cpu0;
+        r.flows = e.t.len();
+        r.peak_flows = e.t.len();
+        r.buckets = e.t.index().buckets();
+        r.bytes = e.t.bytes();
+        r.keys = (n * cfg.loops.max(1)) as u64;
+        r.mlps = r.keys as f64 / r.cpu_s.max(1e-9) / 1e6;
+        r.load = r.peak_flows as f64 / r.buckets.max(1) as f64;
+        r.bytes_per_flow = r.bytes as f64 / r.peak_flows.max(1) as f64;
+        return r;
+    }
     let mut e = new_emu();
-    let b = cfg.batch.clamp(1, 64);
-    let mut hs = [0u64; 64];
     let cpu0 = thread_cpu_s();
     for pass in 0..cfg.loops.max(1) {
         let off = pass as u64 * span;
         if cfg.batch == 0 {
-            for i in 0..n {
-                let h = hasher.as_ref().map_or(s.dispatch[i], |x| x.hash(&s.keys[i]));
-                e.step(&s.keys[i], h, s.ts[i] + off);
-            }
+            e.pass_one(s, &hasher, off);
         } else {
-            // DPDK's bulk lookup: hash the burst and prefetch each key's bucket, then
-            // prefetch the first candidate slot of each, then match one by one: the
-            // cache misses of a burst overlap instead of following one another.
-            let mut i = 0;
-            while i < n {
-                let m = b.min(n - i);
-                for (j, slot) in hs[..m].iter_mut().enumerate() {
-                    let h = hasher.as_ref().map_or(s.dispatch[i + j], |x| x.hash(&s.keys[i + j]));
-                    *slot = h;
-                    e.t.prefetch(h);
-                }
-                for &h in &hs[..m] {
-                    if let Some(id) = e.t.candidate(h) {
-                        e.t.prefetch_slot(id);
-                    }
-                }
-                for (j, &h) in hs[..m].iter().enumerate() {
-                    e.step(&s.keys[i + j], h, s.ts[i + j] + off);
-                }
-                i += m;
-            }
+            e.pass_bulk(s, &hasher, off, b);
         }
         if pass == 0 {
             r.flows = e.t.len();
@@ -468,6 +580,20 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Lookups alone find every flow of the stream, one at a time and in bursts.
+    #[test]
+    fn lookup_mode_finds_every_flow() {
+        let s = Stream::zipf(5_000, 800, 1.0, 2);
+        for index in IndexKind::ALL {
+            for batch in [0, 16, 100] {
+                let cfg = RunConfig { mode: Mode::Lookup, index, batch, ..RunConfig::default() };
+                let r = run(&s, &cfg);
+                assert_eq!((r.keys, r.hits), (5_000, 5_000));
+                assert_eq!(r.flows, s.flows(), "{index:?} {batch}");
             }
         }
     }

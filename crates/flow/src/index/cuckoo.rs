@@ -27,14 +27,30 @@ struct Bucket {
 const EMPTY: Bucket = Bucket { sig: [0; WAYS], id: [0; WAYS] };
 
 impl Bucket {
-    /// Bit i set when slot i holds signature `s`.
+    /// Bit i set when slot i holds signature `s`: the 8 signatures compared in one
+    /// SSE2 instruction where there is SSE2 (rte_hash's `compare_signatures`).
     #[inline(always)]
     fn matches(&self, s: u16) -> u32 {
-        let mut m = 0;
-        for i in 0..WAYS {
-            m |= ((self.sig[i] == s) as u32) << i;
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::*;
+            // SAFETY: SSE2 is part of x86_64; the load reads the 16 bytes of `sig`
+            // (unaligned load, no alignment needed).
+            unsafe {
+                let v = _mm_loadu_si128(self.sig.as_ptr() as *const __m128i);
+                let eq = _mm_cmpeq_epi16(v, _mm_set1_epi16(s as i16));
+                // One bit per slot: the high byte of each 16-bit lane, packed to bytes.
+                _mm_movemask_epi8(_mm_packs_epi16(eq, _mm_setzero_si128())) as u32
+            }
         }
-        m
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let mut m = 0;
+            for i in 0..WAYS {
+                m |= ((self.sig[i] == s) as u32) << i;
+            }
+            m
+        }
     }
 }
 
@@ -188,14 +204,14 @@ impl Reduce {
 }
 
 impl FlowIndex for Cuckoo {
-    #[inline]
+    #[inline(always)]
     fn find(&self, hash: u64, mut eq: impl FnMut(u32) -> bool) -> Option<u32> {
         let s = sig(hash);
         let b1 = self.reduce.of(hash);
         let bk = &self.b[b1];
         let mut m = bk.matches(s);
         while m != 0 {
-            let i = m.trailing_zeros() as usize;
+            let i = m.trailing_zeros() as usize & (WAYS - 1);
             if eq(bk.id[i]) {
                 return Some(bk.id[i]);
             }
@@ -204,7 +220,7 @@ impl FlowIndex for Cuckoo {
         let bk = &self.b[self.alt(b1, s)];
         let mut m = bk.matches(s);
         while m != 0 {
-            let i = m.trailing_zeros() as usize;
+            let i = m.trailing_zeros() as usize & (WAYS - 1);
             if eq(bk.id[i]) {
                 return Some(bk.id[i]);
             }
@@ -232,7 +248,7 @@ impl FlowIndex for Cuckoo {
         for b in [b1, self.alt(b1, s)] {
             let mut m = self.b[b].matches(s);
             while m != 0 {
-                let i = m.trailing_zeros() as usize;
+                let i = m.trailing_zeros() as usize & (WAYS - 1);
                 if self.b[b].id[i] == id {
                     self.b[b].sig[i] = 0;
                     self.len -= 1;
@@ -269,7 +285,7 @@ impl FlowIndex for Cuckoo {
         let bk = &self.b[b1];
         let mut m = bk.matches(s);
         while m != 0 {
-            let i = m.trailing_zeros() as usize;
+            let i = m.trailing_zeros() as usize & (WAYS - 1);
             if eq(bk.id[i]) {
                 return 1;
             }

@@ -93,7 +93,7 @@ impl Lists {
 }
 
 impl FlowIndex for Lists {
-    #[inline]
+    #[inline(always)]
     fn find(&self, hash: u64, mut eq: impl FnMut(u32) -> bool) -> Option<u32> {
         let t = tag(hash);
         let mut l = self.heads[self.reduce.of(hash)];

@@ -186,7 +186,7 @@ macro_rules! each {
 }
 
 impl FlowIndex for AnyIndex {
-    #[inline]
+    #[inline(always)]
     fn find(&self, hash: u64, eq: impl FnMut(u32) -> bool) -> Option<u32> {
         each!(self, i => i.find(hash, eq))
     }

@@ -16,7 +16,7 @@ impl Swiss {
 }
 
 impl FlowIndex for Swiss {
-    #[inline]
+    #[inline(always)]
     fn find(&self, hash: u64, mut eq: impl FnMut(u32) -> bool) -> Option<u32> {
         self.map.find(hash, |&i| eq(i)).copied()
     }

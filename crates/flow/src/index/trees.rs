@@ -37,7 +37,7 @@ impl Trees {
 }
 
 impl FlowIndex for Trees {
-    #[inline]
+    #[inline(always)]
     fn find(&self, hash: u64, mut eq: impl FnMut(u32) -> bool) -> Option<u32> {
         let v = &self.buckets[self.reduce.of(hash)];
         let mut i = v.partition_point(|e| e.0 < hash);

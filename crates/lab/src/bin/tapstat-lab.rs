@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use tapstat_flow::{GcConfig, IndexKind, Slots};
-use tapstat_lab::flowtable::{run, HashMode, RunConfig, RunResult, Stream};
+use tapstat_lab::flowtable::{run, HashMode, Mode, RunConfig, RunResult, Stream};
 use tapstat_lab::synth::{write_pcap, SynthConfig};
 
 #[derive(Parser)]
@@ -101,6 +101,10 @@ struct FlowtableArgs {
     /// Population of the zipf stream
     #[arg(long, default_value_t = 100_000)]
     population: usize,
+    /// What is timed: step (the whole flow-matching step: GC, lookup, expiry, insertion,
+    /// update) or lookup (lookups alone, on a table holding every flow of the stream)
+    #[arg(long, value_delimiter = ',', default_value = "step")]
+    mode: Vec<String>,
     /// Structures: lists, trees, swiss, cuckoo
     #[arg(long, value_delimiter = ',', default_value = "lists,trees,swiss,cuckoo")]
     table: Vec<String>,
@@ -127,10 +131,10 @@ struct FlowtableArgs {
     #[arg(long, default_value_t = 1.0)]
     speedup: f64,
     /// Garbage collection period ΔT, seconds of stream time
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = GcConfig::default().period_ns as f64 / 1e9)]
     gc_period: f64,
     /// Garbage collection steps M per period
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = GcConfig::default().steps)]
     gc_steps: u32,
     /// Passes over the stream per run
     #[arg(long, default_value_t = 1)]
@@ -197,6 +201,11 @@ fn flowtable(a: &FlowtableArgs) -> Result<(), String> {
         .iter()
         .map(|h| HashMode::from_name(h).ok_or_else(|| format!("unknown hash {h}")))
         .collect::<Result<_, _>>()?;
+    let modes: Vec<Mode> = a
+        .mode
+        .iter()
+        .map(|m| Mode::from_name(m).ok_or_else(|| format!("unknown mode {m}: step or lookup")))
+        .collect::<Result<_, _>>()?;
     let slots: Vec<Slots> = a.slots.iter().map(|s| parse_slots(s)).collect::<Result<_, _>>()?;
     let calls: &[bool] = match a.call.as_str() {
         "dyn" => &[true],
@@ -204,7 +213,7 @@ fn flowtable(a: &FlowtableArgs) -> Result<(), String> {
         "both" => &[true, false],
         c => return Err(format!("--call {c}: dyn, static or both")),
     };
-    let header = "stream,keys,flows_in_stream,lru,table,call,hash,slots,batch,mlookups_per_cpu_s,min,max,cpu_s,p_l1,e_l,flows,buckets,load,bytes_per_flow,inserts,expired,evicted,probe_hist";
+    let header = "stream,keys,flows_in_stream,mode,lru,table,call,hash,slots,batch,mlookups_per_cpu_s,min,max,cpu_s,p_l1,e_l,flows,buckets,load,bytes_per_flow,inserts,expired,evicted,probe_hist";
     println!("{header}");
     let mut csv = String::from(header);
     csv.push('\n');
@@ -216,24 +225,27 @@ fn flowtable(a: &FlowtableArgs) -> Result<(), String> {
         let distinct = s.flows();
         eprintln!("tapstat-lab: stream {}: {} keys, {} flows", s.name, s.keys.len(), distinct);
         let mut cfgs = Vec::new();
-        for &index in &tables {
-            for &dynamic in calls {
-                for &hash in &hashes {
-                    for &sl in &slots {
-                        for &batch in &a.batch {
-                            cfgs.push(RunConfig {
-                                index,
-                                dynamic,
-                                slots: sl,
-                                hash,
-                                capacity: a.capacity,
-                                timeout_ns: (a.timeout * 1e9) as u64,
-                                gc: GcConfig { period_ns: (a.gc_period * 1e9) as u64, steps: a.gc_steps },
-                                batch,
-                                loops: a.loops,
-                                probes: false,
-                                lru: !a.no_lru,
-                            });
+        for &mode in &modes {
+            for &index in &tables {
+                for &dynamic in calls {
+                    for &hash in &hashes {
+                        for &sl in &slots {
+                            for &batch in &a.batch {
+                                cfgs.push(RunConfig {
+                                    mode,
+                                    index,
+                                    dynamic,
+                                    slots: sl,
+                                    hash,
+                                    capacity: a.capacity,
+                                    timeout_ns: (a.timeout * 1e9) as u64,
+                                    gc: GcConfig { period_ns: (a.gc_period * 1e9) as u64, steps: a.gc_steps },
+                                    batch,
+                                    loops: a.loops,
+                                    probes: false,
+                                    lru: !a.no_lru,
+                                });
+                            }
                         }
                     }
                 }
@@ -254,10 +266,11 @@ fn flowtable(a: &FlowtableArgs) -> Result<(), String> {
             let med = rates[rates.len() / 2];
             let r = &res[0];
             let line = format!(
-                "{},{},{},{},{},{},{},{},{},{:.2},{:.2},{:.2},{:.4},{:.4},{:.4},{},{},{:.3},{:.1},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{:.2},{:.2},{:.2},{:.4},{:.4},{:.4},{},{},{:.3},{:.1},{},{},{},{}",
                 s.name,
                 r.keys,
                 distinct,
+                c.mode.name(),
                 c.lru,
                 c.index.name(),
                 if c.dynamic { "dyn" } else { "static" },

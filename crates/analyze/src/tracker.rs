@@ -695,6 +695,52 @@ mod tests {
         out
     }
 
+    /// The application layer sees each direction's bytes once, in order: a
+    /// retransmission feeds nothing, and a segment that overlaps what was seen feeds
+    /// only its new tail. A request split in three segments, the second sent twice and
+    /// the third overlapping it, parses as one request with its host; a HTTP log row
+    /// comes out for it.
+    #[test]
+    fn the_application_layer_gets_the_stream_once_in_order() {
+        let req = b"GET /a HTTP/1.1\r\nHost: example.org\r\nUser-Agent: t\r\n\r\n";
+        let (a, b) = (20u32, 40u32);
+        let segs: Vec<(u64, Decoded, std::ops::Range<usize>)> = vec![
+            (0, ack_seg(true, SYN, 100, 0, 0), 0..0),
+            (1, ack_seg(false, SYNACK, 9000, 101, 0), 0..0),
+            (2, ack_seg(true, ACK, 101, 9001, 0), 0..0),
+            (3, ack_seg(true, ACK, 101, 9001, a), 0..a as usize),
+            (4, ack_seg(true, ACK, 101 + a, 9001, b - a), a as usize..b as usize),
+            (5, ack_seg(true, ACK, 101 + a, 9001, b - a), a as usize..b as usize), // again
+            (6, ack_seg(true, ACK, 101 + b - 5, 9001, req.len() as u32 - b + 5), b as usize - 5..req.len()),
+        ];
+        struct Out(Vec<Flow>, Vec<HttpRow>);
+        impl FlowSink for Out {
+            fn on_flow_end(&mut self, f: &Flow) {
+                self.0.push(f.clone());
+            }
+            fn on_http(&mut self, row: &HttpRow) {
+                self.1.push(HttpRow { flow: row.flow.clone(), tx: row.tx.clone() });
+            }
+        }
+        let mut t = Tracker::new(TrackerConfig::default());
+        let h = tapstat_flow::FlowHasher::new(1);
+        let mut out = Out(Vec::new(), Vec::new());
+        for (ms, d, r) in &segs {
+            let (key, src_is_lo) = tapstat_flow::FlowKey::new(4, 6, d.src, d.sport, d.dst, d.dport);
+            let ts = S + ms * 1_000_000;
+            let payload = &req[r.clone()];
+            let p = Packet { ts_ns: ts, now_ns: ts, wire_len: 60, key, hash: h.hash(&key), src_is_lo, dec: d, payload };
+            t.on_packet(&p, &mut out);
+        }
+        t.finish(S + 10 * S, &mut out);
+        let f = &out.0[0];
+        let http = f.l7.as_ref().and_then(|x| x.http()).expect("an HTTP flow");
+        assert_eq!((http.requests, http.first_host.as_deref()), (1, Some("example.org")));
+        assert_eq!(out.1.len(), 1);
+        let q = out.1[0].tx.request.as_ref().expect("the request");
+        assert_eq!((q.method.as_str(), q.host.as_deref()), ("GET", Some("example.org")));
+    }
+
     /// `d` with the timestamps option.
     fn with_ts(mut d: Decoded, val: u32, ecr: u32) -> Decoded {
         d.tcp_opts.has_ts = true;

@@ -175,6 +175,13 @@ impl TcpFullState {
         self.tcp[0].reset();
         self.tcp[1].reset();
     }
+
+    /// Hands the rings of both directions back to `pool` (when the flow ends): they
+    /// go to the next flow that has two segments in flight, not to this state's.
+    pub fn release_rings(&mut self, pool: &mut crate::tcp::RingPool) {
+        self.tcp[0].release_rings(pool);
+        self.tcp[1].release_rings(pool);
+    }
 }
 
 /// A flow's full sets' state: boxed, the TCP sets' part only for TCP flows.
@@ -417,7 +424,16 @@ impl Flow {
     /// Returns where the payload's bytes that continue the direction's stream begin,
     /// for the application layer: every UDP datagram from 0; for TCP, new bytes in
     /// order only; none for other protocols.
-    pub fn update(&mut self, d: &Decoded, wire_len: u32, ts_ns: u64, di: usize) -> Option<u32> {
+    /// `rings` lends the rings of the TCP sets' segments in flight (see
+    /// [`crate::tcp::RingPool`]).
+    pub fn update(
+        &mut self,
+        d: &Decoded,
+        wire_len: u32,
+        ts_ns: u64,
+        di: usize,
+        rings: &mut crate::tcp::RingPool,
+    ) -> Option<u32> {
         // Time never runs backwards within a flow: a capture whose clock stepped back
         // by a few packets keeps first <= last.
         let prev_ns = self.last_ns;
@@ -452,7 +468,7 @@ impl Flow {
             x.last_payload_ns = x.last_payload_ns.max(ts);
         }
         match self.kind {
-            Kind::Tcp => crate::tcp::on_segment(self, d, ts, di),
+            Kind::Tcp => crate::tcp::on_segment(self, d, ts, di, rings),
             Kind::Udp => Some(0),
             Kind::Other => None,
         }
@@ -472,6 +488,6 @@ mod tests {
         eprintln!("size_of::<Flow>() = {size}, size_of::<FullState>() = {full}, size_of::<TcpFullState>() = {tcp}");
         assert!(size <= 816, "Flow grew to {size} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
         assert!(full <= 352, "FullState grew to {full} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
-        assert!(tcp <= 2016, "TcpFullState grew to {tcp} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
+        assert!(tcp <= 1120, "TcpFullState grew to {tcp} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
     }
 }

@@ -243,7 +243,7 @@ impl History {
 /// brings no such bytes: a retransmission, or data beyond a gap), for the application
 /// layer.
 #[inline]
-pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize) -> Option<u32> {
+pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize, rings: &mut RingPool) -> Option<u32> {
     let t = &d.tcp;
     let flags = t.flags;
     let syn = flags & TcpFields::SYN != 0;
@@ -350,7 +350,7 @@ pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize) -> Optio
         h.add(di, b'w');
     }
     if f.full.is_some() {
-        on_segment_e2e(f, d, ts, di, class);
+        on_segment_e2e(f, d, ts, di, class, rings);
     }
     in_order
 }
@@ -412,20 +412,36 @@ mod tests {
 
     #[test]
     fn reset_in_place_is_default() {
+        let mut pool = RingPool::default();
         let mut d = TcpDir::default();
-        d.remember(100, 100, 1_000_000);
-        d.remember(200, 100, 2_000_000);
+        d.remember(100, 100, 1_000_000, &mut pool);
+        d.remember(200, 100, 2_000_000, &mut pool);
         d.acknowledged(100, 5_000_000);
-        d.ts.on_sent(7, 1_000);
+        d.ts.on_sent(7, 1_000, &mut pool);
         d.pkts_rto = 3;
         d.acked = Some(100);
         d.syn_opts = Some(Default::default());
         d.reset();
-        // The rings keep their old entries (never read beyond their length).
-        let mut want = TcpDir { inflight: d.inflight, ..Default::default() };
-        want.ts.pending_val = d.ts.pending_val;
-        want.ts.pending_ns = d.ts.pending_ns;
+        // The rings and inline entries keep their old contents (never read beyond
+        // their length).
+        let mut want = TcpDir { inflight: d.inflight.clone(), ..Default::default() };
+        want.inflight.clear();
+        want.ts.pending = d.ts.pending.clone();
+        want.ts.pending.clear();
         assert_eq!(format!("{d:?}"), format!("{want:?}"));
+        // Back to the pool, the ring of segments in flight (two were remembered) is
+        // handed to the next direction that needs one.
+        assert!(d.inflight.ring.is_some() && d.ts.pending.ring.is_none());
+        d.release_rings(&mut pool);
+        assert!(d.inflight.ring.is_none() && pool.inflight.len() == 1);
+        let mut e = TcpDir::default();
+        e.remember(10, 10, 1_000, &mut pool);
+        assert!(e.inflight.ring.is_none(), "one segment in flight needs no ring");
+        e.remember(20, 10, 2_000, &mut pool);
+        assert!(e.inflight.ring.is_some() && pool.inflight.is_empty());
+        assert_eq!(e.sent_ns(10), Some(1_000));
+        e.acknowledged(20, 9_000);
+        assert_eq!((e.rtt_cnt, e.rtt_min_us), (1, 7));
     }
 
     #[test]
@@ -441,6 +457,112 @@ mod tests {
         h.add(1, b'f');
         assert_eq!(h.as_str(), "ShADdFf");
     }
+}
+
+/// A FIFO of at most `N` entries, oldest first, whose only entry while it holds one
+/// is kept inline: the ring for more is boxed and taken from a [`RingPool`] only when a
+/// second entry comes while one is held. Most TCP directions never have two segments
+/// awaiting their ACK (13,690 of mix-small's 18,340 TCP flows have 1–3 packets), so
+/// they never touch a ring, and [`TcpDir`] stays small. Entries beyond `len` are
+/// never read, so a ring comes back from the pool as it was left.
+#[derive(Clone, Debug, Default)]
+struct Fifo<T, const N: usize> {
+    one: T,
+    ring: Option<Box<[T; N]>>,
+    head: u8,
+    len: u8,
+}
+
+impl<T: Copy + Default, const N: usize> Fifo<T, N> {
+    #[inline]
+    fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// The `k`-th oldest entry (`k < len`).
+    #[inline]
+    fn get(&self, k: usize) -> T {
+        match &self.ring {
+            Some(r) => r[(self.head as usize + k) % N],
+            None => self.one,
+        }
+    }
+
+    #[inline]
+    fn get_mut(&mut self, k: usize) -> &mut T {
+        match &mut self.ring {
+            Some(r) => &mut r[(self.head as usize + k) % N],
+            None => &mut self.one,
+        }
+    }
+
+    /// Forgets the `n` oldest entries (`n <= len`).
+    #[inline]
+    fn pop_front(&mut self, n: usize) {
+        self.head = ((self.head as usize + n) % N) as u8;
+        self.len -= n as u8;
+    }
+
+    /// Appends `x`, forgetting the oldest entry when full; true if one was forgotten.
+    #[inline]
+    fn push(&mut self, x: T, pool: &mut Vec<Box<[T; N]>>) -> bool {
+        match &mut self.ring {
+            Some(r) => {
+                let full = self.len as usize == N;
+                if full {
+                    self.head = ((self.head as usize + 1) % N) as u8;
+                } else {
+                    self.len += 1;
+                }
+                r[(self.head as usize + self.len as usize - 1) % N] = x;
+                full
+            }
+            None if self.len == 0 => {
+                self.one = x;
+                self.len = 1;
+                false
+            }
+            None => {
+                self.spill(x, pool);
+                false
+            }
+        }
+    }
+
+    /// A second entry while one is held inline: both go to a ring from `pool`.
+    #[inline(never)]
+    fn spill(&mut self, x: T, pool: &mut Vec<Box<[T; N]>>) {
+        let mut r = pool.pop().unwrap_or_else(|| Box::new([T::default(); N]));
+        r[self.head as usize % N] = self.one;
+        r[(self.head as usize + 1) % N] = x;
+        self.len = 2;
+        self.ring = Some(r);
+    }
+
+    /// Empty, keeping the ring if it has one.
+    #[inline]
+    fn clear(&mut self) {
+        self.head = 0;
+        self.len = 0;
+    }
+
+    /// Empty, its ring (if any) back to `pool`.
+    #[inline]
+    fn release(&mut self, pool: &mut Vec<Box<[T; N]>>) {
+        self.clear();
+        if let Some(r) = self.ring.take() {
+            pool.push(r);
+        }
+    }
+}
+
+/// The rings of [`Fifo`]s of ended flows, for the next flows that need one: kept per
+/// worker by the tracker, next to its pool of full states.
+#[derive(Default)]
+#[allow(clippy::vec_box)]
+pub struct RingPool {
+    inflight: Vec<Box<[InFlight; MAX_INFLIGHT]>>,
+    ts: Vec<Box<[TsPending; TS_PENDING]>>,
 }
 
 /// Segments in flight remembered per direction for RTT samples. Bounded: when full,
@@ -463,6 +585,13 @@ const RETX: u32 = 1 << 31;
 /// TSvals awaiting their echo, per direction.
 const TS_PENDING: usize = 8;
 
+/// A TSval awaiting its echo, and when the probe first saw it.
+#[derive(Clone, Copy, Debug, Default)]
+struct TsPending {
+    val: u32,
+    ns: u64,
+}
+
 /// RTT from TCP timestamps (RFC 7323 §4.1): the time from the first segment that
 /// carried a TSval to the first segment of the other side that echoes it in TSecr.
 ///
@@ -470,59 +599,42 @@ const TS_PENDING: usize = 8;
 /// ACK's TSval is echoed whenever the other side next has something to send, which may
 /// be minutes later. Unlike the sequence-number RTT this needs no Karn rule: a
 /// retransmission carries a new TSval, so every echo names the transmission it answers.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct TsEcho {
-    /// (TSval, first time seen at the probe), oldest first, as a ring.
-    /// (Apart, not as pairs: a pair would take 16 bytes.)
-    pending_val: [u32; TS_PENDING],
-    pending_ns: [u64; TS_PENDING],
-    head: u8,
-    len: u8,
+    /// (TSval, first time seen at the probe), oldest first.
+    pending: Fifo<TsPending, TS_PENDING>,
     /// Samples in µs.
     pub rtt_us: crate::stats::Moments,
 }
 
 impl TsEcho {
-    /// Back to no TSval pending and no sample, in place (the ring's entries beyond
-    /// `len` are never read).
+    /// Back to no TSval pending and no sample, in place (keeping the ring, if any).
     #[inline]
     fn reset(&mut self) {
-        self.head = 0;
-        self.len = 0;
+        self.pending.clear();
         self.rtt_us = Default::default();
     }
 
     /// A segment that must be acknowledged carried `tsval` at `now_ns`.
     #[inline]
-    fn on_sent(&mut self, tsval: u32, now_ns: u64) {
-        if self.len > 0 {
-            let last = (self.head as usize + self.len as usize - 1) % TS_PENDING;
-            // The same clock tick as the previous segment: its first sight stands.
-            if self.pending_val[last] == tsval {
-                return;
-            }
+    fn on_sent(&mut self, tsval: u32, now_ns: u64, pool: &mut RingPool) {
+        let n = self.pending.len();
+        // The same clock tick as the previous segment: its first sight stands.
+        if n > 0 && self.pending.get(n - 1).val == tsval {
+            return;
         }
-        if self.len as usize == TS_PENDING {
-            self.head = ((self.head as usize + 1) % TS_PENDING) as u8;
-            self.len -= 1;
-        }
-        let i = (self.head as usize + self.len as usize) % TS_PENDING;
-        self.pending_val[i] = tsval;
-        self.pending_ns[i] = now_ns;
-        self.len += 1;
+        self.pending.push(TsPending { val: tsval, ns: now_ns }, &mut pool.ts);
     }
 
     /// The other side echoed `tsecr` at `now_ns`: a sample when it names a pending
     /// TSval; that one and every older one are done.
     #[inline]
     fn on_echo(&mut self, tsecr: u32, now_ns: u64) {
-        for k in 0..self.len as usize {
-            let j = (self.head as usize + k) % TS_PENDING;
-            let (val, sent) = (self.pending_val[j], self.pending_ns[j]);
-            if val == tsecr {
-                self.rtt_us.add(now_ns.saturating_sub(sent).saturating_add(500) / 1000);
-                self.head = ((self.head as usize + k + 1) % TS_PENDING) as u8;
-                self.len -= (k + 1) as u8;
+        for k in 0..self.pending.len() {
+            let p = self.pending.get(k);
+            if p.val == tsecr {
+                self.rtt_us.add(now_ns.saturating_sub(p.ns).saturating_add(500) / 1000);
+                self.pending.pop_front(k + 1);
                 return;
             }
         }
@@ -594,10 +706,9 @@ pub struct TcpDir {
     pub last_new_ns: u64,
     /// RTT from this side's TSvals echoed by the other side.
     pub ts: TsEcho,
-    inflight: [InFlight; MAX_INFLIGHT],
+    /// Segments in flight (data, SYN, FIN), oldest first.
+    inflight: Fifo<InFlight, MAX_INFLIGHT>,
     inflight_base_ns: u64,
-    inflight_head: u8,
-    inflight_len: u8,
 }
 
 impl Default for TcpDir {
@@ -641,17 +752,15 @@ impl Default for TcpDir {
             last_tx_ns: 0,
             last_new_ns: 0,
             ts: TsEcho::default(),
-            inflight: [InFlight::default(); MAX_INFLIGHT],
+            inflight: Fifo::default(),
             inflight_base_ns: 0,
-            inflight_head: 0,
-            inflight_len: 0,
         }
     }
 }
 
 impl TcpDir {
-    /// Back to [`TcpDir::default`], in place and without rewriting the ring of
-    /// segments in flight: only its first `inflight_len` entries are ever read.
+    /// Back to [`TcpDir::default`], in place, keeping the rings (if any): only their
+    /// first `len` entries are ever read.
     pub fn reset(&mut self) {
         // Every field by name (no `..`): a field added later must be reset here too.
         let TcpDir {
@@ -693,10 +802,8 @@ impl TcpDir {
             last_tx_ns,
             last_new_ns,
             ts,
-            inflight: _,
+            inflight,
             inflight_base_ns,
-            inflight_head,
-            inflight_len,
         } = self;
         *rtt_cnt = 0;
         *rtt_sum_us = 0.0;
@@ -736,9 +843,14 @@ impl TcpDir {
         *last_tx_ns = 0;
         *last_new_ns = 0;
         ts.reset();
+        inflight.clear();
         *inflight_base_ns = 0;
-        *inflight_head = 0;
-        *inflight_len = 0;
+    }
+
+    /// Empty, its rings back to `pool` (when its flow ends).
+    pub(crate) fn release_rings(&mut self, pool: &mut RingPool) {
+        self.inflight.release(&mut pool.inflight);
+        self.ts.pending.release(&mut pool.ts);
     }
 
     /// Mean, standard deviation, min and max RTT in ms; `None` without samples.
@@ -765,39 +877,35 @@ impl TcpDir {
     /// Remembers a segment sent at `now_ns`. Send times are kept in µs from
     /// `inflight_base_ns`, which moves to the present whenever nothing is in flight;
     /// a segment unacknowledged for 71 minutes (2^32 µs) gives no sample anyway.
-    fn remember(&mut self, end: u64, len: u32, now_ns: u64) {
-        if self.inflight_len == 0 {
+    fn remember(&mut self, end: u64, len: u32, now_ns: u64, pool: &mut RingPool) {
+        if self.inflight.len() == 0 {
             self.inflight_base_ns = now_ns;
         }
         let rel = now_ns.saturating_sub(self.inflight_base_ns) / 1000;
         let Ok(sent_us) = u32::try_from(rel) else {
-            self.rtt_dropped += self.inflight_len as u32;
-            self.inflight_len = 0;
+            self.rtt_dropped += self.inflight.len() as u32;
+            self.inflight.clear();
             self.inflight_base_ns = now_ns;
-            return self.remember(end, len, now_ns);
+            return self.remember(end, len, now_ns, pool);
         };
-        if self.inflight_len as usize == MAX_INFLIGHT {
-            self.inflight_head = ((self.inflight_head as usize + 1) % MAX_INFLIGHT) as u8;
-            self.inflight_len -= 1;
+        let seg = InFlight { end: end as u32, len_retx: len.min(RETX - 1), sent_us };
+        if self.inflight.push(seg, &mut pool.inflight) {
             self.rtt_dropped += 1;
         }
-        let i = (self.inflight_head as usize + self.inflight_len as usize) % MAX_INFLIGHT;
-        self.inflight[i] = InFlight { end: end as u32, len_retx: len.min(RETX - 1), sent_us };
-        self.inflight_len += 1;
     }
 
     /// Karn's rule, as tcptrace applies it: after a retransmission no segment then in
     /// flight gives a sample.
     fn void_all(&mut self) {
-        for k in 0..self.inflight_len as usize {
-            self.inflight[(self.inflight_head as usize + k) % MAX_INFLIGHT].len_retx |= RETX;
+        for k in 0..self.inflight.len() {
+            self.inflight.get_mut(k).len_retx |= RETX;
         }
     }
 
     /// When the remembered segment ending at `end` was last sent.
     fn sent_ns(&self, end: u64) -> Option<u64> {
-        (0..self.inflight_len as usize)
-            .map(|k| self.inflight[(self.inflight_head as usize + k) % MAX_INFLIGHT])
+        (0..self.inflight.len())
+            .map(|k| self.inflight.get(k))
             .find(|s| s.end == end as u32)
             .map(|s| self.inflight_base_ns + s.sent_us as u64 * 1000)
     }
@@ -806,8 +914,8 @@ impl TcpDir {
     /// sample stays void).
     fn resent(&mut self, end: u64, now_ns: u64) {
         let rel = now_ns.saturating_sub(self.inflight_base_ns) / 1000;
-        for k in 0..self.inflight_len as usize {
-            let s = &mut self.inflight[(self.inflight_head as usize + k) % MAX_INFLIGHT];
+        for k in 0..self.inflight.len() {
+            let s = self.inflight.get_mut(k);
             if s.end == end as u32 {
                 s.sent_us = rel.min(u32::MAX as u64) as u32;
             }
@@ -817,8 +925,8 @@ impl TcpDir {
     /// A SYN or FIN (one sequence number, ending at `end`) was sent again: its
     /// sample is void (Karn).
     fn void(&mut self, end: u64) {
-        for k in 0..self.inflight_len as usize {
-            let seg = &mut self.inflight[(self.inflight_head as usize + k) % MAX_INFLIGHT];
+        for k in 0..self.inflight.len() {
+            let seg = self.inflight.get_mut(k);
             if seg.end == end as u32 && seg.len_retx & !RETX == 1 {
                 seg.len_retx |= RETX;
             }
@@ -830,8 +938,8 @@ impl TcpDir {
     fn acknowledged(&mut self, ack: u64, now_ns: u64) {
         let now_us = now_ns.saturating_sub(self.inflight_base_ns) / 1000;
         let a = ack as u32;
-        while self.inflight_len > 0 {
-            let seg = self.inflight[self.inflight_head as usize];
+        while self.inflight.len() > 0 {
+            let seg = self.inflight.get(0);
             if (a.wrapping_sub(seg.end) as i32) < 0 {
                 break;
             }
@@ -843,15 +951,21 @@ impl TcpDir {
                 self.rtt_min_us = self.rtt_min_us.min(rtt);
                 self.rtt_max_us = self.rtt_max_us.max(rtt);
             }
-            self.inflight_head = ((self.inflight_head as usize + 1) % MAX_INFLIGHT) as u8;
-            self.inflight_len -= 1;
+            self.inflight.pop_front(1);
         }
     }
 }
 
 /// The end-to-end and options analysis of a segment sent by side `di` of `f`.
 #[inline]
-pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, class: Option<SegmentClass>) {
+pub(crate) fn on_segment_e2e(
+    f: &mut Flow,
+    d: &Decoded,
+    ts: u64,
+    di: usize,
+    class: Option<SegmentClass>,
+    rings: &mut RingPool,
+) {
     let t = &d.tcp;
     let flags = t.flags;
     let syn = flags & TcpFields::SYN != 0;
@@ -899,7 +1013,7 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
             full.tcp[peer].ts.on_echo(o.ts_ecr, ts);
         }
         if len > 0 || flags & (TcpFields::SYN | TcpFields::FIN) != 0 {
-            full.tcp[di].ts.on_sent(o.ts_val, ts);
+            full.tcp[di].ts.on_sent(o.ts_val, ts, rings);
         }
     }
     let peer_win = full.tcp[peer].last_win;
@@ -926,7 +1040,7 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
             }
             e.void(0);
         } else if x.seq.syn_seq == Some(t.seq) {
-            e.remember(0, 1, ts);
+            e.remember(0, 1, ts, rings);
         }
         e.syn_opts = Some(*o);
         e.syn_ns = ts;
@@ -952,7 +1066,7 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
             let end = start + len as u64;
             classify(e, class, end, len, ts, peer_win);
             match class {
-                Some(SegmentClass::InOrder | SegmentClass::AfterGap) => e.remember(end, len, ts),
+                Some(SegmentClass::InOrder | SegmentClass::AfterGap) => e.remember(end, len, ts, rings),
                 // A retransmission (or a segment filling a gap) voids every sample
                 // in flight, not only the segments it overlaps: an ACK that then
                 // covers a later segment's end would time the whole recovery
@@ -977,7 +1091,7 @@ pub(crate) fn on_segment_e2e(f: &mut Flow, d: &Decoded, ts: u64, di: usize, clas
                 e.void(end);
             } else {
                 e.fin_end = Some(end);
-                e.remember(end, 1, ts);
+                e.remember(end, 1, ts, rings);
             }
         }
     }

@@ -333,7 +333,7 @@ impl Tracker {
         };
         let f = self.table.get_mut(id);
         let di = f.dir_of(p.src_is_lo);
-        let fresh = f.update(p.dec, p.wire_len, p.ts_ns, di);
+        let fresh = f.update(p.dec, p.wire_len, p.ts_ns, di, &mut self.pool.rings);
         if let (Some(cfg), Some(off)) = (self.cfg.l7.as_ref(), fresh) {
             on_payload(f, cfg, di, p, off as usize, out);
         }
@@ -449,6 +449,9 @@ fn on_payload(
 struct Pool {
     flow: Vec<Box<FullState>>,
     tcp: Vec<Box<TcpFullState>>,
+    /// The rings of TCP flows' segments and TSvals in flight, lent only to the
+    /// directions that have two at once.
+    rings: crate::tcp::RingPool,
 }
 
 impl Pool {
@@ -477,7 +480,10 @@ impl Pool {
     fn give(&mut self, full: Option<Full>) {
         match full {
             Some(Full::Flow(b)) => self.flow.push(b),
-            Some(Full::Tcp(b)) => self.tcp.push(b),
+            Some(Full::Tcp(mut b)) => {
+                b.release_rings(&mut self.rings);
+                self.tcp.push(b)
+            }
             None => {}
         }
     }

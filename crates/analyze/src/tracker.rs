@@ -263,8 +263,9 @@ impl Tracker {
         }
     }
 
-    /// Learns the answers of a DNS response that another worker accounts (see
-    /// [`crate::dnhunter`]).
+    /// Learns the answers of DNS response `d` (a packet this worker accounts, or one
+    /// that another worker does: see [`crate::dnhunter`]).
+    #[inline]
     pub fn learn_dns(&mut self, d: &Decoded, payload: &[u8]) {
         if self.cfg.l7.is_some() && crate::dnhunter::is_dns_response(d) {
             self.dns.learn(d.dst, payload);
@@ -286,9 +287,7 @@ impl Tracker {
             self.periodic(out);
             self.dirty = true;
         }
-        if self.cfg.l7.is_some() && crate::dnhunter::is_dns_response(p.dec) {
-            self.dns.learn(p.dec.dst, p.payload);
-        }
+        self.learn_dns(p.dec, p.payload);
         let scan = self.gc.poll(self.now_ns, self.table.slab_len());
         if scan > 0 {
             self.collect(scan, out);
@@ -381,8 +380,10 @@ impl Tracker {
     /// snapshot is current.
     fn periodic(&mut self, out: &mut impl FlowSink) {
         let period = self.cfg.periodic_ns;
+        // The first multiple of the period after `now`.
+        let next = |now: u64| (now / period).saturating_add(1).saturating_mul(period);
         if self.next_boundary_ns == 0 {
-            self.next_boundary_ns = (self.now_ns / period).saturating_add(1).saturating_mul(period);
+            self.next_boundary_ns = next(self.now_ns);
         }
         if self.now_ns < self.next_boundary_ns {
             return;
@@ -404,7 +405,7 @@ impl Tracker {
             });
             self.dirty = false;
         }
-        self.next_boundary_ns = (self.now_ns / period).saturating_add(1).saturating_mul(period);
+        self.next_boundary_ns = next(self.now_ns);
     }
 
     fn end(&mut self, id: tapstat_flow::SlotId, why: EndReason, out: &mut impl FlowSink) {
@@ -459,20 +460,12 @@ impl Pool {
     #[inline]
     fn take(&mut self, kind: Kind, first_n: usize) -> Full {
         match kind {
-            Kind::Tcp => Full::Tcp(match self.tcp.pop() {
-                Some(mut b) => {
-                    b.reset();
-                    b
-                }
-                None => Box::new(TcpFullState::with_first_n(first_n)),
-            }),
-            Kind::Udp | Kind::Other => Full::Flow(match self.flow.pop() {
-                Some(mut b) => {
-                    b.reset();
-                    b
-                }
-                None => Box::new(FullState::with_first_n(first_n)),
-            }),
+            Kind::Tcp => {
+                Full::Tcp(pop_reset(&mut self.tcp, TcpFullState::reset, || TcpFullState::with_first_n(first_n)))
+            }
+            Kind::Udp | Kind::Other => {
+                Full::Flow(pop_reset(&mut self.flow, FullState::reset, || FullState::with_first_n(first_n)))
+            }
         }
     }
 
@@ -486,6 +479,19 @@ impl Pool {
             }
             None => {}
         }
+    }
+}
+
+/// The most recently freed box of `stack`, reset, or a new one.
+#[inline]
+#[allow(clippy::vec_box)]
+fn pop_reset<T>(stack: &mut Vec<Box<T>>, reset: fn(&mut T), new: impl FnOnce() -> T) -> Box<T> {
+    match stack.pop() {
+        Some(mut b) => {
+            reset(&mut b);
+            b
+        }
+        None => Box::new(new()),
     }
 }
 
@@ -580,6 +586,13 @@ mod tests {
         }
     }
 
+    /// Segment `d` as the pipeline hands it to the tracker: keyed and hashed, stamped
+    /// `ts` with the input's clock at `now`, a 60-byte frame carrying `payload`.
+    fn packet<'a>(h: &tapstat_flow::FlowHasher, ts: u64, now: u64, d: &'a Decoded, payload: &'a [u8]) -> Packet<'a> {
+        let (key, src_is_lo) = tapstat_flow::FlowKey::new(4, 6, d.src, d.sport, d.dst, d.dport);
+        Packet { ts_ns: ts, now_ns: now, wire_len: 60, key, hash: h.hash(&key), src_is_lo, dec: d, payload }
+    }
+
     /// Feeds `(time in s, segment)` through a tracker and returns the finished flows.
     fn run(cfg: TrackerConfig, pkts: &[(u64, Decoded)]) -> Vec<Flow> {
         let mut t = Tracker::new(cfg);
@@ -587,19 +600,8 @@ mod tests {
         let mut out = Vec::new();
         let h = tapstat_flow::FlowHasher::new(1);
         for (ts, d) in pkts {
-            let (key, src_is_lo) = tapstat_flow::FlowKey::new(4, 6, d.src, d.sport, d.dst, d.dport);
             let now = clock.tick(ts * S);
-            let p = Packet {
-                ts_ns: ts * S,
-                now_ns: now,
-                wire_len: 60,
-                key,
-                hash: h.hash(&key),
-                src_is_lo,
-                dec: d,
-                payload: &[],
-            };
-            t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
+            t.on_packet(&packet(&h, ts * S, now, d, &[]), &mut |f: &Flow| out.push(f.clone()));
         }
         t.finish(clock.now(), &mut |f: &Flow| out.push(f.clone()));
         out.sort_by_key(|f| f.first_ns);
@@ -683,19 +685,8 @@ mod tests {
         let h = tapstat_flow::FlowHasher::new(1);
         let mut out = Vec::new();
         for (ms, d) in pkts {
-            let (key, src_is_lo) = tapstat_flow::FlowKey::new(4, 6, d.src, d.sport, d.dst, d.dport);
             let ts = S + ms * 1_000_000;
-            let p = Packet {
-                ts_ns: ts,
-                now_ns: ts,
-                wire_len: 60,
-                key,
-                hash: h.hash(&key),
-                src_is_lo,
-                dec: d,
-                payload: &[],
-            };
-            t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
+            t.on_packet(&packet(&h, ts, ts, d, &[]), &mut |f: &Flow| out.push(f.clone()));
         }
         t.finish(S + 10 * S, &mut |f: &Flow| out.push(f.clone()));
         out
@@ -732,11 +723,8 @@ mod tests {
         let h = tapstat_flow::FlowHasher::new(1);
         let mut out = Out(Vec::new(), Vec::new());
         for (ms, d, r) in &segs {
-            let (key, src_is_lo) = tapstat_flow::FlowKey::new(4, 6, d.src, d.sport, d.dst, d.dport);
             let ts = S + ms * 1_000_000;
-            let payload = &req[r.clone()];
-            let p = Packet { ts_ns: ts, now_ns: ts, wire_len: 60, key, hash: h.hash(&key), src_is_lo, dec: d, payload };
-            t.on_packet(&p, &mut out);
+            t.on_packet(&packet(&h, ts, ts, d, &req[r.clone()]), &mut out);
         }
         t.finish(S + 10 * S, &mut out);
         let f = &out.0[0];
@@ -831,19 +819,8 @@ mod tests {
         for (i, port) in [1000u16, 1001, 1002].into_iter().enumerate() {
             let mut d = seg(true, SYN, 1, 0);
             d.sport = port;
-            let (key, src_is_lo) = tapstat_flow::FlowKey::new(4, 6, d.src, d.sport, d.dst, d.dport);
             let ts = (i as u64 + 1) * S;
-            let p = Packet {
-                ts_ns: ts,
-                now_ns: ts,
-                wire_len: 60,
-                key,
-                hash: h.hash(&key),
-                src_is_lo,
-                dec: &d,
-                payload: &[],
-            };
-            t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
+            t.on_packet(&packet(&h, ts, ts, &d, &[]), &mut |f: &Flow| out.push(f.clone()));
         }
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].end, EndReason::Evicted);

@@ -90,10 +90,15 @@ impl Chunk {
 /// The captured bytes of `f` in `backing`; empty if the frame does not fit (never panics).
 #[inline]
 pub fn frame_bytes<'a>(backing: &'a dyn Backing, f: &FrameMeta) -> &'a [u8] {
-    let b = backing.bytes();
-    let start = f.offset as usize;
-    let end = start.saturating_add(f.caplen as usize);
-    b.get(start..end).unwrap_or(&[])
+    bytes_at(backing, f.offset, f.caplen)
+}
+
+/// The `caplen` bytes at `offset` in `backing`; empty if they do not fit (never panics).
+#[inline]
+pub fn bytes_at(backing: &dyn Backing, offset: u64, caplen: u32) -> &[u8] {
+    let start = offset as usize;
+    let end = start.saturating_add(caplen as usize);
+    backing.bytes().get(start..end).unwrap_or(&[])
 }
 
 /// How far a source has got, for progress bars.

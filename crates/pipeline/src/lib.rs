@@ -185,7 +185,7 @@ impl RecordOut {
             format: cfg.format,
             sets: cfg.tracker.tcp_sets,
             l7: cfg.tracker.l7.is_some(),
-            file: log_files(cfg).2,
+            file: file_of_log(cfg),
             bufs: Default::default(),
             records: [0; NLOGS],
             tx,
@@ -252,41 +252,51 @@ struct DispatchResult {
     last_ns: u64,
 }
 
-/// The output files' names and headers, and the file of each log index (see
-/// [`NLOGS`]; `usize::MAX` for a log that is off).
-fn log_files(cfg: &EngineConfig) -> (Vec<String>, Vec<Vec<u8>>, [usize; NLOGS]) {
-    let mut file = [usize::MAX; NLOGS];
-    let mut names: Vec<String> = LogId::ALL.iter().map(|l| cfg.format.file_name(l.name())).collect();
-    let mut headers: Vec<Vec<u8>> = LogId::ALL
-        .iter()
-        .map(|l| {
-            let mut h = Vec::new();
-            cfg.format.header(l.log_for(cfg.tracker.tcp_sets, cfg.tracker.l7.is_some()), &mut h);
-            h
-        })
-        .collect();
-    for (i, f) in file.iter_mut().enumerate().take(LogId::ALL.len()) {
-        *f = i;
-    }
-    let mut add = |i: usize, name: &str, header: Vec<u8>| {
-        file[i] = names.len();
-        names.push(cfg.format.file_name(name));
-        headers.push(header);
-    };
-    let header = |log: &dyn Fn(&mut Vec<u8>)| {
-        let mut h = Vec::new();
-        log(&mut h);
-        h
-    };
+/// The logs this run writes, in the order of their files: (log index, file stem). The
+/// periodic logs come with `--periodic`, the HTTP and DNS logs with the application
+/// layer.
+fn logs_on(cfg: &EngineConfig) -> Vec<(usize, &'static str)> {
+    let mut v: Vec<(usize, &'static str)> = LogId::ALL.iter().map(|l| (*l as usize, l.name())).collect();
     if cfg.tracker.periodic_ns > 0 {
-        add(TCP_PERIODIC, periodic::TCP_PERIODIC.name, header(&|h| cfg.format.header(&periodic::TCP_PERIODIC, h)));
-        add(UDP_PERIODIC, periodic::UDP_PERIODIC.name, header(&|h| cfg.format.header(&periodic::UDP_PERIODIC, h)));
+        v.extend([(TCP_PERIODIC, periodic::TCP_PERIODIC.name), (UDP_PERIODIC, periodic::UDP_PERIODIC.name)]);
     }
     if cfg.tracker.l7.is_some() {
-        add(HTTP, l7log::HTTP.name, header(&|h| cfg.format.header(&l7log::HTTP, h)));
-        add(DNS, l7log::DNS.name, header(&|h| cfg.format.header(&l7log::DNS, h)));
+        v.extend([(HTTP, l7log::HTTP.name), (DNS, l7log::DNS.name)]);
     }
-    (names, headers, file)
+    v
+}
+
+/// The header line(s) of log index `i`.
+fn header_of(cfg: &EngineConfig, i: usize) -> Vec<u8> {
+    let mut h = Vec::new();
+    let f = cfg.format;
+    match i {
+        TCP_PERIODIC => f.header(&periodic::TCP_PERIODIC, &mut h),
+        UDP_PERIODIC => f.header(&periodic::UDP_PERIODIC, &mut h),
+        HTTP => f.header(&l7log::HTTP, &mut h),
+        DNS => f.header(&l7log::DNS, &mut h),
+        _ => f.header(LogId::ALL[i].log_for(cfg.tracker.tcp_sets, cfg.tracker.l7.is_some()), &mut h),
+    }
+    h
+}
+
+/// The output files' names and headers, in the order of [`logs_on`].
+fn log_files(cfg: &EngineConfig) -> (Vec<String>, Vec<Vec<u8>>) {
+    logs_on(cfg).into_iter().map(|(i, name)| (cfg.format.file_name(name), header_of(cfg, i))).unzip()
+}
+
+/// The output file of each log index (`usize::MAX` for a log that is off).
+fn file_of_log(cfg: &EngineConfig) -> [usize; NLOGS] {
+    let mut file = [usize::MAX; NLOGS];
+    for (pos, (i, _)) in logs_on(cfg).into_iter().enumerate() {
+        file[i] = pos;
+    }
+    file
+}
+
+/// Records written per log, by file stem, for the summary.
+fn records_by_log(cfg: &EngineConfig, records: &[u64; NLOGS]) -> Vec<(&'static str, u64)> {
+    logs_on(cfg).into_iter().map(|(i, name)| (name, records[i])).collect()
 }
 
 /// Runs the engine over `source` until it ends or `stop` is set; every live flow is
@@ -304,7 +314,7 @@ pub fn run(
     let hasher = FlowHasher::with_kind(cfg.flow_hash, seed);
 
     // Output files first: an unwritable directory is an error before any work.
-    let (names, headers, _) = log_files(cfg);
+    let (names, headers) = log_files(cfg);
     let mut out = OutputDir::create(&cfg.out_dir, &names, &headers)?;
     let (block_tx, block_rx) = crossbeam_channel::bounded::<Block>(64);
     let (free_tx, free_rx) = crossbeam_channel::bounded::<Vec<u8>>(16);
@@ -442,7 +452,7 @@ pub fn run(
         disp.first_ns,
         disp.last_ns,
         &stats,
-        &records,
+        &records_by_log(cfg, &records),
         reader.stats,
         warnings,
         interrupted,
@@ -532,7 +542,6 @@ impl Work {
     /// Accounts packet `p`, whose captured bytes are `frame`.
     fn packet(&mut self, p: &Pkt, frame: &[u8]) {
         let d = &p.dec;
-        let (key, src_is_lo) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
         // The captured payload: a snaplen may have cut it short of `payload_len`.
         let payload = frame.get(d.payload_offset as usize..).unwrap_or(&[]);
         let payload = &payload[..payload.len().min(d.payload_len as usize)];
@@ -540,6 +549,7 @@ impl Work {
             self.tracker.learn_dns(d, payload);
             return;
         }
+        let (key, src_is_lo) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
         let pkt = Packet {
             ts_ns: p.ts_ns,
             now_ns: p.now_ns,
@@ -665,10 +675,7 @@ fn run_worker(mut work: Work, mut rx: Receiver<Msg>, mut recycle: Sender<Vec<Pkt
         match msg {
             Msg::Batch(b) => {
                 for p in &b.pkts {
-                    let frame = b.backing.bytes();
-                    let start = p.offset as usize;
-                    let frame = frame.get(start..start.saturating_add(p.caplen as usize)).unwrap_or(&[]);
-                    work.packet(p, frame);
+                    work.packet(p, tapstat_capture::bytes_at(&*b.backing, p.offset, p.caplen));
                 }
                 let mut v = b.pkts;
                 v.clear();

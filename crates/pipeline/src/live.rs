@@ -134,7 +134,7 @@ pub fn run_live(
     let n = sources.len().max(1);
     let seed = cfg.hash_seed.unwrap_or_else(random_seed);
     let hasher = FlowHasher::with_kind(cfg.flow_hash, seed);
-    let (names, headers, _) = super::log_files(cfg);
+    let (names, headers) = super::log_files(cfg);
     let source_names: Vec<String> = sources.iter().map(|s| s.name()).collect();
 
     // The output directory, the stats file and the metrics port first: a mistake in
@@ -328,7 +328,7 @@ pub fn run_live(
         disp.first_ns,
         disp.last_ns,
         &stats,
-        &records,
+        &super::records_by_log(cfg, &records),
         cap,
         warnings,
         stop.load(Ordering::Relaxed),

@@ -3,7 +3,6 @@
 use crate::EngineConfig;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use tapstat_analyze::logs::LogId;
 use tapstat_analyze::TrackerStats;
 use tapstat_capture::CaptureStats;
 use tapstat_decode::Anomalies;
@@ -77,7 +76,7 @@ impl Summary {
         first_ns: u64,
         last_ns: u64,
         t: &TrackerStats,
-        records: &[u64; 8],
+        records: &[(&'static str, u64)],
         cap: CaptureStats,
         warnings: Vec<String>,
         interrupted: bool,
@@ -99,24 +98,7 @@ impl Summary {
             first_packet_s: first_ns as f64 / 1e9,
             last_packet_s: last_ns as f64 / 1e9,
             flows: [("tcp", t.flows_tcp), ("udp", t.flows_udp), ("other", t.flows_other)].into_iter().collect(),
-            records: LogId::ALL
-                .iter()
-                .map(|l| (l.name(), records[*l as usize]))
-                .chain(
-                    (cfg.tracker.periodic_ns > 0)
-                        .then_some([("log_tcp_periodic", records[4]), ("log_udp_periodic", records[5])])
-                        .into_iter()
-                        .flatten(),
-                )
-                .chain(
-                    cfg.tracker
-                        .l7
-                        .is_some()
-                        .then_some([("log_http_complete", records[6]), ("log_dns_complete", records[7])])
-                        .into_iter()
-                        .flatten(),
-                )
-                .collect(),
+            records: records.iter().copied().collect(),
             end_reasons: [
                 ("fin", t.ended_fin),
                 ("rst", t.ended_rst),

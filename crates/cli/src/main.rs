@@ -13,6 +13,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tapstat_pipeline::{Progress, Summary};
 
+/// mimalloc rather than glibc malloc: each worker allocates its flows' boxed state
+/// from its own thread arena, which glibc grows a few pages at a time (one `mprotect`
+/// per few boxes); mimalloc's per-thread heaps take memory from the OS in large
+/// segments. Measured in docs/BENCHMARKS.md (issue 3).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {

@@ -160,10 +160,18 @@ impl TcpFullState {
 
     /// The window scale shift in effect for side `di`'s windows: its SYN's, once
     /// both SYNs offered scaling (RFC 7323 §2.2); 0 otherwise.
+    #[inline]
     pub fn win_scale(&self, di: usize) -> u8 {
-        match (&self.tcp[0].syn_opts, &self.tcp[1].syn_opts) {
-            (Some(a), Some(b)) if a.has_wscale && b.has_wscale => self.tcp[di].syn_opts.map_or(0, |o| o.wscale),
-            _ => 0,
+        self.tcp[di].scale
+    }
+
+    /// Sets both sides' [`TcpDir::scale`](crate::tcp::TcpDir::scale) from their SYNs'
+    /// options (after a SYN).
+    pub fn agree_scale(&mut self) {
+        let [a, b] = [self.tcp[0].syn_opts, self.tcp[1].syn_opts];
+        let both = a.is_some_and(|o| o.has_wscale) && b.is_some_and(|o| o.has_wscale);
+        for (d, o) in self.tcp.iter_mut().zip([a, b]) {
+            d.scale = if both { o.map_or(0, |o| o.wscale) } else { 0 };
         }
     }
 

@@ -654,6 +654,10 @@ pub struct TcpDir {
     pub rtt_dropped: u32,
     pub ttl_min: u8,
     pub ttl_max: u8,
+    /// The window scale shift in effect for this side's windows: its SYN's once both
+    /// SYNs offered scaling (RFC 7323 §2.2), 0 otherwise; set at each SYN so that a
+    /// segment does not read both SYNs' options.
+    pub scale: u8,
     /// Options this side put in its SYN (or SYN/ACK).
     pub syn_opts: Option<tapstat_decode::TcpOptions>,
     /// Segments carrying SACK blocks.
@@ -722,6 +726,7 @@ impl Default for TcpDir {
             rtt_dropped: 0,
             ttl_min: u8::MAX,
             ttl_max: 0,
+            scale: 0,
             syn_opts: None,
             sack_cnt: 0,
             seg_min: u32::MAX,
@@ -772,6 +777,7 @@ impl TcpDir {
             rtt_dropped,
             ttl_min,
             ttl_max,
+            scale,
             syn_opts,
             sack_cnt,
             seg_min,
@@ -813,6 +819,7 @@ impl TcpDir {
         *rtt_dropped = 0;
         *ttl_min = u8::MAX;
         *ttl_max = 0;
+        *scale = 0;
         *syn_opts = None;
         *sack_cnt = 0;
         *seg_min = u32::MAX;
@@ -1094,6 +1101,9 @@ pub(crate) fn on_segment_e2e(
                 e.remember(end, 1, ts, rings);
             }
         }
+    }
+    if syn {
+        full.agree_scale();
     }
 }
 

@@ -721,10 +721,10 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
     tcp_options!(v, "c", 0, "client");
     tcp_options!(v, "s", 1, "server");
     v.push(run!(Flow;
-        col!("c_pkts_push", U64, "packets", "core", "segments with PSH (client)", |f: &Flow| Value::U64(
+        col!("c_pkts_push", U64, "packets", "core", "segments with payload and PSH, retransmissions left out (client)", |f: &Flow| Value::U64(
             f.e2e(0).pkts_push
         )),
-        col!("s_pkts_push", U64, "packets", "core", "segments with PSH (server)", |f: &Flow| Value::U64(
+        col!("s_pkts_push", U64, "packets", "core", "segments with payload and PSH, retransmissions left out (server)", |f: &Flow| Value::U64(
             f.e2e(1).pkts_push
         )),
     ));

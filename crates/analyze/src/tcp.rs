@@ -675,7 +675,7 @@ pub struct TcpDir {
     pub cwin_max: u64,
     pub cwin_ini: u64,
     pub first_data_acked: bool,
-    /// Segments with PSH.
+    /// Segments with payload and PSH, retransmissions left out.
     pub pkts_push: u64,
     /// The highest ACK (as an offset in this direction's sequence space) received
     /// from the other side.
@@ -1031,7 +1031,10 @@ pub(crate) fn on_segment_e2e(
     if !has_header {
         return;
     }
-    if flags & TcpFields::PSH != 0 {
+    // PSH on segments with payload, not counted again on a retransmission, as Tstat
+    // counts it: ndpi__1kxun's 192.168.115.8:49597 sends its one request twice with
+    // PSH (1), tcpdump__dns_tcp's server a FIN with PSH and no payload (not counted).
+    if flags & TcpFields::PSH != 0 && len > 0 && class != Some(SegmentClass::Retransmission) {
         e.pkts_push += 1;
     }
     if syn {

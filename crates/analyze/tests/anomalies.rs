@@ -389,3 +389,22 @@ fn a_timeout_is_recognised_without_rtt_samples() {
     assert_eq!(classes(f.e2e(0)), Classes { rto: 1, ..NONE });
     assert_eq!(f.dir[0].pkts_retx, 1);
 }
+
+/// PSH counts on segments with payload, once (Tstat's count): not on a retransmission
+/// of the same bytes, not on a segment without payload (a pure ACK, a FIN).
+#[test]
+fn push_is_counted_on_new_payload_only() {
+    use tapstat_testkit::{Side, ACK, FIN, PSH};
+    let mut c = opened();
+    let (seq, ack, server_seq) = (c.next_seq(Side::Client), c.acked(Side::Client), c.next_seq(Side::Server));
+    c.at(30.0).send(Side::Client, ACK | PSH, seq, ack, MSS);
+    // The same bytes again after an RTO: a retransmission, its PSH not counted again.
+    c.at(1500.0).send(Side::Client, ACK | PSH, seq, ack, MSS);
+    c.at(1510.0).send(Side::Server, ACK, server_seq, seq.wrapping_add(MSS), 0);
+    c.at(1520.0).send(Side::Client, ACK | PSH, seq.wrapping_add(MSS), ack, 0);
+    c.at(1530.0).send(Side::Client, FIN | ACK | PSH, seq.wrapping_add(MSS), ack, 0);
+    let f = c.flow();
+    assert_eq!(f.e2e(0).pkts_rto, 1, "the second copy is a retransmission");
+    assert_eq!(f.e2e(0).pkts_push, 1);
+    assert_eq!(f.e2e(1).pkts_push, 0);
+}

@@ -179,7 +179,7 @@ const TCP_COLUMNS: &[Column] = &[
     col("c_cwin_max", Count, 98.5),
     col("c_cwin_min", Count, 94.0),
     col("c_cwin_ini", Count, 98.7),
-    col("c_pkts_push", Count, 87.0),
+    col("c_pkts_push", Count, 98.5),
     col("s_rtt_avg", Rtt, 98.1),
     col("s_rtt_min", Rtt, 99.1),
     col("s_rtt_max", Rtt, 98.7),
@@ -200,7 +200,7 @@ const TCP_COLUMNS: &[Column] = &[
     col("s_cwin_max", Count, 97.5),
     col("s_cwin_min", Count, 94.2),
     col("s_cwin_ini", Count, 96.2),
-    col("s_pkts_push", Count, 86.0),
+    col("s_pkts_push", Count, 94.0),
     // Issue 4: the application layer.
     col("c_tls_SNI", Text, 99.3),
     col("http_hostname", Text, 99.7),

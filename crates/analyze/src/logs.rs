@@ -264,7 +264,7 @@ macro_rules! tcp_options {
                 concat!(
                     "most bytes the ",
                     $who,
-                    " had in flight (highest byte sent minus the highest ACK received), at its data segments"
+                    " had in flight (highest byte sent minus the highest ACK received), at its segments of new data (not at retransmissions)"
                 ),
                 |f: &Flow| Value::U64(f.e2e($i).cwin_max)
             ),
@@ -273,7 +273,7 @@ macro_rules! tcp_options {
                 U64,
                 "bytes",
                 "options",
-                concat!("fewest bytes the ", $who, " had in flight at its data segments"),
+                concat!("fewest bytes the ", $who, " had in flight at its segments of new data"),
                 |f: &Flow| min_or_none(f.e2e($i).cwin_min, u64::MAX)
             ),
             col!(

@@ -670,7 +670,8 @@ pub struct TcpDir {
     pub win_max: u64,
     pub win_0: u64,
     /// Bytes in flight (highest byte sent minus the other side's highest ACK), at
-    /// each data segment; `cwin_ini` is the largest before the first ACK of data.
+    /// each segment of new data (as Tstat: a retransmission or a keep-alive says
+    /// nothing of the window); `cwin_ini` is the largest before the first ACK of data.
     pub cwin_min: u64,
     pub cwin_max: u64,
     pub cwin_ini: u64,
@@ -1084,11 +1085,13 @@ pub(crate) fn on_segment_e2e(
                 Some(_) => e.void_all(),
                 None => {}
             }
-            let in_flight = x.seq.next().saturating_sub(e.acked.unwrap_or(0));
-            e.cwin_min = e.cwin_min.min(in_flight);
-            e.cwin_max = e.cwin_max.max(in_flight);
-            if !e.first_data_acked {
-                e.cwin_ini = e.cwin_ini.max(in_flight);
+            if matches!(class, Some(SegmentClass::InOrder | SegmentClass::AfterGap)) {
+                let in_flight = x.seq.next().saturating_sub(e.acked.unwrap_or(0));
+                e.cwin_min = e.cwin_min.min(in_flight);
+                e.cwin_max = e.cwin_max.max(in_flight);
+                if !e.first_data_acked {
+                    e.cwin_ini = e.cwin_ini.max(in_flight);
+                }
             }
         }
     }

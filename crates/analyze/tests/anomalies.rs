@@ -408,3 +408,19 @@ fn push_is_counted_on_new_payload_only() {
     assert_eq!(f.e2e(0).pkts_push, 1);
     assert_eq!(f.e2e(1).pkts_push, 0);
 }
+
+/// Bytes in flight are measured at segments of new data only: a keep-alive (one byte
+/// already acknowledged) finds nothing in flight, which says nothing of the window.
+#[test]
+fn cwin_is_measured_at_new_data_only() {
+    use tapstat_testkit::Side;
+    let mut c = opened();
+    c.at(30.0).client_data(MSS);
+    c.at(40.0).server_ack_next();
+    let next = c.next_seq(Side::Client);
+    c.at(100.0).client_resend(next.wrapping_sub(1), 1);
+    let f = c.flow();
+    let e = f.e2e(0);
+    assert_eq!(e.pkts_unrto + e.pkts_unfs + e.pkts_unk + e.pkts_rto, 1, "the keep-alive is a repeated segment");
+    assert_eq!((e.cwin_min, e.cwin_max), (MSS as u64, MSS as u64));
+}

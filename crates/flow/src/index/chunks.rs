@@ -133,11 +133,8 @@ impl Chunks {
     }
 
     fn grow(&mut self, hash_of: &impl Fn(u32) -> u64) {
-        let ids: Vec<u32> = self
-            .chunks
-            .iter()
-            .flat_map(|ch| (0..SLOTS).filter(|&i| ch.ctrl[i] != 0).map(|i| ch.ids[i]))
-            .collect();
+        let ids: Vec<u32> =
+            self.chunks.iter().flat_map(|ch| (0..SLOTS).filter(|&i| ch.ctrl[i] != 0).map(|i| ch.ids[i])).collect();
         *self = Self::make(self.chunks.len() * 2);
         for id in ids {
             self.put(hash_of(id), id);

@@ -149,7 +149,8 @@ impl FlowIndex for Chunks {
         let mut c = self.reduce.of(hash);
         // Bounded by the number of chunks: saturated overflow counts could otherwise
         // send a miss round the table forever.
-        for _ in 0..self.chunks.len() {
+        let mut left = self.chunks.len();
+        loop {
             let ch = &self.chunks[c];
             let mut m = ch.matches(t);
             while m != 0 {
@@ -159,12 +160,12 @@ impl FlowIndex for Chunks {
                 }
                 m &= m - 1;
             }
-            if ch.overflow() == 0 {
+            left -= 1;
+            if ch.overflow() == 0 || left == 0 {
                 return None;
             }
             c = self.next(c);
         }
-        None
     }
 
     fn insert(&mut self, hash: u64, id: u32, hash_of: impl Fn(u32) -> u64) {

@@ -71,10 +71,10 @@ impl Chunk {
     }
 }
 
-/// The tag of a hash: its top 7 bits (the home chunk takes the low ones), top bit set.
+/// The tag of a hash: its top 8 bits (the home chunk takes the low ones), 0 made 1.
 #[inline(always)]
 fn tag(h: u64) -> u8 {
-    (h >> 57) as u8 | 0x80
+    ((h >> 56) as u8).max(1)
 }
 
 pub struct Chunks {

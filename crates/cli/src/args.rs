@@ -148,7 +148,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub live: crate::live::LiveArgs,
     /// Flow table index structure (records do not depend on it; see docs/BENCHMARKS.md, issue 6)
-    #[arg(long, value_enum, default_value = "swiss")]
+    #[arg(long, value_enum, default_value = "chunks")]
     pub flow_table: FlowTableArg,
     /// Flow hash function, computed once per packet by the dispatcher (coralreef and toeplitz are not keyed)
     #[arg(long, value_enum, default_value = "foldhash")]

@@ -238,7 +238,7 @@ impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
             mode: Mode::Step,
-            index: IndexKind::Swiss,
+            index: IndexKind::Chunks,
             dynamic: true,
             slots: Slots::Auto,
             hash: HashMode::Dispatch,

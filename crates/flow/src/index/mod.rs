@@ -8,8 +8,9 @@
 //! - [`Swiss`]: open addressing with SIMD probing of 16 control bytes (hashbrown);
 //! - [`Cuckoo`]: bucketized cuckoo hashing as DPDK's rte_hash: 2 candidate buckets of 8
 //!   slots with 16-bit signatures, breadth-first displacement on insertion;
-//! - [`Chunks`]: chunked open addressing as folly's F14: 12 one-byte tags and 12 ids
-//!   in one 64-byte line, an overflow count per chunk instead of tombstones.
+//! - [`Chunks`] (the default): chunked open addressing as folly's F14: 12 one-byte
+//!   tags and 12 ids in one 64-byte line, an overflow count per chunk instead of
+//!   tombstones.
 //!
 //! An index stores slot ids only; keys stay in the table's slab, and the index asks the
 //! caller (`eq`) whether a candidate slot holds the key, so every structure compares
@@ -97,9 +98,11 @@ pub(crate) fn tag(h: u64) -> u32 {
 pub enum IndexKind {
     Lists,
     Trees,
-    #[default]
     Swiss,
     Cuckoo,
+    /// The default: the fastest, or within 10% of the fastest, on every key stream of
+    /// the lab (docs/BENCHMARKS.md, issue 6).
+    #[default]
     Chunks,
 }
 
@@ -186,7 +189,7 @@ impl AnyIndex {
 
 impl Default for AnyIndex {
     fn default() -> Self {
-        AnyIndex::Swiss(Swiss::with_capacity(1024))
+        AnyIndex::Chunks(Chunks::growing(1024))
     }
 }
 

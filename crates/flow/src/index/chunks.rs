@@ -1,8 +1,8 @@
 //! Chunked open addressing in the manner of Facebook folly's F14 (F14Table.h): the
 //! table is an array of chunks, each one 64-byte cache line holding 12 one-byte tags
-//! (7 bits of the hash with the top bit set; 0 marks a free slot), a one-byte outbound
-//! overflow count and the 12 slot ids. A key's home chunk comes from the hash (the
-//! shared [`Reduce`]); a lookup compares the 12 tags at once (one SSE2 compare), tries
+//! (8 bits of the hash; 0 marks a free slot), a one-byte outbound overflow count and
+//! the 12 slot ids. A key's home chunk comes from the hash (multiplied, then scaled to
+//! the number of chunks); a lookup compares the 12 tags at once (one SSE2 compare), tries
 //! the ids whose tag matched, and goes on to the next chunk only when the chunk's
 //! overflow count says some entry that passed through it lives further on. So a lookup
 //! reads one line of index (the tags and ids share it), then the slot's hot line: where
@@ -18,7 +18,7 @@
 //! (5/6 load), so a free slot is always within reach and every entry is stored, even
 //! when all hashes are equal (probing covers the table: no stash).
 
-use super::{prefetch_ptr, FlowIndex, Reduce};
+use super::{prefetch_ptr, FlowIndex};
 
 /// Slots per chunk.
 const SLOTS: usize = 12;
@@ -71,7 +71,7 @@ impl Chunk {
     }
 }
 
-/// The tag of a hash: its top 8 bits (the home chunk takes the low ones), 0 made 1.
+/// The tag of a hash: its top 8 bits, 0 made 1.
 #[inline(always)]
 fn tag(h: u64) -> u8 {
     ((h >> 56) as u8).max(1)
@@ -79,26 +79,30 @@ fn tag(h: u64) -> u8 {
 
 pub struct Chunks {
     chunks: Vec<Chunk>,
-    reduce: Reduce,
     len: usize,
 }
 
 impl Chunks {
-    /// Room for `n` entries without growing, in a power-of-two number of chunks (the
-    /// home chunk is then a mask of the hash); grows beyond.
-    pub fn growing(n: usize) -> Self {
-        Self::make(n.div_ceil(MAX_FILL).next_power_of_two())
-    }
-
-    /// Room for `n` entries without growing, in exactly as many chunks as that takes
-    /// (a remainder picks the home chunk unless it is a power of two); grows beyond.
-    pub fn fixed(n: usize) -> Self {
+    /// Room for `n` entries without growing, in as many chunks as that takes (any
+    /// number: see `home`); doubles beyond.
+    pub fn with_capacity(n: usize) -> Self {
         Self::make(n.div_ceil(MAX_FILL))
     }
 
     fn make(chunks: usize) -> Self {
-        let n = chunks.max(1);
-        Chunks { chunks: vec![EMPTY; n], reduce: Reduce::new(n), len: 0 }
+        Chunks { chunks: vec![EMPTY; chunks.max(1)], len: 0 }
+    }
+
+    /// The home chunk of a hash: the hash times 2^64/φ (Fibonacci hashing: every bit
+    /// of the hash reaches the high bits of the product), whose high bits are scaled to
+    /// the number of chunks (Lemire's multiply-shift reduction: any number, no
+    /// division). A mask of the low bits (the shared `Reduce`) made a cliff with hashes
+    /// whose low bits are weak: CoralReef on the trace, 4–6 M lookups/s at a
+    /// power-of-two number of chunks against 24–28 at other numbers (docs/BENCHMARKS.md).
+    #[inline(always)]
+    fn home(&self, h: u64) -> usize {
+        let m = h.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        ((m as u128 * self.chunks.len() as u128) >> 64) as usize
     }
 
     /// The chunk after `c` on a probe sequence (linear, wrapping).
@@ -116,7 +120,7 @@ impl Chunks {
     /// slot (the table holds fewer than `MAX_FILL` entries per chunk).
     fn put(&mut self, hash: u64, id: u32) {
         let t = tag(hash);
-        let mut c = self.reduce.of(hash);
+        let mut c = self.home(hash);
         loop {
             let ch = &mut self.chunks[c];
             let free = ch.matches(0);
@@ -146,7 +150,7 @@ impl FlowIndex for Chunks {
     #[inline(always)]
     fn find(&self, hash: u64, mut eq: impl FnMut(u32) -> bool) -> Option<u32> {
         let t = tag(hash);
-        let mut c = self.reduce.of(hash);
+        let mut c = self.home(hash);
         // Bounded by the number of chunks: saturated overflow counts could otherwise
         // send a miss round the table forever.
         let mut left = self.chunks.len();
@@ -177,7 +181,7 @@ impl FlowIndex for Chunks {
 
     fn remove(&mut self, hash: u64, id: u32) {
         let t = tag(hash);
-        let home = self.reduce.of(hash);
+        let home = self.home(hash);
         let mut c = home;
         for _ in 0..self.chunks.len() {
             let mut m = self.chunks[c].matches(t);
@@ -207,19 +211,19 @@ impl FlowIndex for Chunks {
 
     #[inline]
     fn prefetch(&self, hash: u64) {
-        prefetch_ptr(self.chunks.as_ptr().wrapping_add(self.reduce.of(hash)));
+        prefetch_ptr(self.chunks.as_ptr().wrapping_add(self.home(hash)));
     }
 
     #[inline]
     fn candidate(&self, hash: u64) -> Option<u32> {
-        let ch = &self.chunks[self.reduce.of(hash)];
+        let ch = &self.chunks[self.home(hash)];
         let m = ch.matches(tag(hash));
         (m != 0).then(|| ch.ids[m.trailing_zeros() as usize])
     }
 
     fn probes(&self, hash: u64, mut eq: impl FnMut(u32) -> bool) -> u32 {
         let t = tag(hash);
-        let mut c = self.reduce.of(hash);
+        let mut c = self.home(hash);
         let mut n = 0;
         for _ in 0..self.chunks.len() {
             let ch = &self.chunks[c];
@@ -268,7 +272,7 @@ mod tests {
 
     #[test]
     fn growth_keeps_every_entry_and_removal_clears_the_overflow_counts() {
-        for mut c in [Chunks::growing(1), Chunks::fixed(7), Chunks::fixed(1000)] {
+        for mut c in [Chunks::with_capacity(1), Chunks::with_capacity(7), Chunks::with_capacity(1000)] {
             for i in 0..5000 {
                 c.insert(h(i), i, h);
             }
@@ -289,7 +293,7 @@ mod tests {
     fn equal_hashes_overflow_into_the_following_chunks() {
         // 100 entries of one hash: 12 in the home chunk, the rest further on, every
         // one found; removing them in any order brings every count back to 0.
-        let mut c = Chunks::fixed(200);
+        let mut c = Chunks::with_capacity(200);
         for i in 0..100 {
             c.insert(42, i, |_| 42);
         }
@@ -304,7 +308,7 @@ mod tests {
         }
         assert_eq!(overflow_total(&c), 0);
         // And the same once the table had to grow around them.
-        let mut c = Chunks::growing(1);
+        let mut c = Chunks::with_capacity(1);
         for i in 0..300 {
             c.insert(7, i, |_| 7);
         }
@@ -315,7 +319,7 @@ mod tests {
 
     #[test]
     fn candidate_is_the_first_match_of_the_home_chunk() {
-        let mut c = Chunks::growing(100);
+        let mut c = Chunks::with_capacity(100);
         c.insert(h(1), 1, h);
         c.insert(h(2), 2, h);
         assert_eq!(c.candidate(h(1)), Some(1));

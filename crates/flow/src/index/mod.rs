@@ -169,10 +169,10 @@ impl AnyIndex {
                 Slots::Auto => start,
                 Slots::Fixed(n) => n,
             })),
-            IndexKind::Chunks => AnyIndex::Chunks(match slots {
-                Slots::Auto => Chunks::growing(start),
-                Slots::Fixed(n) => Chunks::fixed(n),
-            }),
+            IndexKind::Chunks => AnyIndex::Chunks(Chunks::with_capacity(match slots {
+                Slots::Auto => start,
+                Slots::Fixed(n) => n,
+            })),
         }
     }
 
@@ -189,7 +189,7 @@ impl AnyIndex {
 
 impl Default for AnyIndex {
     fn default() -> Self {
-        AnyIndex::Chunks(Chunks::growing(1024))
+        AnyIndex::Chunks(Chunks::with_capacity(1024))
     }
 }
 

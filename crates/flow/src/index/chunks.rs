@@ -98,7 +98,7 @@ impl Chunks {
     /// the number of chunks (Lemire's multiply-shift reduction: any number, no
     /// division). A mask of the low bits (the shared `Reduce`) made a cliff with hashes
     /// whose low bits are weak: CoralReef on the trace, 4–6 M lookups/s at a
-    /// power-of-two number of chunks against 24–28 at other numbers (docs/BENCHMARKS.md).
+    /// power-of-two number of chunks against 18–28 at other numbers (docs/BENCHMARKS.md).
     #[inline(always)]
     fn home(&self, h: u64) -> usize {
         let m = h.wrapping_mul(0x9e37_79b9_7f4a_7c15);

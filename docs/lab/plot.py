@@ -51,9 +51,9 @@ if r:
 r = rows("fig5.csv")
 if r:
     fig, ax = plt.subplots(figsize=(7, 4))
-    for t, c in [("lists", "C0"), ("trees", "C1"), ("cuckoo", "C2")]:
+    for t, c in [("lists", "C0"), ("trees", "C1"), ("cuckoo", "C2"), ("chunks", "C3")]:
         for pow2, style in [(True, "-o"), (False, "--s")]:
             pts = sorted((int(x["slots"]), float(x["mlookups_per_cpu_s"])) for x in r if x["table"] == t and ((int(x["slots"]) & (int(x["slots"]) - 1)) == 0) == pow2)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=c, label=f'{t}, {"2^k" if pow2 else "not 2^k"}')
-    ax.set_xscale("log", base=2); ax.set_xlabel("buckets (slots for cuckoo)"); ax.set_ylabel("M lookups per CPU-second"); ax.set_title("CoralReef hash"); ax.legend(fontsize=8)
+    ax.set_xscale("log", base=2); ax.set_xlabel("buckets (slots for cuckoo, entries for chunks)"); ax.set_ylabel("M lookups per CPU-second"); ax.set_title("CoralReef hash"); ax.legend(fontsize=8)
     fig.tight_layout(); fig.savefig(os.path.join(D, "fig5.svg"))

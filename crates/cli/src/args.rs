@@ -148,12 +148,12 @@ pub struct RunArgs {
     #[command(flatten)]
     pub live: crate::live::LiveArgs,
     /// Flow table index structure (records do not depend on it; see docs/BENCHMARKS.md, issue 6)
-    #[arg(long, value_enum, default_value = "swiss")]
+    #[arg(long, value_enum, default_value = "chunks")]
     pub flow_table: FlowTableArg,
     /// Flow hash function, computed once per packet by the dispatcher (coralreef and toeplitz are not keyed)
     #[arg(long, value_enum, default_value = "foldhash")]
     pub flow_hash: FlowHashArg,
-    /// Index size per worker: buckets (lists, trees) or slots (swiss, cuckoo); 0 = start small and grow
+    /// Index size per worker: buckets (lists, trees) or slots (swiss, cuckoo, chunks); 0 = start small and grow
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub flow_slots: usize,
     /// Time the processing of 1 packet in K in the workers (summary.json `packet_time`); 0 = off
@@ -167,6 +167,7 @@ pub enum FlowTableArg {
     Trees,
     Swiss,
     Cuckoo,
+    Chunks,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -226,6 +227,7 @@ impl RunArgs {
                     FlowTableArg::Trees => IndexKind::Trees,
                     FlowTableArg::Swiss => IndexKind::Swiss,
                     FlowTableArg::Cuckoo => IndexKind::Cuckoo,
+                    FlowTableArg::Chunks => IndexKind::Chunks,
                 },
                 slots: if self.flow_slots == 0 { Slots::Auto } else { Slots::Fixed(self.flow_slots) },
             },

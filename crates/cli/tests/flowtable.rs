@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 
-const TABLES: [&str; 4] = ["lists", "trees", "swiss", "cuckoo"];
+const TABLES: [&str; 5] = ["lists", "trees", "swiss", "cuckoo", "chunks"];
 const HASHES: [&str; 9] =
     ["foldhash", "ahash", "xxh3", "murmur3", "lookup3", "coralreef", "fnv1a", "crc32", "toeplitz"];
 

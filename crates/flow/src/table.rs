@@ -1,8 +1,8 @@
 //! The per-worker flow table.
 //!
 //! A slab of slots indexed by a [`FlowIndex`] that stores only slot ids (by default
-//! hashbrown's SIMD-probed open addressing; the lab measures the others), so the index
-//! of a worker stays small and cache-friendly while values stay put. A slot is split in
+//! F14-style chunks: 12 tags and 12 ids per cache line; the lab measures the others),
+//! so the index of a worker stays small and cache-friendly while values stay put. A slot is split in
 //! three arrays: its hot line ([`Hot`], 64 bytes, aligned: the key packed in five words
 //! and the hash) is what a lookup compares; its metadata ([`Meta`], 16 bytes, dense:
 //! last-seen time and LRU links) is what every packet updates and what the collector

@@ -20,7 +20,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::PathBuf;
-use tapstat_flow::index::{Cuckoo, Lists, Swiss, Trees};
+use tapstat_flow::index::{Chunks, Cuckoo, Lists, Swiss, Trees};
 use tapstat_flow::{
     AnyIndex, FlowHasher, FlowIndex, FlowKey, FlowTable, Gc, GcConfig, HashKind, IndexKind, SlotId, Slots, BULK_MAX,
 };
@@ -238,7 +238,7 @@ impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
             mode: Mode::Step,
-            index: IndexKind::Swiss,
+            index: IndexKind::Chunks,
             dynamic: true,
             slots: Slots::Auto,
             hash: HashMode::Dispatch,
@@ -307,6 +307,7 @@ pub fn run(s: &Stream, cfg: &RunConfig) -> RunResult {
         AnyIndex::Trees(_) => run_with(s, cfg, || -> Trees { unwrap_trees(any(cfg)) }),
         AnyIndex::Swiss(_) => run_with(s, cfg, || -> Swiss { unwrap_swiss(any(cfg)) }),
         AnyIndex::Cuckoo(_) => run_with(s, cfg, || -> Cuckoo { unwrap_cuckoo(any(cfg)) }),
+        AnyIndex::Chunks(_) => run_with(s, cfg, || -> Chunks { unwrap_chunks(any(cfg)) }),
     }
 }
 
@@ -332,6 +333,12 @@ fn unwrap_cuckoo(a: AnyIndex) -> Cuckoo {
     match a {
         AnyIndex::Cuckoo(i) => i,
         _ => unreachable!("built as cuckoo"),
+    }
+}
+fn unwrap_chunks(a: AnyIndex) -> Chunks {
+    match a {
+        AnyIndex::Chunks(i) => i,
+        _ => unreachable!("built as chunks"),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The flow table's index: hash → slot id, behind one interface ([`FlowIndex`]) with
-//! four structures (seeds/003 §3–4 and what came after):
+//! five structures (seeds/003 §3–4 and what came after):
 //!
 //! - [`Lists`]: chaining, with the first entry of every bucket pre-allocated in the
 //!   bucket array (the paper's "lists"), overflow entries in a pool;
@@ -7,18 +7,23 @@
 //!   balanced search structure per bucket, reached through one more pointer);
 //! - [`Swiss`]: open addressing with SIMD probing of 16 control bytes (hashbrown);
 //! - [`Cuckoo`]: bucketized cuckoo hashing as DPDK's rte_hash: 2 candidate buckets of 8
-//!   slots with 16-bit signatures, breadth-first displacement on insertion.
+//!   slots with 16-bit signatures, breadth-first displacement on insertion;
+//! - [`Chunks`] (the default): chunked open addressing as folly's F14: 12 one-byte
+//!   tags and 12 ids in one 64-byte line, an overflow count per chunk instead of
+//!   tombstones.
 //!
 //! An index stores slot ids only; keys stay in the table's slab, and the index asks the
 //! caller (`eq`) whether a candidate slot holds the key, so every structure compares
 //! keys the same way. [`AnyIndex`] is the run-time choice (an enum, matched per call:
 //! the lab measures it against the structures called directly).
 
+mod chunks;
 mod cuckoo;
 mod lists;
 mod swiss;
 mod trees;
 
+pub use chunks::Chunks;
 pub use cuckoo::Cuckoo;
 pub use lists::Lists;
 pub use swiss::Swiss;
@@ -44,11 +49,12 @@ pub trait FlowIndex {
     }
     /// Entries examined by a lookup of `hash` (for the chain-length statistics of the
     /// lab: list entries walked, tree entries compared, hashbrown candidates whose
-    /// control byte matched, cuckoo buckets visited).
+    /// control byte matched, cuckoo buckets visited, chunk entries whose tag matched).
     fn probes(&self, hash: u64, eq: impl FnMut(u32) -> bool) -> u32;
     /// Bytes the index holds (allocated), for the memory per flow.
     fn bytes(&self) -> usize;
-    /// Buckets (lists, trees) or slots (hashbrown, cuckoo: 8 per bucket) of the index now.
+    /// Buckets (lists, trees) or slots (hashbrown; cuckoo: 8 per bucket; chunks: 12 per
+    /// chunk) of the index now.
     fn buckets(&self) -> usize;
 }
 
@@ -92,13 +98,17 @@ pub(crate) fn tag(h: u64) -> u32 {
 pub enum IndexKind {
     Lists,
     Trees,
-    #[default]
     Swiss,
     Cuckoo,
+    /// The default: the fastest, or within 10% of the fastest, on every key stream of
+    /// the lab (docs/BENCHMARKS.md, issue 6).
+    #[default]
+    Chunks,
 }
 
 impl IndexKind {
-    pub const ALL: [IndexKind; 4] = [IndexKind::Lists, IndexKind::Trees, IndexKind::Swiss, IndexKind::Cuckoo];
+    pub const ALL: [IndexKind; 5] =
+        [IndexKind::Lists, IndexKind::Trees, IndexKind::Swiss, IndexKind::Cuckoo, IndexKind::Chunks];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -106,6 +116,7 @@ impl IndexKind {
             IndexKind::Trees => "trees",
             IndexKind::Swiss => "swiss",
             IndexKind::Cuckoo => "cuckoo",
+            IndexKind::Chunks => "chunks",
         }
     }
 
@@ -118,20 +129,23 @@ impl IndexKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Slots {
     /// Start small and grow: lists and trees double their buckets when the flows
-    /// outnumber them, hashbrown at 7/8 load, cuckoo when a displacement fails.
+    /// outnumber them, hashbrown at 7/8 load, cuckoo when a displacement fails, chunks
+    /// at 10 entries per 12-slot chunk.
     #[default]
     Auto,
     /// Buckets (lists, trees), slots (hashbrown: reserved up front, still grows when
-    /// full; cuckoo: 8 per bucket). Lists and trees keep this size whatever the load.
+    /// full; cuckoo: 8 per bucket; chunks: room for this many entries, still grows when
+    /// full). Lists and trees keep this size whatever the load.
     Fixed(usize),
 }
 
-/// One of the four structures, chosen at run time.
+/// One of the five structures, chosen at run time.
 pub enum AnyIndex {
     Lists(Lists),
     Trees(Trees),
     Swiss(Swiss),
     Cuckoo(Cuckoo),
+    Chunks(Chunks),
 }
 
 impl AnyIndex {
@@ -155,6 +169,10 @@ impl AnyIndex {
                 Slots::Auto => start,
                 Slots::Fixed(n) => n,
             })),
+            IndexKind::Chunks => AnyIndex::Chunks(Chunks::with_capacity(match slots {
+                Slots::Auto => start,
+                Slots::Fixed(n) => n,
+            })),
         }
     }
 
@@ -164,13 +182,14 @@ impl AnyIndex {
             AnyIndex::Trees(_) => IndexKind::Trees,
             AnyIndex::Swiss(_) => IndexKind::Swiss,
             AnyIndex::Cuckoo(_) => IndexKind::Cuckoo,
+            AnyIndex::Chunks(_) => IndexKind::Chunks,
         }
     }
 }
 
 impl Default for AnyIndex {
     fn default() -> Self {
-        AnyIndex::Swiss(Swiss::with_capacity(1024))
+        AnyIndex::Chunks(Chunks::with_capacity(1024))
     }
 }
 
@@ -181,6 +200,7 @@ macro_rules! each {
             AnyIndex::Trees($i) => $e,
             AnyIndex::Swiss($i) => $e,
             AnyIndex::Cuckoo($i) => $e,
+            AnyIndex::Chunks($i) => $e,
         }
     };
 }

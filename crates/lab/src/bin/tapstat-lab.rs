@@ -105,8 +105,8 @@ struct FlowtableArgs {
     /// update) or lookup (lookups alone, on a table holding every flow of the stream)
     #[arg(long, value_delimiter = ',', default_value = "step")]
     mode: Vec<String>,
-    /// Structures: lists, trees, swiss, cuckoo
-    #[arg(long, value_delimiter = ',', default_value = "lists,trees,swiss,cuckoo")]
+    /// Structures: lists, trees, swiss, cuckoo, chunks
+    #[arg(long, value_delimiter = ',', default_value = "lists,trees,swiss,cuckoo,chunks")]
     table: Vec<String>,
     /// Dispatch: dyn (the run-time enum, as tapstat), static (the structure's type), or both
     #[arg(long, default_value = "dyn")]
@@ -115,7 +115,7 @@ struct FlowtableArgs {
     /// per lookup: foldhash, ahash, xxh3, murmur3, lookup3, coralreef, fnv1a, crc32, toeplitz
     #[arg(long, value_delimiter = ',', default_value = "dispatch")]
     hash: Vec<String>,
-    /// Index sizes: auto, N or 2^K (buckets of lists/trees, slots of swiss/cuckoo)
+    /// Index sizes: auto, N or 2^K (buckets of lists/trees, slots of swiss/cuckoo, entries of chunks)
     #[arg(long, value_delimiter = ',', default_value = "auto")]
     slots: Vec<String>,
     /// Burst sizes of batched, prefetched lookups (0: one at a time)

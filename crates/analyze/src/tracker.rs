@@ -250,8 +250,12 @@ pub struct Tracker {
 
 impl Tracker {
     pub fn new(cfg: TrackerConfig) -> Self {
+        let mut table = FlowTable::with_kind(cfg.capacity, cfg.index, cfg.slots);
+        // No stall for growing the table while packets wait; without the address space
+        // for it, the table grows as before.
+        let _ = table.reserve_all();
         Tracker {
-            table: FlowTable::with_kind(cfg.capacity, cfg.index, cfg.slots),
+            table,
             gc: Gc::new(cfg.gc),
             cfg,
             now_ns: 0,

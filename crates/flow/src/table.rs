@@ -195,6 +195,31 @@ impl<V, I: FlowIndex> FlowTable<V, I> {
         self.capacity
     }
 
+    /// Reserves the slot arrays for the whole capacity now, so that they never grow
+    /// (the memory is only address space until flows fill it: pages are backed as they
+    /// are first written). Growing moves an array to a new place: at 200,000 flows that
+    /// is a copy of about 100 MB and the faulting in of twice that, a stall of tens to
+    /// hundreds of milliseconds for the one packet that inserts the flow
+    /// (docs/BENCHMARKS.md, "Garbage collection: per-packet time"). Returns false, and
+    /// leaves the arrays to grow, where the address space cannot be had (strict
+    /// overcommit, a small 32-bit space). Only an empty table is reserved (a new one:
+    /// a reallocation would copy the arrays' old allocation, touching it all).
+    pub fn reserve_all(&mut self) -> bool {
+        if !self.hot.is_empty() {
+            return false;
+        }
+        fn exact<T>(v: &mut Vec<T>, n: usize) -> bool {
+            let mut fresh = Vec::new();
+            let ok = fresh.try_reserve_exact(n).is_ok();
+            if ok {
+                *v = fresh;
+            }
+            ok
+        }
+        let n = self.capacity;
+        exact(&mut self.hot, n) && exact(&mut self.meta, n) && exact(&mut self.vals, n)
+    }
+
     /// The hot part of a slot the index gave.
     #[inline(always)]
     fn hot_of(hot: &[Hot], id: u32) -> &Hot {
@@ -562,6 +587,21 @@ mod tests {
 
     fn h(key: &FlowKey) -> u64 {
         crate::FlowHasher::new(1).hash(key)
+    }
+
+    /// A reserved table never moves its slot arrays (no copy while a packet waits),
+    /// and only a new table is reserved.
+    #[test]
+    fn a_reserved_table_does_not_grow() {
+        let mut t = FlowTable::<u32>::new(100_000);
+        assert!(t.reserve_all());
+        let (hot, meta, vals) = (t.hot.as_ptr(), t.meta.as_ptr(), t.vals.as_ptr());
+        for i in 0..100_000 {
+            t.insert(k(i), h(&k(i)), i, i as u64);
+        }
+        assert_eq!((t.hot.as_ptr(), t.meta.as_ptr(), t.vals.as_ptr()), (hot, meta, vals));
+        assert!(!t.reserve_all(), "a table holding flows is not reserved again");
+        assert!(t.hot.capacity() >= 100_000 && t.vals.capacity() < 2 * 100_000);
     }
 
     #[test]

@@ -16,7 +16,11 @@ use tapstat_pipeline::{Progress, Summary};
 /// mimalloc rather than glibc malloc: each worker allocates its flows' boxed state
 /// from its own thread arena, which glibc grows a few pages at a time (one `mprotect`
 /// per few boxes); mimalloc's per-thread heaps take memory from the OS in large
-/// segments. Measured in docs/BENCHMARKS.md (issue 3).
+/// segments. Built without transparent huge pages (feature `no_thp`): a packet that
+/// faults one in waits for 2 MiB to be cleared. mimalloc moves a growing block by
+/// copying it, so the tracker reserves its flow table up front
+/// (`FlowTable::reserve_all`). Measured in docs/BENCHMARKS.md (issue 3, and "The
+/// allocator and the table's growth").
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -134,6 +134,19 @@ fn min_or_none(v: u64, none: u64) -> Value<'static> {
     }
 }
 
+/// Whether side `I` of the flow sent no packet: then its end-to-end, options,
+/// anomaly and statistics columns are those of [`silent_flow`] (no RTT, no window,
+/// no option, counters at 0), and their runs are written as one string.
+fn silent<const I: usize>(f: &Flow) -> bool {
+    f.dir[I].pkts_all == 0
+}
+
+/// A flow with the full sets' state in which no side sent anything.
+fn silent_flow() -> Flow {
+    let full = crate::flow::Full::Tcp(Box::default());
+    Flow::new(&tapstat_decode::Decoded::default(), true, 0, Some(full), false)
+}
+
 /// Tstat's end-to-end set of one side: RTT (data segment to the ACK that covers its
 /// end, both seen at the probe; Karn's rule) and TTL.
 macro_rules! tcp_e2e {
@@ -152,7 +165,7 @@ macro_rules! tcp_e2e {
             col!(concat!($p, "_rtt_ts_cnt"), U64, "samples", "end-to-end", concat!("timestamp RTT samples of the ", $who, "'s segments"), |f: &Flow| Value::U64(f.e2e($i).ts.rtt_us.n)),
             col!(concat!($p, "_ttl_min"), U64, "", "end-to-end", concat!("smallest IP TTL / hop limit of the ", $who, "'s packets"), |f: &Flow| min_or_none(f.e2e($i).ttl_min as u64, u8::MAX as u64)),
             col!(concat!($p, "_ttl_max"), U64, "", "end-to-end", concat!("largest IP TTL / hop limit of the ", $who, "'s packets"), |f: &Flow| if f.dir[$i].pkts_all == 0 { Value::None } else { Value::U64(f.e2e($i).ttl_max as u64) }),
-        ));
+        ).blank_when(silent::<$i>, silent_flow));
     };
 }
 
@@ -298,7 +311,7 @@ macro_rules! tcp_options {
             col!(concat!($p, "_pkts_unfs"), U64, "packets", "anomalies", concat!("the ", $who, "'s unnecessary fast retransmissions: the data had been acknowledged"), |f: &Flow| Value::U64(f.e2e($i).pkts_unfs)),
             col!(concat!($p, "_syn_retx"), U64, "packets", "anomalies", concat!("the ", $who, "'s SYNs sent again"), |f: &Flow| Value::U64(f.e2e($i).syn_retx)),
             col!(concat!($p, "_bytes_missed"), U64, "bytes", "anomalies", concat!("the ", $who, "'s payload bytes the other side acknowledged but the probe never saw (the probe's own losses, like Zeek's missed_bytes)"), |f: &Flow| Value::U64(f.bytes_missed($i))),
-        ));
+        ).blank_when(silent::<$i>, silent_flow));
     };
 }
 
@@ -413,6 +426,9 @@ fn stats_cols() -> Vec<Run<Flow>> {
     let mut v = Vec::new();
     stat_cols!(v, "c_", 0, "client to server");
     stat_cols!(v, "s_", 1, "server to client");
+    for (i, when) in [(0, silent::<0> as fn(&Flow) -> bool), (1, silent::<1>)] {
+        v[i] = v[i].clone().blank_when(when, silent_flow);
+    }
     stat_cols!(v, "", 2, "both directions");
     v.push(run!(Flow;
         col!("first_dirs", Str, "", "first_n", "direction of each of the flow's first packets (`--first-n`, default 10): c client to server, s server to client", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::Str(x.first.dirs()))),

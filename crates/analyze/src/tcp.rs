@@ -980,7 +980,17 @@ pub(crate) fn on_segment_e2e(
     let ack = flags & TcpFields::ACK != 0;
     let len = d.payload_len;
     let has_header = d.fragment != tapstat_decode::Fragment::Later;
-    let Some(crate::flow::Full::Tcp(full)) = f.full.as_mut() else { return };
+    let full = match f.full.as_mut() {
+        Some(crate::flow::Full::Tcp(full)) => full,
+        // The flow's first packet: the rest waits for `Flow::unfold`.
+        Some(crate::flow::Full::First(first)) => {
+            if let Some(pk) = first.as_mut() {
+                pk.class = class;
+            }
+            return;
+        }
+        _ => return,
+    };
     // Both sides offered window scaling in their SYNs (RFC 7323 §2.2): later windows
     // are scaled; the SYN's own window never is.
     let scale = full.win_scale(di);

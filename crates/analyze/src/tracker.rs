@@ -2,7 +2,7 @@
 //! packet time when a flow ends, and hands finished flows to a [`FlowSink`].
 
 use crate::dnhunter::DnsCache;
-use crate::flow::{EndReason, Flow, FlowId, Full, FullState, Kind, TcpFullState};
+use crate::flow::{EndReason, FirstPacket, Flow, FlowId, Full, FullState, Kind, TcpFullState};
 use crate::l7log::{DnsRow, FlowRef, HttpRow};
 use crate::periodic::PeriodicRow;
 use tapstat_decode::{Decoded, TcpFields, L4};
@@ -261,7 +261,7 @@ impl Tracker {
             now_ns: 0,
             next_boundary_ns: 0,
             dirty: false,
-            pool: Pool::default(),
+            pool: Pool { first_n: cfg.first_n, ..Pool::default() },
             dns: DnsCache::new(cfg.dns_cache),
             stats: TrackerStats::default(),
         }
@@ -312,8 +312,7 @@ impl Tracker {
         let id = match slot {
             Some(id) => id,
             None => {
-                let full =
-                    (self.cfg.tcp_sets == TcpSets::Full).then(|| self.pool.take(Kind::of(p.dec), self.cfg.first_n));
+                let full = (self.cfg.tcp_sets == TcpSets::Full).then(|| self.pool.take_first());
                 let mut f = Flow::new(p.dec, p.src_is_lo, p.ts_ns, full, self.cfg.l7.is_some());
                 f.flow_id = FlowId::new(&p.key, p.ts_ns);
                 if f.l7.is_some() {
@@ -335,6 +334,9 @@ impl Tracker {
             }
         };
         let f = self.table.get_mut(id);
+        if f.folded() && f.packets() > 0 {
+            self.pool.unfold(f);
+        }
         let di = f.dir_of(p.src_is_lo);
         let fresh = f.update(p.dec, p.wire_len, p.ts_ns, di, &mut self.pool.rings);
         if let (Some(cfg), Some(off)) = (self.cfg.l7.as_ref(), fresh) {
@@ -454,6 +456,9 @@ fn on_payload(
 struct Pool {
     flow: Vec<Box<FullState>>,
     tcp: Vec<Box<TcpFullState>>,
+    first: Vec<Box<Option<FirstPacket>>>,
+    /// `--first-n`, for new states.
+    first_n: usize,
     /// The rings of TCP flows' segments and TSvals in flight, lent only to the
     /// directions that have two at once.
     rings: crate::tcp::RingPool,
@@ -462,7 +467,8 @@ struct Pool {
 impl Pool {
     /// A reset state for a new flow of kind `kind`.
     #[inline]
-    fn take(&mut self, kind: Kind, first_n: usize) -> Full {
+    fn take(&mut self, kind: Kind) -> Full {
+        let first_n = self.first_n;
         match kind {
             Kind::Tcp => {
                 Full::Tcp(pop_reset(&mut self.tcp, TcpFullState::reset, || TcpFullState::with_first_n(first_n)))
@@ -473,9 +479,25 @@ impl Pool {
         }
     }
 
+    /// The state of a new flow: room for its first packet ([`Full::First`]).
+    #[inline]
+    fn take_first(&mut self) -> Full {
+        Full::First(self.first.pop().unwrap_or_default())
+    }
+
+    /// Gives `f`, which waits in its first packet, its full sets' state.
+    #[inline]
+    fn unfold(&mut self, f: &mut Flow) {
+        let full = self.take(f.kind);
+        if let Some(b) = f.unfold(full, &mut self.rings) {
+            self.first.push(b);
+        }
+    }
+
     #[inline]
     fn give(&mut self, full: Option<Full>) {
         match full {
+            Some(Full::First(b)) => self.first.push(b),
             Some(Full::Flow(b)) => self.flow.push(b),
             Some(Full::Tcp(mut b)) => {
                 b.release_rings(&mut self.rings);
@@ -502,7 +524,9 @@ fn pop_reset<T>(stack: &mut Vec<Box<T>>, reset: fn(&mut T), new: impl FnOnce() -
 /// Writes a flow that ended: its last HTTP and DNS transactions, then its record; its
 /// full sets' state goes back to the pool.
 fn close(mut f: Flow, out: &mut impl FlowSink, pool: &mut Pool) {
-    if let Some(full) = &f.full {
+    if f.folded() {
+        pool.unfold(&mut f);
+    } else if let Some(full) = &f.full {
         full.prefetch();
     }
     if let Some(l7) = f.l7.as_mut() {
@@ -619,6 +643,41 @@ mod tests {
 
     fn handshake(t: u64, isn: u32) -> Vec<(u64, Decoded)> {
         vec![(t, seg(true, SYN, isn, 0)), (t, seg(false, SYNACK, 9000, 0)), (t, seg(true, ACK, isn + 1, 0))]
+    }
+
+    /// Flows of one packet keep only that packet (`Full::First`); the full sets' state
+    /// comes at the second packet or the record, with the first packet in it.
+    #[test]
+    fn a_flow_of_one_packet_waits_in_it_and_its_record_has_it() {
+        let h = tapstat_flow::FlowHasher::new(1);
+        let mut t = Tracker::new(TrackerConfig::default());
+        let mut out = Vec::new();
+        let syns: Vec<Decoded> = (0..100u16).map(|i| Decoded { sport: 1000 + i, ..seg(true, SYN, 100, 0) }).collect();
+        for d in &syns {
+            t.on_packet(&packet(&h, S, S, d, &[]), &mut |f: &Flow| out.push(f.clone()));
+        }
+        // The first flow gets its answer: SYN/ACK 2 ms after the SYN.
+        let mut synack = seg(false, SYNACK, 9000, 0);
+        synack.dport = 1000;
+        synack.tcp.ack = 101;
+        t.on_packet(&packet(&h, S + 2_000_000, S + 2_000_000, &synack, &[]), &mut |f: &Flow| out.push(f.clone()));
+        let mut folded = 0;
+        t.table.for_each_mut(|_, _, f| folded += f.folded() as usize);
+        assert_eq!(folded, 99, "one-packet flows hold no full state");
+        t.finish(10 * S, &mut |f: &Flow| out.push(f.clone()));
+        assert_eq!(out.len(), 100);
+        for f in &out {
+            assert!(!f.folded());
+            let answered = f.dir[1].pkts_all == 1;
+            assert_eq!(f.dir[0].port == 1000, answered);
+            let st = &f.full_base().expect("full sets").stats;
+            assert_eq!((st.size(0).n, st.size(0).min(), st.size(1).n), (1, Some(60), answered as u64));
+            assert_eq!(f.full_base().unwrap().first.sizes(), if answered { &[60, 60][..] } else { &[60][..] });
+            let e = f.e2e(0);
+            assert_eq!((e.win_max, e.syn_ns, e.syn_opts.is_some()), (1000, S, true));
+            // The SYN's time, kept in the folded state, times the handshake.
+            assert_eq!(f.rtt_3whs[0], if answered { 2_000_000 } else { 0 });
+        }
     }
 
     #[test]

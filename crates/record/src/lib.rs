@@ -125,21 +125,76 @@ pub struct Run<T: 'static> {
     pub write: fn(&T, u64, &mut Vec<u8>),
     /// The columns of the run that the log writes.
     pub keep: u64,
+    /// The run's text when the record is blank in it, if the run can be.
+    pub blank: Option<Blank<T>>,
+}
+
+/// What a run writes for the records that have nothing in it: a side of a flow that
+/// sent no packet has the same few dozen values in every record (`-` and `0`), and
+/// most TCP records have such a side (scans, backscatter, unanswered SYNs). Writing
+/// the run's text at once saves formatting them one by one.
+pub struct Blank<T: 'static> {
+    /// Whether `rec` is blank in the run: its values there are `template`'s.
+    pub when: fn(&T) -> bool,
+    /// A record blank in the run, to write the text from.
+    pub template: fn() -> T,
+    /// The run's TSV text for `template` (the kept columns, each with its tab).
+    pub text: std::sync::Arc<[u8]>,
+}
+
+impl<T> Clone for Blank<T> {
+    fn clone(&self) -> Self {
+        Blank { when: self.when, template: self.template, text: self.text.clone() }
+    }
 }
 
 impl<T> Clone for Run<T> {
     fn clone(&self) -> Self {
-        *self
+        Run { columns: self.columns, write: self.write, keep: self.keep, blank: self.blank.clone() }
     }
 }
-
-impl<T> Copy for Run<T> {}
 
 impl<T> Run<T> {
     /// A run writing every one of `columns` (at most 64).
     pub const fn new(columns: &'static [Column<T>], write: fn(&T, u64, &mut Vec<u8>)) -> Run<T> {
         assert!(!columns.is_empty() && columns.len() <= 64, "a run has 1 to 64 columns");
-        Run { columns, write, keep: u64::MAX >> (64 - columns.len()) }
+        Run { columns, write, keep: u64::MAX >> (64 - columns.len()), blank: None }
+    }
+
+    /// The same run, written as `template` is for the records for which `when` holds.
+    /// `when` must imply that every column of the run has `template`'s value: debug
+    /// builds check each such record against its writer (the tests run over every
+    /// capture of the corpus so).
+    pub fn blank_when(self, when: fn(&T) -> bool, template: fn() -> T) -> Run<T> {
+        let text = Self::text(self.write, self.keep, template);
+        Run { blank: Some(Blank { when, template, text }), ..self }
+    }
+
+    fn text(write: fn(&T, u64, &mut Vec<u8>), keep: u64, template: fn() -> T) -> std::sync::Arc<[u8]> {
+        let mut v = Vec::new();
+        write(&template(), keep, &mut v);
+        v.into()
+    }
+
+    /// Appends the TSV values of the kept columns of `rec`, each followed by a tab.
+    #[inline]
+    pub fn write_tsv(&self, rec: &T, out: &mut Vec<u8>) {
+        match &self.blank {
+            Some(b) if (b.when)(rec) => {
+                out.extend_from_slice(&b.text);
+                #[cfg(debug_assertions)]
+                {
+                    let mut v = Vec::new();
+                    (self.write)(rec, self.keep, &mut v);
+                    debug_assert_eq!(
+                        String::from_utf8_lossy(&v),
+                        String::from_utf8_lossy(&b.text),
+                        "a record blank in a run writes what its template does"
+                    );
+                }
+            }
+            _ => (self.write)(rec, self.keep, out),
+        }
     }
 }
 
@@ -201,7 +256,9 @@ impl<T> Log<T> {
             .iter()
             .map(|r| {
                 let mask = r.columns.iter().enumerate().filter(|(_, c)| keep(c)).fold(0u64, |m, (k, _)| m | 1 << k);
-                Run { keep: r.keep & mask, ..*r }
+                let keep = r.keep & mask;
+                let blank = r.blank.as_ref().map(|b| Blank { text: Run::text(r.write, keep, b.template), ..b.clone() });
+                Run { keep, blank, ..r.clone() }
             })
             .filter(|r| r.keep != 0)
             .collect();

@@ -69,7 +69,7 @@ impl Format {
                     // last tab becomes the line end.
                     let start = out.len();
                     for r in &log.runs {
-                        (r.write)(rec, r.keep, out);
+                        r.write_tsv(rec, out);
                     }
                     if out.len() > start {
                         out.pop();

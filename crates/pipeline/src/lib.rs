@@ -154,7 +154,7 @@ const BLOCK_BYTES: usize = 256 * 1024;
 /// What a buffer is allocated with: a block and room for the record that crosses
 /// [`BLOCK_BYTES`], so that record does not make the vector grow. A vector grows by
 /// copying itself into a new one twice its size (mimalloc moves large blocks by copy),
-/// and an exact-size buffer did that once per block: 1.3% of the full sets'
+/// and an exact-size buffer did that once per block: about 1% of the full sets'
 /// instructions on mix-small, plus the page faults of the new block.
 const BLOCK_CAPACITY: usize = BLOCK_BYTES + 64 * 1024;
 

@@ -554,6 +554,9 @@ mod tests {
         assert!(size <= 816, "Flow grew to {size} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
         assert!(full <= 352, "FullState grew to {full} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
         assert!(tcp <= 1120, "TcpFullState grew to {tcp} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
-        assert!(first <= 112, "Option<FirstPacket> grew to {first} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
+        assert!(
+            first <= 112,
+            "Option<FirstPacket> grew to {first} bytes: update docs/ARCHITECTURE.md (Per-flow state)"
+        );
     }
 }

@@ -426,9 +426,9 @@ fn stats_cols() -> Vec<Run<Flow>> {
     let mut v = Vec::new();
     stat_cols!(v, "c_", 0, "client to server");
     stat_cols!(v, "s_", 1, "server to client");
-    for (i, when) in [(0, silent::<0> as fn(&Flow) -> bool), (1, silent::<1>)] {
-        v[i] = v[i].clone().blank_when(when, silent_flow);
-    }
+    // A side that sent nothing has no sizes and no gaps.
+    v[0] = v[0].clone().blank_when(silent::<0>, silent_flow);
+    v[1] = v[1].clone().blank_when(silent::<1>, silent_flow);
     stat_cols!(v, "", 2, "both directions");
     v.push(run!(Flow;
         col!("first_dirs", Str, "", "first_n", "direction of each of the flow's first packets (`--first-n`, default 10): c client to server, s server to client", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::Str(x.first.dirs()))),

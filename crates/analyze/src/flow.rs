@@ -136,6 +136,14 @@ impl FullState {
         FullState { stats: PktStats::default(), first: FirstPackets::with_limit(n), first_limit: n }
     }
 
+    /// Accounts a packet of `wire_len` bytes in direction `di`, `gap_dir_ns` after the
+    /// direction's previous packet and `gap_ns` after the flow's (none for the first).
+    #[inline]
+    pub fn on_packet(&mut self, di: usize, wire_len: u32, gap_dir_ns: Option<u64>, gap_ns: Option<u64>) {
+        self.stats.on_packet(di, wire_len, gap_dir_ns, gap_ns);
+        self.first.on_packet(self.first_limit, di, wire_len, gap_ns.unwrap_or(0));
+    }
+
     /// Back to the state of a new flow, keeping the allocations.
     pub fn reset(&mut self) {
         self.stats = PktStats::default();
@@ -442,9 +450,7 @@ impl Flow {
         let pk = first.take();
         if let (Some(pk), Some(base)) = (pk, full.base_mut()) {
             // A flow's first packet: no gap before it, in its direction or in the flow.
-            base.stats.on_packet(pk.di as usize, pk.wire_len, None, None);
-            let limit = base.first_limit;
-            base.first.on_packet(limit, pk.di as usize, pk.wire_len, 0);
+            base.on_packet(pk.di as usize, pk.wire_len, None, None);
         }
         self.full = Some(full);
         if let (Some(pk), Kind::Tcp) = (pk, self.kind) {
@@ -510,9 +516,7 @@ impl Flow {
             let prev_dir = self.dir[di].last_ns;
             let first = self.dir[0].pkts_all + self.dir[1].pkts_all == 0;
             let gap_dir = (prev_dir != 0).then(|| ts.saturating_sub(prev_dir));
-            full.stats.on_packet(di, wire_len, gap_dir, (!first).then_some(gap));
-            let limit = full.first_limit;
-            full.first.on_packet(limit, di, wire_len, if first { 0 } else { gap });
+            full.on_packet(di, wire_len, gap_dir, (!first).then_some(gap));
         }
         let x = &mut self.dir[di];
         x.pkts_all += 1;

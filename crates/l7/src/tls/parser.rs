@@ -241,16 +241,7 @@ impl<'a> ClientHello<'a> {
 
     /// The first host_name of server_name (RFC 6066 §3).
     pub fn server_name(&self) -> Option<&'a [u8]> {
-        let mut c = Cursor::new(self.extension(EXT_SERVER_NAME)?);
-        let mut list = Cursor::new(c.vec16()?);
-        while !list.is_empty() {
-            let kind = list.u8()?;
-            let name = list.vec16()?;
-            if kind == 0 {
-                return Some(name);
-            }
-        }
-        None
+        first_host_name(self.extension(EXT_SERVER_NAME)?)
     }
 
     /// The protocol names offered in ALPN (RFC 7301 §3.1).
@@ -260,23 +251,19 @@ impl<'a> ClientHello<'a> {
 
     /// supported_versions (RFC 8446 §4.2.1): a one-byte-length list of u16.
     pub fn supported_versions(&self) -> impl Iterator<Item = u16> + 'a {
-        let mut c = Cursor::new(self.extension(EXT_SUPPORTED_VERSIONS).unwrap_or_default());
-        u16s(c.vec8().unwrap_or_default())
+        u16s(list8(self.extension(EXT_SUPPORTED_VERSIONS)))
     }
 
     pub fn supported_groups(&self) -> impl Iterator<Item = u16> + 'a {
-        let mut c = Cursor::new(self.extension(EXT_SUPPORTED_GROUPS).unwrap_or_default());
-        u16s(c.vec16().unwrap_or_default())
+        u16s(list16(self.extension(EXT_SUPPORTED_GROUPS)))
     }
 
     pub fn ec_point_formats(&self) -> &'a [u8] {
-        let mut c = Cursor::new(self.extension(EXT_EC_POINT_FORMATS).unwrap_or_default());
-        c.vec8().unwrap_or_default()
+        list8(self.extension(EXT_EC_POINT_FORMATS))
     }
 
     pub fn signature_algorithms(&self) -> impl Iterator<Item = u16> + 'a {
-        let mut c = Cursor::new(self.extension(EXT_SIGNATURE_ALGORITHMS).unwrap_or_default());
-        u16s(c.vec16().unwrap_or_default())
+        u16s(list16(self.extension(EXT_SIGNATURE_ALGORITHMS)))
     }
 
     /// The QUIC transport parameters (RFC 9001 §8.2, or the drafts' code point).
@@ -320,16 +307,7 @@ pub struct KnownExtensions<'a> {
 impl<'a> KnownExtensions<'a> {
     /// As `ClientHello::server_name`.
     pub fn server_name(&self) -> Option<&'a [u8]> {
-        let mut c = Cursor::new(self.server_name?);
-        let mut list = Cursor::new(c.vec16()?);
-        while !list.is_empty() {
-            let kind = list.u8()?;
-            let name = list.vec16()?;
-            if kind == 0 {
-                return Some(name);
-            }
-        }
-        None
+        first_host_name(self.server_name?)
     }
 
     /// As `ClientHello::alpn`.
@@ -339,23 +317,49 @@ impl<'a> KnownExtensions<'a> {
 
     /// As `ClientHello::supported_versions`.
     pub fn supported_versions(&self) -> impl Iterator<Item = u16> + 'a {
-        u16s(Cursor::new(self.supported_versions.unwrap_or_default()).vec8().unwrap_or_default())
+        u16s(list8(self.supported_versions))
     }
 
     /// As `ClientHello::supported_groups`.
     pub fn supported_groups(&self) -> impl Iterator<Item = u16> + 'a {
-        u16s(Cursor::new(self.supported_groups.unwrap_or_default()).vec16().unwrap_or_default())
+        u16s(list16(self.supported_groups))
     }
 
     /// As `ClientHello::ec_point_formats`.
     pub fn ec_point_formats(&self) -> &'a [u8] {
-        Cursor::new(self.ec_point_formats.unwrap_or_default()).vec8().unwrap_or_default()
+        list8(self.ec_point_formats)
     }
 
     /// As `ClientHello::signature_algorithms`.
     pub fn signature_algorithms(&self) -> impl Iterator<Item = u16> + 'a {
-        u16s(Cursor::new(self.signature_algorithms.unwrap_or_default()).vec16().unwrap_or_default())
+        u16s(list16(self.signature_algorithms))
     }
+}
+
+/// The first host_name in a server_name extension's data (RFC 6066 §3).
+fn first_host_name(ext: &[u8]) -> Option<&[u8]> {
+    let mut c = Cursor::new(ext);
+    let mut list = Cursor::new(c.vec16()?);
+    while !list.is_empty() {
+        let kind = list.u8()?;
+        let name = list.vec16()?;
+        if kind == 0 {
+            return Some(name);
+        }
+    }
+    None
+}
+
+/// The one-byte-length list an extension's data holds; empty when the extension is
+/// absent or truncated.
+fn list8(ext: Option<&[u8]>) -> &[u8] {
+    Cursor::new(ext.unwrap_or_default()).vec8().unwrap_or_default()
+}
+
+/// The two-byte-length list an extension's data holds; empty when the extension is
+/// absent or truncated.
+fn list16(ext: Option<&[u8]>) -> &[u8] {
+    Cursor::new(ext.unwrap_or_default()).vec16().unwrap_or_default()
 }
 
 fn alpn_list(ext: &[u8]) -> impl Iterator<Item = &[u8]> + '_ {

@@ -251,7 +251,7 @@ macro_rules! tcp_options {
                     $who,
                     " advertised, scaled when both sides agreed on scaling (a SYN's window never is)"
                 ),
-                |f: &Flow| Value::U64(f.e2e($i).win_max)
+                |f: &Flow| Value::U64(f.e2e($i).win_max as u64)
             ),
             col!(
                 concat!($p, "_win_min"),
@@ -259,7 +259,7 @@ macro_rules! tcp_options {
                 "bytes",
                 "options",
                 concat!("smallest receive window the ", $who, " advertised, scaled likewise"),
-                |f: &Flow| min_or_none(f.e2e($i).win_min, u64::MAX)
+                |f: &Flow| min_or_none(f.e2e($i).win_min as u64, u32::MAX as u64)
             ),
             col!(
                 concat!($p, "_win_0"),
@@ -279,7 +279,7 @@ macro_rules! tcp_options {
                     $who,
                     " had in flight (highest byte sent minus the highest ACK received), at its segments of new data (not at retransmissions)"
                 ),
-                |f: &Flow| Value::U64(f.e2e($i).cwin_max)
+                |f: &Flow| Value::U64(f.e2e($i).cwin_max as u64)
             ),
             col!(
                 concat!($p, "_cwin_min"),
@@ -287,7 +287,7 @@ macro_rules! tcp_options {
                 "bytes",
                 "options",
                 concat!("fewest bytes the ", $who, " had in flight at its segments of new data"),
-                |f: &Flow| min_or_none(f.e2e($i).cwin_min, u64::MAX)
+                |f: &Flow| min_or_none(f.e2e($i).cwin_min as u64, u32::MAX as u64)
             ),
             col!(
                 concat!($p, "_cwin_ini"),
@@ -299,7 +299,7 @@ macro_rules! tcp_options {
                     $who,
                     " had in flight before its first data was acknowledged (its initial window as seen)"
                 ),
-                |f: &Flow| Value::U64(f.e2e($i).cwin_ini)
+                |f: &Flow| Value::U64(f.e2e($i).cwin_ini as u64)
             ),
             col!(concat!($p, "_pkts_rto"), U64, "packets", "anomalies", concat!("the ", $who, "'s segments sent again after a timeout (no 3 duplicate ACKs, later than the RTO estimate)"), |f: &Flow| Value::U64(f.e2e($i).pkts_rto)),
             col!(concat!($p, "_pkts_fs"), U64, "packets", "anomalies", concat!("the ", $who, "'s segments sent again after 3 duplicate ACKs (fast retransmit)"), |f: &Flow| Value::U64(f.e2e($i).pkts_fs)),

@@ -419,7 +419,7 @@ mod tests {
         d.acknowledged(100, 5_000_000);
         d.ts.on_sent(7, 1_000, &mut pool);
         d.pkts_rto = 3;
-        d.acked = Some(100);
+        d.acked = Offset::some(100);
         d.syn_opts = Some(Default::default());
         d.reset();
         // The rings and inline entries keep their old contents (never read beyond
@@ -565,6 +565,48 @@ pub struct RingPool {
     ts: Vec<Box<[TsPending; TS_PENDING]>>,
 }
 
+/// What a side's SYN offered, as the options set reports it: a SYN's
+/// [`TcpOptions`](tapstat_decode::TcpOptions) less its SACK blocks and timestamp
+/// values (6 bytes instead of 16).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SynOptions {
+    /// Maximum segment size; 0 when absent.
+    pub mss: u16,
+    /// Window scale shift (at most 14); meaningful when `has_wscale`.
+    pub wscale: u8,
+    pub has_wscale: bool,
+    pub sack_perm: bool,
+    pub has_ts: bool,
+}
+
+impl SynOptions {
+    #[inline]
+    pub fn of(o: &tapstat_decode::TcpOptions) -> SynOptions {
+        SynOptions { mss: o.mss, wscale: o.wscale, has_wscale: o.has_wscale, sack_perm: o.sack_perm, has_ts: o.has_ts }
+    }
+}
+
+/// An offset in a direction's sequence space, or none: an `Option<u64>` in 8 bytes
+/// instead of 16 (offsets count bytes from the ISN and never reach `u64::MAX`), so
+/// that [`TcpDir`] stays small.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Offset(u64);
+
+impl Offset {
+    pub const NONE: Offset = Offset(u64::MAX);
+
+    #[inline]
+    pub fn some(x: u64) -> Offset {
+        debug_assert!(x != u64::MAX);
+        Offset(x)
+    }
+
+    #[inline]
+    pub fn get(self) -> Option<u64> {
+        (self.0 != u64::MAX).then_some(self.0)
+    }
+}
+
 /// Segments in flight remembered per direction for RTT samples. Bounded: when full,
 /// the oldest is forgotten (its ACK then gives no sample; counted in `rtt_dropped`).
 const MAX_INFLIGHT: usize = 32;
@@ -659,32 +701,35 @@ pub struct TcpDir {
     /// segment does not read both SYNs' options.
     pub scale: u8,
     /// Options this side put in its SYN (or SYN/ACK).
-    pub syn_opts: Option<tapstat_decode::TcpOptions>,
+    pub syn_opts: Option<SynOptions>,
     /// Segments carrying SACK blocks.
     pub sack_cnt: u64,
     /// Smallest and largest payload of a data segment.
     pub seg_min: u32,
     pub seg_max: u32,
-    /// Advertised receive window, scaled once both sides agreed on scaling.
-    pub win_min: u64,
-    pub win_max: u64,
+    /// Advertised receive window, scaled once both sides agreed on scaling (at most
+    /// 65,535 << 14: a u32 holds it).
+    pub win_min: u32,
+    pub win_max: u32,
     pub win_0: u64,
     /// Bytes in flight (highest byte sent minus the other side's highest ACK), at
     /// each segment of new data (as Tstat: a retransmission or a keep-alive says
     /// nothing of the window); `cwin_ini` is the largest before the first ACK of data.
-    pub cwin_min: u64,
-    pub cwin_max: u64,
-    pub cwin_ini: u64,
+    /// Held at 4 GiB, `u32::MAX` (more can only be counted where the probe saw no ACK
+    /// of a long flow; TCP itself never has 2 GiB in flight).
+    pub cwin_min: u32,
+    pub cwin_max: u32,
+    pub cwin_ini: u32,
     pub first_data_acked: bool,
     /// Segments with payload and PSH, retransmissions left out.
     pub pkts_push: u64,
     /// The highest ACK (as an offset in this direction's sequence space) received
     /// from the other side.
-    pub acked: Option<u64>,
+    pub acked: Offset,
     /// Time of the SYN (or SYN/ACK) this side sent last, for the handshake RTTs.
     pub syn_ns: u64,
     /// Where this side's FIN ends (its offset + 1), once sent.
-    pub fin_end: Option<u64>,
+    pub fin_end: Offset,
     /// Out-of-sequence and repeated segments by cause (Tstat's classes, after Mellia et
     /// al., "Identification of out-of-sequence TCP segments"): retransmission after a
     /// timeout, fast retransmission (after 3 duplicate ACKs), network reordering,
@@ -705,7 +750,7 @@ pub struct TcpDir {
     pub dup_acks: u32,
     pub prev_dup_acks: u32,
     /// The receive window this side advertised last (scaled).
-    pub last_win: u64,
+    pub last_win: u32,
     /// Time of this side's previous data segment, and of its latest new data.
     pub last_tx_ns: u64,
     pub last_new_ns: u64,
@@ -732,17 +777,17 @@ impl Default for TcpDir {
             sack_cnt: 0,
             seg_min: u32::MAX,
             seg_max: 0,
-            win_min: u64::MAX,
+            win_min: u32::MAX,
             win_max: 0,
             win_0: 0,
-            cwin_min: u64::MAX,
+            cwin_min: u32::MAX,
             cwin_max: 0,
             cwin_ini: 0,
             first_data_acked: false,
             pkts_push: 0,
-            acked: None,
+            acked: Offset::NONE,
             syn_ns: 0,
-            fin_end: None,
+            fin_end: Offset::NONE,
             pkts_rto: 0,
             pkts_fs: 0,
             pkts_reor: 0,
@@ -754,7 +799,7 @@ impl Default for TcpDir {
             syn_retx: 0,
             dup_acks: 0,
             prev_dup_acks: 0,
-            last_win: u64::MAX,
+            last_win: u32::MAX,
             last_tx_ns: 0,
             last_new_ns: 0,
             ts: TsEcho::default(),
@@ -825,17 +870,17 @@ impl TcpDir {
         *sack_cnt = 0;
         *seg_min = u32::MAX;
         *seg_max = 0;
-        *win_min = u64::MAX;
+        *win_min = u32::MAX;
         *win_max = 0;
         *win_0 = 0;
-        *cwin_min = u64::MAX;
+        *cwin_min = u32::MAX;
         *cwin_max = 0;
         *cwin_ini = 0;
         *first_data_acked = false;
         *pkts_push = 0;
-        *acked = None;
+        *acked = Offset::NONE;
         *syn_ns = 0;
-        *fin_end = None;
+        *fin_end = Offset::NONE;
         *pkts_rto = 0;
         *pkts_fs = 0;
         *pkts_reor = 0;
@@ -847,7 +892,7 @@ impl TcpDir {
         *syn_retx = 0;
         *dup_acks = 0;
         *prev_dup_acks = 0;
-        *last_win = u64::MAX;
+        *last_win = u32::MAX;
         *last_tx_ns = 0;
         *last_new_ns = 0;
         ts.reset();
@@ -1001,17 +1046,17 @@ pub(crate) fn on_segment_e2e(
         if let Some(a) = f.dir[peer].seq.offset_of(t.ack) {
             let p = &mut full.tcp[peer];
             let pure = len == 0 && flags & (TcpFields::SYN | TcpFields::FIN | TcpFields::RST) == 0;
-            if p.acked.is_none_or(|old| a > old) {
+            if p.acked.get().is_none_or(|old| a > old) {
                 // Kept: a fast retransmission the probe sees after the ACK that made it
                 // unnecessary was still triggered by these duplicates.
                 p.prev_dup_acks = p.dup_acks;
                 p.dup_acks = 0;
-                p.acked = Some(a);
+                p.acked = Offset::some(a);
                 if a > 0 && !p.first_data_acked && f.dir[peer].bytes_all > 0 {
                     p.first_data_acked = true;
                 }
                 p.acknowledged(a, ts);
-            } else if p.acked == Some(a) && pure {
+            } else if p.acked.get() == Some(a) && pure {
                 p.dup_acks += 1;
             }
         }
@@ -1063,14 +1108,15 @@ pub(crate) fn on_segment_e2e(
         } else if x.seq.syn_seq == Some(t.seq) {
             e.remember(0, 1, ts, rings);
         }
-        e.syn_opts = Some(*o);
+        e.syn_opts = Some(SynOptions::of(o));
         e.syn_ns = ts;
     }
     if o.sack_blocks > 0 {
         e.sack_cnt += 1;
     }
     if flags & TcpFields::RST == 0 {
-        let win = if syn { t.window as u64 } else { (t.window as u64) << scale };
+        // At most 65,535 << 14 (the shift is capped at 14 when parsed).
+        let win = if syn { t.window as u32 } else { (t.window as u32) << scale };
         e.last_win = win;
         e.win_min = e.win_min.min(win);
         e.win_max = e.win_max.max(win);
@@ -1096,7 +1142,7 @@ pub(crate) fn on_segment_e2e(
                 None => {}
             }
             if matches!(class, Some(SegmentClass::InOrder | SegmentClass::AfterGap)) {
-                let in_flight = x.seq.next().saturating_sub(e.acked.unwrap_or(0));
+                let in_flight = x.seq.next().saturating_sub(e.acked.get().unwrap_or(0)).min(u32::MAX as u64) as u32;
                 e.cwin_min = e.cwin_min.min(in_flight);
                 e.cwin_max = e.cwin_max.max(in_flight);
                 if !e.first_data_acked {
@@ -1110,10 +1156,10 @@ pub(crate) fn on_segment_e2e(
     if flags & TcpFields::FIN != 0 {
         if let Some(start) = x.seq.offset_of(data_seq) {
             let end = start + len as u64 + 1;
-            if e.fin_end.is_some() {
+            if e.fin_end.get().is_some() {
                 e.void(end);
             } else {
-                e.fin_end = Some(end);
+                e.fin_end = Offset::some(end);
                 e.remember(end, 1, ts, rings);
             }
         }
@@ -1127,7 +1173,7 @@ pub(crate) fn on_segment_e2e(
 /// into a closed window, as Tstat does (Mellia et al.): by whether its bytes had been
 /// acknowledged, the duplicate ACKs received, its distance in time from the previous
 /// segment and from the latest new data, and the RTO estimate of RFC 6298.
-fn classify(e: &mut TcpDir, class: Option<SegmentClass>, end: u64, len: u32, ts: u64, peer_win: u64) {
+fn classify(e: &mut TcpDir, class: Option<SegmentClass>, end: u64, len: u32, ts: u64, peer_win: u32) {
     let gap = ts.saturating_sub(e.last_tx_ns);
     let since_new = ts.saturating_sub(e.last_new_ns);
     match class {
@@ -1139,7 +1185,7 @@ fn classify(e: &mut TcpDir, class: Option<SegmentClass>, end: u64, len: u32, ts:
             // When these very bytes were last sent, if they are still remembered in flight.
             let sent = e.sent_ns(end);
             let since_sent = sent.map_or(since_new, |t0| ts.saturating_sub(t0));
-            if end <= e.acked.unwrap_or(0) {
+            if end <= e.acked.get().unwrap_or(0) {
                 if e.dup_acks.max(e.prev_dup_acks) >= 3 {
                     e.pkts_unfs += 1;
                 } else {

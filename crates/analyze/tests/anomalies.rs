@@ -422,5 +422,5 @@ fn cwin_is_measured_at_new_data_only() {
     let f = c.flow();
     let e = f.e2e(0);
     assert_eq!(e.pkts_unrto + e.pkts_unfs + e.pkts_unk + e.pkts_rto, 1, "the keep-alive is a repeated segment");
-    assert_eq!((e.cwin_min, e.cwin_max), (MSS as u32, MSS as u32));
+    assert_eq!((e.cwin_min, e.cwin_max), (MSS, MSS));
 }

@@ -43,6 +43,12 @@ impl Stream {
         Stream { name, keys, ts, dispatch }
     }
 
+    /// The hash of key `i`: by `hasher` when one is under test, else the dispatcher's.
+    #[inline(always)]
+    fn hash(&self, i: usize, hasher: &Option<FlowHasher>) -> u64 {
+        hasher.as_ref().map_or(self.dispatch[i], |x| x.hash(&self.keys[i]))
+    }
+
     fn synthetic(name: String, keys: Vec<FlowKey>) -> Self {
         let ts = (0..keys.len() as u64).map(|i| i * PKT_NS).collect();
         Self::new(name, keys, ts)
@@ -406,7 +412,7 @@ impl<I: FlowIndex> Emu<I> {
     #[inline(never)]
     fn pass_one(&mut self, s: &Stream, hasher: &Option<FlowHasher>, off: u64) {
         for i in 0..s.keys.len() {
-            let h = hasher.as_ref().map_or(s.dispatch[i], |x| x.hash(&s.keys[i]));
+            let h = s.hash(i, hasher);
             self.step(&s.keys[i], h, s.ts[i] + off, None);
         }
     }
@@ -422,7 +428,7 @@ impl<I: FlowIndex> Emu<I> {
         while i < n {
             let m = b.min(n - i);
             for (j, slot) in hs[..m].iter_mut().enumerate() {
-                *slot = hasher.as_ref().map_or(s.dispatch[i + j], |x| x.hash(&s.keys[i + j]));
+                *slot = s.hash(i + j, hasher);
             }
             self.t.find_bulk(&s.keys[i..i + m], &hs[..m], &mut ans[..m]);
             let changes = self.t.changes();
@@ -442,7 +448,7 @@ fn lookups<I: FlowIndex>(t: &FlowTable<Val, I>, s: &Stream, hasher: &Option<Flow
     let (mut sum, mut hits) = (0u64, 0u64);
     if b == 0 {
         for i in 0..n {
-            let h = hasher.as_ref().map_or(s.dispatch[i], |x| x.hash(&s.keys[i]));
+            let h = s.hash(i, hasher);
             let a = t.find(&s.keys[i], h);
             hits += a.is_some() as u64;
             sum = sum.wrapping_add(a.map_or(u64::MAX, u64::from));
@@ -454,7 +460,7 @@ fn lookups<I: FlowIndex>(t: &FlowTable<Val, I>, s: &Stream, hasher: &Option<Flow
         while i < n {
             let m = b.min(n - i);
             for (j, slot) in hs[..m].iter_mut().enumerate() {
-                *slot = hasher.as_ref().map_or(s.dispatch[i + j], |x| x.hash(&s.keys[i + j]));
+                *slot = s.hash(i + j, hasher);
             }
             t.find_bulk(&s.keys[i..i + m], &hs[..m], &mut ans[..m]);
             for a in &ans[..m] {
@@ -492,7 +498,7 @@ fn run_with<I: FlowIndex>(s: &Stream, cfg: &RunConfig, make: impl Fn() -> I) -> 
         let mut e = new_emu();
         let mut hist = vec![0u64; HIST];
         for i in 0..n {
-            let h = hasher.as_ref().map_or(s.dispatch[i], |x| x.hash(&s.keys[i]));
+            let h = s.hash(i, &hasher);
             let l = e.t.probes(&s.keys[i], h) as usize;
             hist[l.min(HIST - 1)] += 1;
             e.step(&s.keys[i], h, s.ts[i], None);
@@ -508,7 +514,7 @@ fn run_with<I: FlowIndex>(s: &Stream, cfg: &RunConfig, make: impl Fn() -> I) -> 
         let mut e = new_emu();
         e.t = FlowTable::with_index(cfg.capacity.max(n), make());
         for i in 0..n {
-            let h = hasher.as_ref().map_or(s.dispatch[i], |x| x.hash(&s.keys[i]));
+            let h = s.hash(i, &hasher);
             if e.t.find(&s.keys[i], h).is_none() {
                 e.t.insert(s.keys[i], h, Val::default(), 0);
             }

@@ -99,6 +99,8 @@ impl Chunks {
     /// division). A mask of the low bits (the shared `Reduce`) made a cliff with hashes
     /// whose low bits are weak: CoralReef on the trace, 4–6 M lookups/s at a
     /// power-of-two number of chunks against 18–28 at other numbers (docs/BENCHMARKS.md).
+    /// The worker that owns the flow was chosen from other bits (a finalizer of the
+    /// hash, `FlowHasher::worker_of`), so each worker's flows spread over all its chunks.
     #[inline(always)]
     fn home(&self, h: u64) -> usize {
         let m = h.wrapping_mul(0x9e37_79b9_7f4a_7c15);

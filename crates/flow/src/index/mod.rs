@@ -60,7 +60,8 @@ pub trait FlowIndex {
 
 /// Bucket of a hash in a table of `n` buckets: a mask for powers of two, a remainder
 /// otherwise (the paper's modulo: a weak hash is only as good as the bits the reduction
-/// keeps, which is what Fig. 5 shows).
+/// keeps, which is what Fig. 5 shows). Independent of the worker choice, which takes a
+/// finalizer of the hash (`FlowHasher::worker_of`), not its low bits.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Reduce {
     n: u64,

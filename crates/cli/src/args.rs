@@ -276,6 +276,13 @@ pub struct SynthArgs {
     /// DNS transactions over UDP
     #[arg(long)]
     pub udp_flows: Option<usize>,
+    /// Write a flood instead: N TCP SYNs from random sources to random destinations,
+    /// each a new flow (a stress test of the flow tables; see docs/BENCHMARKS.md)
+    #[arg(long, value_name = "N", conflicts_with_all = ["tcp_flows", "udp_flows"])]
+    pub flood: Option<usize>,
+    /// Packets per second of packet time of --flood
+    #[arg(long, value_name = "PPS", default_value_t = 1_000_000, requires = "flood")]
+    pub flood_pps: u64,
 }
 
 impl SynthArgs {

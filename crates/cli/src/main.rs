@@ -128,6 +128,12 @@ fn synth(s: &args::SynthArgs) -> Result<()> {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
     }
+    if let Some(n) = s.flood {
+        let pkts = tapstat_lab::synth::write_flood(&s.output, n, s.flood_pps, s.seed)
+            .with_context(|| format!("writing {}", s.output.display()))?;
+        eprintln!("tapstat: wrote {} ({pkts} flows, {pkts} packets: a SYN flood)", s.output.display());
+        return Ok(());
+    }
     let truth =
         tapstat_lab::synth::write_pcap(&s.output, &cfg).with_context(|| format!("writing {}", s.output.display()))?;
     let pkts: u64 = truth.iter().map(|t| t.c_pkts + t.s_pkts).sum();

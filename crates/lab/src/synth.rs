@@ -413,6 +413,56 @@ pub fn write_pcap(path: &Path, cfg: &SynthConfig) -> io::Result<Vec<FlowTruth>> 
     Ok(s.into_truth())
 }
 
+/// A flood: `flows` TCP SYNs, each from a random IPv4 source address and port to a
+/// random destination address and port, so every packet opens a new flow, `pps` of
+/// them per second of packet time from 2026-01-01 (a spoofed SYN flood or a scan, the
+/// input that fills flow tables fastest). Ethernet, classic pcap, µs. Returns the
+/// packets written.
+pub fn write_flood(path: &Path, flows: usize, pps: u64, seed: u64) -> io::Result<u64> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut w = io::BufWriter::new(std::fs::File::create(path)?);
+    let mut hdr = Vec::with_capacity(24);
+    hdr.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    hdr.extend_from_slice(&2u16.to_le_bytes());
+    hdr.extend_from_slice(&4u16.to_le_bytes());
+    hdr.extend_from_slice(&0i32.to_le_bytes());
+    hdr.extend_from_slice(&0u32.to_le_bytes());
+    hdr.extend_from_slice(&SNAPLEN.to_le_bytes());
+    hdr.extend_from_slice(&1u32.to_le_bytes());
+    w.write_all(&hdr)?;
+    let gap_ns = SEC / pps.max(1);
+    for i in 0..flows as u64 {
+        let l3 = L3 {
+            src_mac: [0x02, 0, 0, 0, 0, 2],
+            dst_mac: GATEWAY_MAC,
+            src: IpAddr::V4(Ipv4Addr::from(rng.next_u32())),
+            dst: IpAddr::V4(Ipv4Addr::from(rng.next_u32())),
+            ttl: 64,
+            ip_id: rng.gen(),
+            df: true,
+            flow_label: 0,
+        };
+        let mut tcp = vec![0u8; 20];
+        tcp[0..2].copy_from_slice(&rng.gen_range(1024..=u16::MAX).to_be_bytes());
+        tcp[2..4].copy_from_slice(&rng.gen_range(1..=u16::MAX).to_be_bytes());
+        tcp[4..8].copy_from_slice(&rng.next_u32().to_be_bytes());
+        tcp[12] = 5 << 4;
+        tcp[13] = SYN;
+        tcp[14..16].copy_from_slice(&64240u16.to_be_bytes());
+        let f = frame(&l3, PROTO_TCP, tcp, 16);
+        let ts = START_2026_NS + i * gap_ns;
+        let mut rec = [0u8; 16];
+        rec[0..4].copy_from_slice(&((ts / SEC) as u32).to_le_bytes());
+        rec[4..8].copy_from_slice(&((ts % SEC / US) as u32).to_le_bytes());
+        rec[8..12].copy_from_slice(&(f.len() as u32).to_le_bytes());
+        rec[12..16].copy_from_slice(&(f.len() as u32).to_le_bytes());
+        w.write_all(&rec)?;
+        w.write_all(&f)?;
+    }
+    w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    Ok(flows as u64)
+}
+
 /// Walks the packets in capture order and counts them into the truth, so the truth is
 /// exactly what a reader of the file sees.
 fn count_truth(pkts: &[Pkt], truth: &mut [FlowTruth]) {
@@ -1889,6 +1939,20 @@ mod tests {
         let (expect, expect_truth) = synthesize(&cfg);
         assert_eq!(bytes, expect);
         assert_eq!(truth, expect_truth);
+    }
+
+    #[test]
+    fn flood_is_one_syn_per_new_flow_at_the_rate() {
+        let path = std::env::temp_dir().join(format!("tapstat-lab-flood-{}.pcap", std::process::id()));
+        assert_eq!(write_flood(&path, 2000, 1000, 3).unwrap(), 2000);
+        let bytes = std::fs::read(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let pkts = walk(&bytes);
+        assert_eq!(pkts.len(), 2000);
+        assert!(pkts.iter().all(|p| p.proto == PROTO_TCP && p.tcp_flags == SYN && p.payload == 0));
+        let flows: std::collections::HashSet<_> = pkts.iter().map(|p| (p.src, p.dst)).collect();
+        assert_eq!(flows.len(), 2000, "every packet a new flow");
+        assert_eq!(pkts[1999].ts_ns - pkts[0].ts_ns, 1999 * MS, "1000 packets per second");
     }
 
     /// Frames tshark must not find: malformed, a bad checksum, or an error. Errors on

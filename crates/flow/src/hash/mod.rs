@@ -211,6 +211,9 @@ impl FlowHasher {
     /// every index and hash at 1 to 4 workers.
     #[inline]
     pub fn worker_of(hash: u64, n: usize) -> usize {
+        if n <= 1 {
+            return 0; // the single-worker path pays nothing for the mixing
+        }
         let mut x = hash ^ (hash >> 33);
         x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
         x ^= x >> 33;

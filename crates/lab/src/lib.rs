@@ -1,4 +1,5 @@
 //! The lab: a deterministic traffic synthesizer (sample traces and test inputs),
 //! benchmarks and emulators.
 pub mod flowtable;
+pub mod scaling;
 pub mod synth;

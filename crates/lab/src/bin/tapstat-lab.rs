@@ -4,6 +4,9 @@
 //! the deterministic sample capture (see `tapstat_lab::synth`) and prints a one-line
 //! summary on stderr.
 //!
+//! `tapstat-lab scaling -r FILE [-w 1,2,4,8,16]` predicts multi-core speedup from
+//! callgrind instructions per thread (`tapstat_lab::scaling`).
+//!
 //! `tapstat-lab flowtable [--stream trace,random,...] [--table lists,...] [--hash ...]
 //! [--slots 2^14,...] [--batch 0,16] [--csv FILE]` runs the flow-table emulator
 //! (`tapstat_lab::flowtable`) over every combination, `--rounds` times interleaved, and
@@ -28,6 +31,28 @@ struct Cli {
 enum Cmd {
     /// Flow-table emulator (fmsim-like): lookups per CPU-second, probe lengths, load, memory.
     Flowtable(Box<FlowtableArgs>),
+    /// Predicted multi-core speedup from callgrind instructions per thread: runs
+    /// tapstat under `valgrind --tool=callgrind --separate-threads=yes` once per worker
+    /// count (the first should be 1) and prints, per count, the instructions per packet
+    /// of the whole run and of each thread, the predicted speedup (1-worker run /
+    /// busiest thread) and the work ratio (whole run / 1-worker run).
+    Scaling {
+        /// Capture(s) to analyze
+        #[arg(short = 'r', long = "read", required = true, num_args = 1..)]
+        read: Vec<PathBuf>,
+        /// Worker counts
+        #[arg(short = 'w', long = "workers", value_delimiter = ',', default_value = "1,2,4,8,16")]
+        workers: Vec<usize>,
+        /// The tapstat binary [default: `tapstat` beside this program]
+        #[arg(long)]
+        tapstat: Option<PathBuf>,
+        /// Keep callgrind's files here [default: a temporary directory, removed]
+        #[arg(long)]
+        keep: Option<PathBuf>,
+        /// More tapstat flags, after `--`
+        #[arg(last = true)]
+        extra: Vec<String>,
+    },
     /// Write a deterministic synthetic capture (classic pcap, Ethernet, µs).
     Synth {
         /// Output pcap file.
@@ -51,6 +76,13 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("tapstat-lab: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Cmd::Scaling { read, workers, tapstat, keep, extra } => match scaling(&read, &workers, tapstat, keep, &extra) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("tapstat-lab: scaling: {e}");
                 ExitCode::FAILURE
             }
         },
@@ -78,6 +110,39 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+fn scaling(
+    read: &[PathBuf],
+    workers: &[usize],
+    tapstat: Option<PathBuf>,
+    keep: Option<PathBuf>,
+    extra: &[String],
+) -> Result<(), String> {
+    let bin = match tapstat {
+        Some(p) => p,
+        None => std::env::current_exe().map_err(|e| e.to_string())?.with_file_name("tapstat"),
+    };
+    if !bin.exists() {
+        return Err(format!("{} not found: build it (cargo build --release) or give --tapstat", bin.display()));
+    }
+    if workers.iter().any(|&w| w == 0 || w > 64) {
+        return Err("worker counts go from 1 to 64".into());
+    }
+    let dir =
+        keep.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("tapstat-scaling-{}", std::process::id())));
+    let mut runs = Vec::new();
+    for &w in workers {
+        eprintln!("tapstat-lab: scaling: {w} worker(s) under callgrind ...");
+        let run = tapstat_lab::scaling::measure(&bin, read, w, extra, &dir.join(format!("w{w}")))
+            .map_err(|e| e.to_string())?;
+        runs.push(run);
+    }
+    if keep.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    print!("{}", tapstat_lab::scaling::table(&runs));
+    Ok(())
 }
 
 #[derive(clap::Args)]

@@ -367,23 +367,9 @@ impl Synth {
 
     /// Writes the classic pcap (LE, µs, Ethernet) to `w`.
     pub fn write_to<W: Write>(&self, mut w: W) -> io::Result<()> {
-        let mut hdr = Vec::with_capacity(24);
-        hdr.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-        hdr.extend_from_slice(&2u16.to_le_bytes());
-        hdr.extend_from_slice(&4u16.to_le_bytes());
-        hdr.extend_from_slice(&0i32.to_le_bytes()); // thiszone
-        hdr.extend_from_slice(&0u32.to_le_bytes()); // sigfigs
-        hdr.extend_from_slice(&SNAPLEN.to_le_bytes());
-        hdr.extend_from_slice(&1u32.to_le_bytes()); // LINKTYPE_ETHERNET
-        w.write_all(&hdr)?;
+        w.write_all(&pcap_header())?;
         for p in &self.pkts {
-            let mut rec = [0u8; 16];
-            rec[0..4].copy_from_slice(&((p.ts_ns / SEC) as u32).to_le_bytes());
-            rec[4..8].copy_from_slice(&((p.ts_ns % SEC / US) as u32).to_le_bytes());
-            rec[8..12].copy_from_slice(&(p.frame.len() as u32).to_le_bytes());
-            rec[12..16].copy_from_slice(&(p.frame.len() as u32).to_le_bytes());
-            w.write_all(&rec)?;
-            w.write_all(&p.frame)?;
+            write_record(&mut w, p.ts_ns, &p.frame)?;
         }
         Ok(())
     }
@@ -413,6 +399,29 @@ pub fn write_pcap(path: &Path, cfg: &SynthConfig) -> io::Result<Vec<FlowTruth>> 
     Ok(s.into_truth())
 }
 
+/// The classic pcap file header: little-endian, µs, Ethernet.
+fn pcap_header() -> [u8; 24] {
+    let mut h = [0u8; 24];
+    h[0..4].copy_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    h[4..6].copy_from_slice(&2u16.to_le_bytes());
+    h[6..8].copy_from_slice(&4u16.to_le_bytes());
+    // thiszone and sigfigs: 0
+    h[16..20].copy_from_slice(&SNAPLEN.to_le_bytes());
+    h[20..24].copy_from_slice(&1u32.to_le_bytes()); // LINKTYPE_ETHERNET
+    h
+}
+
+/// One pcap record: the header (time in whole µs, never truncated) and the frame.
+fn write_record<W: Write>(w: &mut W, ts_ns: u64, frame: &[u8]) -> io::Result<()> {
+    let mut rec = [0u8; 16];
+    rec[0..4].copy_from_slice(&((ts_ns / SEC) as u32).to_le_bytes());
+    rec[4..8].copy_from_slice(&((ts_ns % SEC / US) as u32).to_le_bytes());
+    rec[8..12].copy_from_slice(&(frame.len() as u32).to_le_bytes());
+    rec[12..16].copy_from_slice(&(frame.len() as u32).to_le_bytes());
+    w.write_all(&rec)?;
+    w.write_all(frame)
+}
+
 /// A flood: `flows` TCP SYNs, each from a random IPv4 source address and port to a
 /// random destination address and port, so every packet opens a new flow, `pps` of
 /// them per second of packet time from 2026-01-01 (a spoofed SYN flood or a scan, the
@@ -421,15 +430,7 @@ pub fn write_pcap(path: &Path, cfg: &SynthConfig) -> io::Result<Vec<FlowTruth>> 
 pub fn write_flood(path: &Path, flows: usize, pps: u64, seed: u64) -> io::Result<u64> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut w = io::BufWriter::new(std::fs::File::create(path)?);
-    let mut hdr = Vec::with_capacity(24);
-    hdr.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    hdr.extend_from_slice(&2u16.to_le_bytes());
-    hdr.extend_from_slice(&4u16.to_le_bytes());
-    hdr.extend_from_slice(&0i32.to_le_bytes());
-    hdr.extend_from_slice(&0u32.to_le_bytes());
-    hdr.extend_from_slice(&SNAPLEN.to_le_bytes());
-    hdr.extend_from_slice(&1u32.to_le_bytes());
-    w.write_all(&hdr)?;
+    w.write_all(&pcap_header())?;
     let gap_ns = SEC / pps.max(1);
     for i in 0..flows as u64 {
         let l3 = L3 {
@@ -450,14 +451,7 @@ pub fn write_flood(path: &Path, flows: usize, pps: u64, seed: u64) -> io::Result
         tcp[13] = SYN;
         tcp[14..16].copy_from_slice(&64240u16.to_be_bytes());
         let f = frame(&l3, PROTO_TCP, tcp, 16);
-        let ts = START_2026_NS + i * gap_ns;
-        let mut rec = [0u8; 16];
-        rec[0..4].copy_from_slice(&((ts / SEC) as u32).to_le_bytes());
-        rec[4..8].copy_from_slice(&((ts % SEC / US) as u32).to_le_bytes());
-        rec[8..12].copy_from_slice(&(f.len() as u32).to_le_bytes());
-        rec[12..16].copy_from_slice(&(f.len() as u32).to_le_bytes());
-        w.write_all(&rec)?;
-        w.write_all(&f)?;
+        write_record(&mut w, START_2026_NS + i * gap_ns, &f)?;
     }
     w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     Ok(flows as u64)

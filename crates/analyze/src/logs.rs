@@ -317,7 +317,7 @@ macro_rules! tcp_options {
 
 fn tunnel_cols() -> Run<Flow> {
     run!(Flow;
-        col!("tunnel", Str, "", "endpoints", "innermost tunnel the flow was carried in (gre, erspan, vxlan, geneve, gtpu, teredo, ipip, 6in4, 4in6, 6in6, mpls-udp), `-` for none", |f: &Flow| Value::Str(f.tunnel.kind.name())),
+        col!("tunnel", Str, "", "endpoints", "innermost tunnel the flow was carried in (gre, erspan, vxlan, vxlan-gpe, geneve, gtpu, teredo, ipip, 6in4, 4in6, 6in6, mpls-udp), `-` for none", |f: &Flow| Value::Str(f.tunnel.kind.name())),
         col!("tunnel_id", U64, "", "endpoints", "the tunnel's id: VXLAN/Geneve VNI, GTP-U TEID, GRE key, ERSPAN session; 0 when it has none", |f: &Flow| Value::U64(f.tunnel.id as u64)),
     )
 }

@@ -26,7 +26,9 @@
 
 use crate::fragment::{FragKey, FragTable};
 use crate::wire::ethernet::{self, ethertype};
-use crate::wire::{geneve, gre, gtpu, icmp, ipv4, ipv6, mpls, null, pppoe, sll, tcp, teredo, udp, vxlan, Error};
+use crate::wire::{
+    geneve, gre, gtpu, icmp, ieee80211, ipv4, ipv6, llc, mpls, null, pppoe, sll, tcp, teredo, udp, vxlan, Error,
+};
 use crate::{
     Anomalies, Anomaly, DecodeConfig, Decoded, Fragment, LinkType, TcpFields, TcpOptions, Tunnel, TunnelKind, L4,
 };
@@ -51,6 +53,8 @@ mod proto {
 mod link {
     /// LINKTYPE_PPP: PPP, optionally with HDLC-like address and control bytes.
     pub const PPP: u16 = 9;
+    /// LINKTYPE_FDDI: FDDI MAC header, then LLC.
+    pub const FDDI: u16 = 10;
     /// LINKTYPE_PPP_HDLC: PPP in HDLC-like framing.
     pub const PPP_HDLC: u16 = 50;
     /// LINKTYPE_C_HDLC: Cisco HDLC (address, control, EtherType).
@@ -72,6 +76,10 @@ enum Layer {
     CiscoMetaGre(usize),
     /// An MPLS label stack.
     Mpls(usize),
+    /// An IEEE 802.11 frame without FCS (Aruba's GRE).
+    Wlan(usize),
+    /// An IEEE 802.2 LLC header, SNAP for IP (802.11, FDDI).
+    Llc(usize),
     /// A PPP protocol field; `true` when it came out of PPPoE.
     Ppp(usize, bool),
     /// An IP header whose version nibble says which.
@@ -227,6 +235,16 @@ impl Decoder {
                 }
             }
             link::PPP | link::PPP_HDLC => Layer::Ppp(0, false),
+            // ANSI X3.139 frame control: format bits 01 are LLC frames (async or
+            // sync); the others (SMT, MAC, tokens) carry no IP
+            link::FDDI => match f.first() {
+                Some(fc) if fc & 0x30 == 0x10 => Layer::Llc(llc::FDDI_HEADER_LEN),
+                Some(_) => {
+                    self.bad(Anomaly::EthertypeNotIp);
+                    return None;
+                }
+                None => return self.link_short(),
+            },
             link::C_HDLC => match f.get(2..4) {
                 Some(t) => Layer::EtherType(u16::from_be_bytes([t[0], t[1]]), 4),
                 None => return self.link_short(),
@@ -253,6 +271,17 @@ impl Decoder {
     #[cold]
     fn link_short(&mut self) -> Option<Layer> {
         self.bad(Anomaly::LinkTruncated);
+        None
+    }
+
+    /// A link-level header that is cut short (`Truncated`), or that holds no IP
+    /// (`Malformed`: an 802.11 management frame, an LLC that is not SNAP...).
+    #[cold]
+    fn not_ip_link(&mut self, e: Error) -> Option<Layer> {
+        self.bad(match e {
+            Error::Truncated => Anomaly::LinkTruncated,
+            Error::Malformed => Anomaly::EthertypeNotIp,
+        });
         None
     }
 
@@ -334,6 +363,20 @@ impl Decoder {
                         }
                     }
                     ethertype::MPLS_UC | ethertype::MPLS_MC => Layer::Mpls(off),
+                    ethertype::VNTAG => {
+                        labels += 1;
+                        if labels > MAX_LABELS {
+                            self.bad(Anomaly::TooManyLabels);
+                            return None;
+                        }
+                        match ethernet::vntag_ethertype(f.get(off..).unwrap_or_default()) {
+                            Ok(t) => Layer::EtherType(t, off + ethernet::VNTAG_LEN),
+                            Err(_) => {
+                                self.bad(Anomaly::LinkTruncated);
+                                return None;
+                            }
+                        }
+                    }
                     ethertype::PPPOE_SESSION => {
                         // RFC 2516 §5.4: session stage, code 0, then a PPP frame
                         match pppoe::Header::new_checked(f.get(off..).unwrap_or_default()) {
@@ -399,6 +442,14 @@ impl Decoder {
                         }
                     }
                 }
+                Layer::Wlan(off) => match ieee80211::data_body_offset(f.get(off..).unwrap_or_default()) {
+                    Ok(n) => Layer::Llc(off + n),
+                    Err(e) => return self.not_ip_link(e),
+                },
+                Layer::Llc(off) => match llc::snap_ethertype(f.get(off..).unwrap_or_default()) {
+                    Ok(t) => Layer::EtherType(t, off + llc::SNAP_LEN),
+                    Err(e) => return self.not_ip_link(e),
+                },
                 Layer::Ppp(off, from_pppoe) => match pppoe::ppp_protocol(f.get(off..).unwrap_or_default()) {
                     Ok((pppoe::protocol::IPV4, n)) => Layer::Ipv4(off + n),
                     Ok((pppoe::protocol::IPV6, n)) => Layer::Ipv6(off + n),
@@ -771,7 +822,26 @@ impl Decoder {
                 Err(_) => self.malformed(),
             };
         }
-        if dp == udp::port::GENEVE {
+        if dp == udp::port::VXLAN_GPE || sp == udp::port::VXLAN_GPE {
+            use vxlan::gpe_protocol as gp;
+            return match vxlan::GpeHeader::new_checked(payload) {
+                Ok(h) => {
+                    let at = pay + vxlan::HEADER_LEN;
+                    let inner = match h.next_protocol() {
+                        gp::IPV4 => Layer::Ipv4(at),
+                        gp::IPV6 => Layer::Ipv6(at),
+                        gp::ETHERNET => Layer::Ether(at),
+                        gp::MPLS => Layer::Mpls(at),
+                        // NSH and unassigned values: the UDP flow stands
+                        _ => return None,
+                    };
+                    encap(TunnelKind::VxlanGpe, h.vni(), inner)
+                }
+                Err(_) => self.malformed(),
+            };
+        }
+        // answers from a Geneve endpoint come from its port (tshark decodes either)
+        if dp == udp::port::GENEVE || sp == udp::port::GENEVE {
             return match geneve::Header::new_checked(payload) {
                 Ok(h) => encap(TunnelKind::Geneve, h.vni(), Layer::EtherType(h.protocol_type(), pay + h.header_len())),
                 Err(_) => self.malformed(),
@@ -838,6 +908,10 @@ impl Decoder {
                 Err(_) => self.malformed(),
             },
             ethertype::CISCO_METADATA => encap(TunnelKind::Gre, key, Layer::CiscoMetaGre(p)),
+            // Aruba access points tunnel 802.11 frames to their controller
+            t if (ethertype::ARUBA_FIRST..=ethertype::ARUBA_LAST).contains(&t) && t & 0xf == 0 => {
+                encap(TunnelKind::Gre, key, Layer::Wlan(p))
+            }
             ethertype::PPP => {
                 let id = if h.version() == 1 { h.call_id().map_or(0, u32::from) } else { key };
                 encap(TunnelKind::Gre, id, Layer::Ppp(p, false))
@@ -1138,6 +1212,22 @@ mod tests {
     }
 
     #[test]
+    fn fragments_last_the_60_s_rfc_8200_allows() {
+        // the rest of a datagram 59 s after its first fragment is still its flow
+        // (RFC 8200 §4.5), at 61 s an orphan
+        let mut x = dec();
+        let seg = udp(7000, 53, &[0x44; 100]);
+        let (a, b) = seg.split_at(56);
+        let first = eth(0x86dd, &ipv6(44, &cat(&[&frag6(17, 0, true, 5), a])));
+        let later = eth(0x86dd, &ipv6(44, &cat(&[&frag6(17, 56, false, 5), b])));
+        const S: u64 = 1_000_000_000;
+        assert_eq!(x.decode(ETH, &first, S).fragment, Fragment::First);
+        let d = x.decode(ETH, &later, 60 * S);
+        assert_eq!((d.fragment, d.sport, d.dport), (Fragment::Later, 7000, 53));
+        assert_eq!(x.decode(ETH, &later, 62 * S).fragment, Fragment::Orphan);
+    }
+
+    #[test]
     fn ipv6_fragments() {
         let mut x = dec();
         let payload = udp(4000, 53, &[9; 100]);
@@ -1399,6 +1489,97 @@ mod tests {
     }
 
     #[test]
+    fn tunnel_geneve_answered_from_its_port() {
+        // an endpoint's answer comes from 6081 to the sender's port (tshark decodes it)
+        let f = eth(0x0800, &ipv4(17, &udp(6081, 49999, &geneve(0x0800, 12, 0, &inner_v4_tcp()))));
+        assert_inner(&clean(ETH, &f), TunnelKind::Geneve, 12);
+    }
+
+    #[test]
+    fn tunnel_vxlan_gpe() {
+        // P flag set, next protocol 1 (IPv4), 2 (IPv6), 3 (Ethernet)
+        let gpe = |np: u8, vni: u32, inner: &[u8]| cat(&[&[0x0c, 0, 0, np], &(vni << 8).to_be_bytes(), inner]);
+        assert_inner(&clean(ETH, &outer_udp(4790, &gpe(1, 7, &inner_v4_tcp()))), TunnelKind::VxlanGpe, 7);
+        let d = clean(ETH, &outer_udp(4790, &gpe(2, 8, &ipv6(17, &udp(1, 2, b"q")))));
+        assert_eq!((d.ip_version, d.dport, d.tunnel), (6, 2, Tunnel { kind: TunnelKind::VxlanGpe, id: 8 }));
+        let inner_eth = eth(0x0800, &inner_v4_tcp());
+        assert_inner(&clean(ETH, &outer_udp(4790, &gpe(3, 9, &inner_eth))), TunnelKind::VxlanGpe, 9);
+        // from the GPE port too
+        let f = eth(0x0800, &ipv4(17, &udp(4790, 50000, &gpe(1, 10, &inner_v4_tcp()))));
+        assert_inner(&clean(ETH, &f), TunnelKind::VxlanGpe, 10);
+        // NSH inside: the UDP flow, not an anomaly
+        let d = clean(ETH, &outer_udp(4790, &gpe(4, 1, &[0; 40])));
+        assert_eq!((d.l4, d.dport, d.tunnel.kind), (L4::Udp, 4790, TunnelKind::None));
+        // an unknown version
+        let (d, a) = with_anomalies(ETH, &outer_udp(4790, &cat(&[&[0x4c, 0, 0, 1, 0, 0, 0, 0], &inner_v4_tcp()])));
+        assert_eq!((d.l4, d.dport, a), (L4::Udp, 4790, vec![("tunnel_malformed", 1)]));
+    }
+
+    /// An 802.11 data frame header (no FCS): QoS data from the DS when `qos`.
+    fn wlan_data(qos: bool, body: &[u8]) -> Vec<u8> {
+        let mut h = vec![if qos { 0x88 } else { 0x08 }, 0x02];
+        h.resize(24, 0x11);
+        if qos {
+            h.extend([0, 0]);
+        }
+        cat(&[&h, body])
+    }
+
+    fn snap(ethertype: u16, payload: &[u8]) -> Vec<u8> {
+        cat(&[&[0xaa, 0xaa, 0x03, 0, 0, 0], &ethertype.to_be_bytes(), payload])
+    }
+
+    #[test]
+    fn tunnel_aruba_wlan_gre() {
+        let body = snap(0x0800, &inner_v4_tcp());
+        for (proto, qos) in [(0x8200, false), (0x8210, true), (0x8370, true)] {
+            let f = eth(0x0800, &ipv4(47, &gre(proto, false, Some(3), None, &wlan_data(qos, &body))));
+            let d = clean(ETH, &f);
+            assert_inner(&d, TunnelKind::Gre, 3);
+            assert_eq!(d.l4_offset as usize, 14 + 20 + 8 + 24 + if qos { 2 } else { 0 } + 8 + 20);
+        }
+        // an 802.11 management frame, a protected data frame: not IP, the GRE flow
+        let mut mgmt = wlan_data(false, &body);
+        mgmt[0] = 0x80;
+        let mut prot = wlan_data(false, &body);
+        prot[1] |= 0x40;
+        for w in [mgmt, prot] {
+            let (d, a) = with_anomalies(ETH, &eth(0x0800, &ipv4(47, &gre(0x8200, false, None, None, &w))));
+            assert_eq!((d.l4, d.proto, a), (L4::Other, 47, vec![("ethertype_not_ip", 1)]));
+        }
+        // 0x8201 is not Aruba's
+        let f = eth(0x0800, &ipv4(47, &gre(0x8201, false, None, None, &wlan_data(false, &body))));
+        assert_eq!(with_anomalies(ETH, &f).0.l4, L4::Other);
+    }
+
+    #[test]
+    fn vntag() {
+        // VN-Tag, then an 802.1Q tag, then IPv4
+        let f = eth(0x8926, &cat(&[&[0x80, 0x01, 0x00, 0x02, 0x81, 0x00], &tag(5, 0x0800), &inner_v4_tcp()]));
+        let d = clean(ETH, &f);
+        assert_eq!((d.l4, d.dport, d.l4_offset), (L4::Tcp, 22, 14 + 6 + 4 + 20));
+        let f = eth(0x8926, &cat(&[&[0, 0, 0, 0, 0x86, 0xdd], &ipv6(17, &udp(1, 2, b"q"))]));
+        assert_eq!(clean(ETH, &f).ip_version, 6);
+        assert_eq!(with_anomalies(ETH, &eth(0x8926, &[])).1.len(), 1);
+    }
+
+    #[test]
+    fn fddi_link() {
+        let fddi = LinkType(10);
+        let hdr = |fc: u8| cat(&[&[fc], &[0x22; 12]]);
+        let d = clean(fddi, &cat(&[&hdr(0x50), &snap(0x0800, &inner_v4_tcp())]));
+        assert_eq!((d.l4, d.dport, d.l4_offset), (L4::Tcp, 22, 13 + 8 + 20));
+        let d = clean(fddi, &cat(&[&hdr(0x57), &snap(0x86dd, &ipv6(17, &udp(1, 2, b"q")))]));
+        assert_eq!((d.ip_version, d.dport), (6, 2));
+        // SMT frame; an LLC that is not SNAP (STP); cut short
+        let (d, a) = with_anomalies(fddi, &cat(&[&hdr(0x41), &[0; 40]]));
+        assert_eq!((d.l4, a), (L4::None, vec![("ethertype_not_ip", 1)]));
+        let (d, a) = with_anomalies(fddi, &cat(&[&hdr(0x50), &[0x42, 0x42, 3, 0, 0, 0, 0, 0], &[0; 30]]));
+        assert_eq!((d.l4, a), (L4::None, vec![("ethertype_not_ip", 1)]));
+        assert_eq!(with_anomalies(fddi, &hdr(0x50)).1, vec![("link_truncated", 1)]);
+    }
+
+    #[test]
     fn tunnel_gtpu() {
         let f = outer_udp(2152, &gtpu(255, 0xabcdef, None, &inner_v4_tcp()));
         assert_inner(&clean(ETH, &f), TunnelKind::GtpU, 0xabcdef);
@@ -1575,7 +1756,7 @@ mod tests {
         use super::*;
         use proptest::prelude::*;
 
-        const LINKS: &[u16] = &[0, 1, 9, 12, 14, 50, 101, 104, 108, 113, 226, 228, 229, 239, 276, 147];
+        const LINKS: &[u16] = &[0, 1, 9, 10, 12, 14, 50, 101, 104, 108, 113, 226, 228, 229, 239, 276, 147];
 
         proptest! {
             #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]

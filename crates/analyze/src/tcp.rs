@@ -1009,6 +1009,29 @@ impl TcpDir {
     }
 }
 
+/// Whether an ACK from side `di` of offset `a`, beyond `seen` (one past the highest byte
+/// the probe saw from the other side), can acknowledge data the probe missed. Not when
+/// the other side has sent its SYN and this side no SYN: the other side is in SYN-SENT,
+/// where an ACK of anything but its SYN is unacceptable (RFC 9293 §3.10.7.3: a stale
+/// ACK, answered by a RST); nor beyond the largest window this side offered (RFC 9293
+/// §3.8.6: a sender stays within the receiver's window), taken at the largest scale
+/// (14) while the scale is unknown. A stale ACK taken as missed data would count up to
+/// 2 GiB in `bytes_missed`.
+#[cold]
+fn ack_plausible(full: &crate::flow::TcpFullState, di: usize, t: &TcpFields, a: u64, seen: u64) -> bool {
+    let (me, peer) = (&full.tcp[di], &full.tcp[1 - di]);
+    let syn = t.flags & TcpFields::SYN != 0;
+    if peer.syn_opts.is_some() && me.syn_opts.is_none() && !syn {
+        return false;
+    }
+    let known = me.syn_opts.is_some() && peer.syn_opts.is_some();
+    let win = u64::from(me.win_max.max(u32::from(t.window) << me.scale));
+    let bound = if known { win } else { win << 14 };
+    let base = peer.acked.get().map_or(seen, |x| x.max(seen));
+    // + 1: the ACK of a FIN is one past the data
+    a <= base + bound + 1
+}
+
 /// The end-to-end and options analysis of a segment sent by side `di` of `f`.
 #[inline]
 pub(crate) fn on_segment_e2e(
@@ -1043,7 +1066,9 @@ pub(crate) fn on_segment_e2e(
 
     // The ACK this segment carries, for the other side's data.
     if ack && has_header {
-        if let Some(a) = f.dir[peer].seq.offset_of(t.ack) {
+        let seen = f.dir[peer].seq.next();
+        if let Some(a) = f.dir[peer].seq.offset_of(t.ack).filter(|&a| a <= seen || ack_plausible(full, di, t, a, seen))
+        {
             let p = &mut full.tcp[peer];
             let pure = len == 0 && flags & (TcpFields::SYN | TcpFields::FIN | TcpFields::RST) == 0;
             if p.acked.get().is_none_or(|old| a > old) {

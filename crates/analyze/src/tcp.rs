@@ -608,7 +608,8 @@ impl Offset {
 }
 
 /// Segments in flight remembered per direction for RTT samples. Bounded: when full,
-/// the oldest is forgotten (its ACK then gives no sample; counted in `rtt_dropped`).
+/// a new segment is not remembered (its ACK then gives no sample; counted in
+/// `rtt_dropped`) until ACKs make room.
 const MAX_INFLIGHT: usize = 32;
 
 /// A data segment waiting for its ACK, in 12 bytes: the low 32 bits of its end
@@ -941,10 +942,17 @@ impl TcpDir {
             self.inflight_base_ns = now_ns;
             return self.remember(end, len, now_ns, pool);
         };
-        let seg = InFlight { end: end as u32, len_retx: len.min(RETX - 1), sent_us };
-        if self.inflight.push(seg, &mut pool.inflight) {
+        // Full: the new segment is not remembered, the old ones are kept. Forgetting
+        // the oldest instead would keep only segments sent while few were in flight,
+        // before queues build up, and bias the RTT low on bulk transfers; keeping the
+        // oldest samples every flight evenly (and keeps the segments most likely to be
+        // sent again, whose first sending the retransmission classes need).
+        if self.inflight.len() == MAX_INFLIGHT {
             self.rtt_dropped += 1;
+            return;
         }
+        let seg = InFlight { end: end as u32, len_retx: len.min(RETX - 1), sent_us };
+        self.inflight.push(seg, &mut pool.inflight);
     }
 
     /// Karn's rule, as tcptrace applies it: after a retransmission no segment then in

@@ -238,6 +238,12 @@ impl History {
     }
 }
 
+/// Whether `d` carries a TCP header to account (not a later or held fragment).
+#[inline]
+fn has_header(d: &Decoded) -> bool {
+    !matches!(d.fragment, tapstat_decode::Fragment::Later | tapstat_decode::Fragment::TcpHeld)
+}
+
 /// Accounts a TCP segment of flow `f` in direction `di`. Returns where in its payload
 /// the bytes that continue the direction's stream in order begin (none when the segment
 /// brings no such bytes: a retransmission, or data beyond a gap), for the application
@@ -271,7 +277,9 @@ pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize, rings: &
         }
     }
     // A later IP fragment has no TCP header: its bytes count, its sequence does not.
-    let has_header = d.fragment != tapstat_decode::Fragment::Later;
+    // A fragmented segment is accounted once, whole, at the fragment that completes
+    // it (`TcpComplete`); its other fragments (`TcpHeld`) count as packets only.
+    let has_header = has_header(d);
     let mut data_seq = t.seq;
     if syn && has_header {
         data_seq = t.seq.wrapping_add(1);
@@ -1055,7 +1063,7 @@ pub(crate) fn on_segment_e2e(
     let syn = flags & TcpFields::SYN != 0;
     let ack = flags & TcpFields::ACK != 0;
     let len = d.payload_len;
-    let has_header = d.fragment != tapstat_decode::Fragment::Later;
+    let has_header = has_header(d);
     let full = match f.full.as_mut() {
         Some(crate::flow::Full::Tcp(full)) => full,
         // The flow's first packet: the rest waits for `Flow::unfold`.

@@ -3,71 +3,15 @@
 //! installed its two-pass reading (`tshark -2`) must find the same one.
 
 mod common;
+use common::frames::*;
 use common::*;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// A classic pcap (µs) of link type `link` with `frames` at the given seconds.
-fn write_pcap(path: &Path, link: u32, frames: &[(u32, Vec<u8>)]) {
-    let mut b = Vec::new();
-    for v in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, link] {
-        b.extend(v.to_le_bytes());
-    }
-    for (s, f) in frames {
-        for v in [*s, 0, f.len() as u32, f.len() as u32] {
-            b.extend(v.to_le_bytes());
-        }
-        b.extend(f);
-    }
-    std::fs::write(path, b).unwrap();
-}
-
-fn checksum(b: &[u8]) -> u16 {
-    let mut s: u32 = b.chunks(2).map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]))).sum();
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    !(s as u16)
-}
-
-fn ipv4(src: [u8; 4], dst: [u8; 4], proto: u8, payload: &[u8]) -> Vec<u8> {
-    let mut h = vec![0x45, 0];
-    h.extend(((20 + payload.len()) as u16).to_be_bytes());
-    h.extend([0, 1, 0, 0, 64, proto, 0, 0]);
-    h.extend(src);
-    h.extend(dst);
-    let c = checksum(&h);
-    h[10..12].copy_from_slice(&c.to_be_bytes());
-    h.extend(payload);
-    h
-}
-
-fn udp(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
-    let mut h = Vec::new();
-    for v in [sport, dport, (8 + payload.len()) as u16, 0] {
-        h.extend(v.to_be_bytes());
-    }
-    h.extend(payload);
-    h
-}
-
 /// The flow every capture carries inside: a SYN 10.0.0.1:33000 → 10.0.0.2:22.
 fn inner_syn() -> Vec<u8> {
-    let mut t = Vec::new();
-    t.extend(33000u16.to_be_bytes());
-    t.extend(22u16.to_be_bytes());
-    t.extend(1000u32.to_be_bytes());
-    t.extend(0u32.to_be_bytes());
-    t.extend([0x50, 0x02, 0x20, 0x00, 0, 0, 0, 0]);
-    ipv4([10, 0, 0, 1], [10, 0, 0, 2], 6, &t)
-}
-
-fn eth(ethertype: u16, payload: &[u8]) -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
-    f.extend(ethertype.to_be_bytes());
-    f.extend(payload);
-    f
+    ipv4([10, 0, 0, 1], [10, 0, 0, 2], 6, &tcp(33000, 22, 1000, 0, 0x02, &[]))
 }
 
 fn outer_v4(proto: u8, payload: &[u8]) -> Vec<u8> {

@@ -23,6 +23,11 @@
 //! `l4_offset` 0, `payload_offset` at the fragment's data and `payload_len` this
 //! fragment's share. A later fragment whose first was not seen is an `Orphan`: its
 //! own IP addresses, `l4` after the protocol (TCP, UDP, ICMP...) but ports 0.
+//!
+//! A TCP segment whose own datagram is fragmented is held: all its fragments, the
+//! first included, are `TcpHeld` (no TCP fields, `payload_len` 0), except the one after
+//! which every byte of the datagram has come, `TcpComplete`, which carries the first
+//! fragment's TCP header and options and the whole segment's payload length.
 
 use crate::fragment::{FragKey, FragTable};
 use crate::wire::ethernet::{self, ethertype};
@@ -115,6 +120,8 @@ pub struct Decoder {
     /// both be): the first `nfirsts` entries. Kept here, not on the stack, so a frame
     /// without fragments costs one store instead of clearing two keys.
     firsts: [FragKey; 2],
+    /// Bytes of each first fragment's fragmentable part.
+    firsts_len: [u32; 2],
     nfirsts: u8,
 }
 
@@ -126,6 +133,7 @@ impl Decoder {
             frags: FragTable::new(cfg.fragment_slots, cfg.fragment_timeout_ns),
             cfg,
             firsts: [FragKey::default(); 2],
+            firsts_len: [0; 2],
             nfirsts: 0,
         }
     }
@@ -178,17 +186,37 @@ impl Decoder {
             buf = buf.get(..enc.end).unwrap_or(buf);
         }
         if self.nfirsts > 0 {
-            if out.fragment == Fragment::No {
-                out.fragment = Fragment::First;
-            }
-            for i in 0..self.nfirsts as usize {
-                let key = self.firsts[i];
-                if self.frags.insert(key, &out, ts_ns) {
-                    self.bad(Anomaly::FragmentTableFull);
-                }
-            }
+            self.insert_firsts(&mut out, ts_ns);
         }
         out
+    }
+
+    /// Remembers the flow of the first fragments met in this frame. A TCP segment
+    /// whose own datagram is fragmented is held: it is accounted once, when the
+    /// fragment that completes it comes (see [`Fragment::TcpHeld`]), so that sequence
+    /// analysis sees the segment the receiver reassembles, not its first share.
+    #[cold]
+    fn insert_firsts(&mut self, out: &mut Decoded, ts_ns: u64) {
+        if out.fragment == Fragment::No {
+            out.fragment = Fragment::First;
+        }
+        let mut held = false;
+        for i in 0..self.nfirsts as usize {
+            let key = self.firsts[i];
+            let own = out.l4 == L4::Tcp
+                && key.proto == proto::TCP
+                && (key.src, key.dst, key.version) == (out.src, out.dst, out.ip_version);
+            held |= own;
+            if self.frags.insert(key, out, own.then_some(self.firsts_len[i]), ts_ns) {
+                self.bad(Anomaly::FragmentTableFull);
+            }
+        }
+        if held {
+            out.fragment = Fragment::TcpHeld;
+            out.tcp = TcpFields::default();
+            out.tcp_opts = TcpOptions::default();
+            out.payload_len = 0;
+        }
     }
 
     /// The first layer after the link-layer header.
@@ -526,10 +554,10 @@ impl Decoder {
         if ip.more_fragments() || ip.fragment_offset() > 0 {
             let key = FragKey { src, dst, id: u32::from(ip.identification()), proto: p, version: 4 };
             if ip.fragment_offset() > 0 {
-                self.later_fragment(key, f, l4, len, cx, d);
+                self.later_fragment(key, f, l4, len, (ip.fragment_offset(), ip.more_fragments()), cx, d);
                 return None;
             }
-            self.note_first(key);
+            self.note_first(key, len);
             d.fragment = Fragment::First;
             first = true;
         }
@@ -620,11 +648,11 @@ impl Decoder {
                 let key = FragKey { src, dst, id: fh.identification(), proto: nh, version: 6 };
                 if fh.fragment_offset() > 0 {
                     d.proto = nh;
-                    self.later_fragment(key, f, p, len, cx, d);
+                    self.later_fragment(key, f, p, len, (fh.fragment_offset(), fh.more_fragments()), cx, d);
                     return None;
                 }
                 if fh.more_fragments() {
-                    self.note_first(key);
+                    self.note_first(key, len);
                     d.fragment = Fragment::First;
                     first = true;
                 }
@@ -645,16 +673,39 @@ impl Decoder {
 
     /// A later fragment: the flow of its first fragment if that was seen, else an
     /// orphan under its own IP pair. `off` is where the fragment's data starts, `len`
-    /// its length according to the IP header.
-    fn later_fragment(&mut self, key: FragKey, f: &[u8], off: usize, len: usize, cx: Ctx, d: &mut Decoded) {
+    /// its length according to the IP header, `at` its offset in the datagram and
+    /// whether more fragments follow.
+    #[allow(clippy::too_many_arguments)]
+    fn later_fragment(
+        &mut self,
+        key: FragKey,
+        f: &[u8],
+        off: usize,
+        len: usize,
+        at: (u32, bool),
+        cx: Ctx,
+        d: &mut Decoded,
+    ) {
         let ttl = d.ttl;
         let off = off.min(f.len()) as u32;
-        if let Some(flow) = self.frags.lookup(&key, cx.ts_ns) {
-            *d = *flow;
+        if let Some(later) = self.frags.later(&key, cx.ts_ns, at.0, len as u32, at.1) {
+            *d = *later.flow;
             d.ttl = ttl;
-            d.tcp = TcpFields::default();
             d.l4_offset = 0;
-            d.fragment = Fragment::Later;
+            d.payload_offset = off;
+            match later.completes {
+                // the held segment, whole: the first fragment's header, every byte
+                Some(n) => {
+                    d.fragment = Fragment::TcpComplete;
+                    d.payload_len = n;
+                }
+                None => {
+                    d.tcp = TcpFields::default();
+                    d.tcp_opts = TcpOptions::default();
+                    (d.fragment, d.payload_len) =
+                        if later.held { (Fragment::TcpHeld, 0) } else { (Fragment::Later, len as u32) };
+                }
+            }
         } else {
             self.bad(Anomaly::FragmentOrphan);
             d.l4 = match (key.proto, key.version) {
@@ -669,9 +720,9 @@ impl Decoder {
             d.dport = 0;
             d.l4_offset = 0;
             d.fragment = Fragment::Orphan;
+            d.payload_offset = off;
+            d.payload_len = len as u32;
         }
-        d.payload_offset = off;
-        d.payload_len = len as u32;
     }
 
     /// Reads the transport header of protocol `p` at `off`; `len` is the transport
@@ -922,9 +973,10 @@ impl Decoder {
 
     /// Remembers a first fragment's key (outermost and innermost kept).
     #[inline]
-    fn note_first(&mut self, key: FragKey) {
+    fn note_first(&mut self, key: FragKey, len: usize) {
         let i = (self.nfirsts as usize).min(1);
         self.firsts[i] = key;
+        self.firsts_len[i] = len as u32;
         self.nfirsts = (i + 1) as u8;
     }
 
@@ -1177,16 +1229,46 @@ mod tests {
         assert_eq!((d3.src, d3.dst, d3.payload_offset, d3.payload_len), (d1.src, d1.dst, 34, 528));
         assert_eq!(x.anomalies.get(Anomaly::FragmentOrphan), 1);
 
-        // TCP later fragments carry the ports but no TCP fields
+        // a fragmented TCP segment is held, then given whole by the fragment that
+        // completes it
         let seg = tcp(1234, 80, &[1; 100]);
         let f1 = eth(0x0800, &V4 { id: 9, mf: true, ..V4::new(6) }.build(&seg[..64]));
         let f2 = eth(0x0800, &V4 { id: 9, frag_off: 64, ..V4::new(6) }.build(&seg[64..]));
         let d1 = x.decode(ETH, &f1, 4_000);
-        assert_eq!((d1.fragment, d1.tcp.seq, d1.payload_len), (Fragment::First, 1000, 44));
+        assert_eq!((d1.l4, d1.fragment, d1.sport, d1.dport), (L4::Tcp, Fragment::TcpHeld, 1234, 80));
+        assert_eq!((d1.tcp, d1.payload_len), (TcpFields::default(), 0));
         let d2 = x.decode(ETH, &f2, 4_000);
-        assert_eq!((d2.l4, d2.fragment, d2.sport, d2.dport), (L4::Tcp, Fragment::Later, 1234, 80));
-        assert_eq!((d2.tcp, d2.payload_len), (TcpFields::default(), 56));
+        assert_eq!((d2.l4, d2.fragment, d2.sport, d2.dport), (L4::Tcp, Fragment::TcpComplete, 1234, 80));
+        assert_eq!((d2.tcp.seq, d2.tcp.flags, d2.payload_len), (1000, 0x18, 100));
         assert_eq!(x.anomalies.get(Anomaly::TcpHlenTooLarge), 0);
+    }
+
+    #[test]
+    fn a_tcp_segment_in_three_fragments_out_of_order_is_given_whole_once() {
+        let mut x = dec();
+        let seg = Tcp { options: vec![1, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 6], ..Tcp::new(40000, 443) }.build(&[2; 3000]);
+        let part = |off: usize, end: usize, mf: bool| {
+            eth(0x0800, &V4 { id: 5, frag_off: off as u16, mf, ..V4::new(6) }.build(&seg[off..end]))
+        };
+        let d = x.decode(ETH, &part(0, 1480, true), 0);
+        assert_eq!((d.fragment, d.payload_len, d.tcp_opts.has_ts), (Fragment::TcpHeld, 0, false));
+        // the last fragment before the middle one
+        let d = x.decode(ETH, &part(2960, seg.len(), false), 1);
+        assert_eq!((d.fragment, d.payload_len, d.sport), (Fragment::TcpHeld, 0, 40000));
+        let d = x.decode(ETH, &part(1480, 2960, true), 2);
+        assert_eq!((d.fragment, d.payload_len), (Fragment::TcpComplete, 3000));
+        assert_eq!((d.tcp.hdr_len, d.tcp_opts.has_ts, d.tcp_opts.ts_val), (32, true, 7));
+        // a copy of the middle fragment afterwards: a fragment without a header
+        let d = x.decode(ETH, &part(1480, 2960, true), 3);
+        assert_eq!((d.fragment, d.payload_len), (Fragment::Later, 1480));
+        assert_eq!(x.anomalies.total(), 0);
+
+        // IPv6: the same segment in two fragments
+        let f1 = eth(0x86dd, &ipv6(44, &cat(&[&frag6(6, 0, true, 3), &seg[..1448]])));
+        let f2 = eth(0x86dd, &ipv6(44, &cat(&[&frag6(6, 1448, false, 3), &seg[1448..]])));
+        assert_eq!(x.decode(ETH, &f1, 4).fragment, Fragment::TcpHeld);
+        let d = x.decode(ETH, &f2, 5);
+        assert_eq!((d.ip_version, d.fragment, d.payload_len, d.dport), (6, Fragment::TcpComplete, 3000, 443));
     }
 
     #[test]

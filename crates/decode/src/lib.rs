@@ -123,11 +123,20 @@ pub enum Fragment {
     /// A later fragment whose first was not seen (yet): its own IP pair, `l4` after
     /// its protocol (`Tcp`, `Udp`, `Icmp`, ..., `Other`) but ports 0, default `tcp`.
     Orphan,
+    /// A fragment of a TCP segment that is itself fragmented (the datagram carrying the
+    /// TCP header directly), before the one that completes it, the first included: the
+    /// segment is accounted once, at its completion, so `tcp` and `tcp_opts` are
+    /// default and `payload_len` is 0 here (ports and addresses are the flow's).
+    TcpHeld,
+    /// The fragment that completes such a TCP segment: `tcp` and `tcp_opts` are the
+    /// first fragment's header, `payload_len` the whole segment's payload. Its bytes are
+    /// spread over the fragments; `payload_offset` points at this frame's share.
+    TcpComplete,
 }
 
 /// TCP header fields the analyzers need (valid when `Decoded::l4 == L4::Tcp` and
-/// `Decoded::fragment` is `No` or `First`; all zero for later / orphan fragments,
-/// which carry no TCP header).
+/// `Decoded::fragment` is `No`, `First` or `TcpComplete`; all zero for later, orphan
+/// and held fragments, which carry no TCP header to account).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct TcpFields {
     pub seq: u32,

@@ -18,9 +18,12 @@ impl Kind {
     /// The kind of the flow that packet `d` belongs to.
     #[inline]
     pub fn of(d: &Decoded) -> Kind {
+        // An orphan fragment has no ports to key a TCP or UDP flow by; ports 0 on a
+        // real header are a flow like any other (tshark's too).
+        let orphan = d.fragment == tapstat_decode::Fragment::Orphan;
         match d.l4 {
-            tapstat_decode::L4::Tcp if d.sport != 0 || d.dport != 0 => Kind::Tcp,
-            tapstat_decode::L4::Udp if d.sport != 0 || d.dport != 0 => Kind::Udp,
+            tapstat_decode::L4::Tcp if !orphan => Kind::Tcp,
+            tapstat_decode::L4::Udp if !orphan => Kind::Udp,
             _ => Kind::Other,
         }
     }
@@ -545,6 +548,18 @@ impl Flow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ports_zero_are_a_udp_or_tcp_flow_but_orphan_fragments_are_other() {
+        use tapstat_decode::{Fragment, L4};
+        let d = |l4, fragment| Decoded { l4, fragment, ..Decoded::default() };
+        assert_eq!(Kind::of(&d(L4::Udp, Fragment::No)), Kind::Udp);
+        assert_eq!(Kind::of(&d(L4::Tcp, Fragment::No)), Kind::Tcp);
+        assert_eq!(Kind::of(&d(L4::Udp, Fragment::First)), Kind::Udp);
+        assert_eq!(Kind::of(&d(L4::Udp, Fragment::Orphan)), Kind::Other);
+        assert_eq!(Kind::of(&d(L4::Tcp, Fragment::Orphan)), Kind::Other);
+        assert_eq!(Kind::of(&d(L4::Icmp, Fragment::No)), Kind::Other);
+    }
 
     /// docs/ARCHITECTURE.md states the per-flow state's size: keep them in step.
     #[test]

@@ -157,7 +157,7 @@ macro_rules! tcp_e2e {
             col!(concat!($p, "_rtt_max"), F64, "ms", "end-to-end", concat!("largest RTT sample of the ", $who, "'s data"), |f: &Flow| rtt(f.e2e($i), |r| r.3)),
             col!(concat!($p, "_rtt_std"), F64, "ms", "end-to-end", concat!("standard deviation of the RTT samples of the ", $who, "'s data"), |f: &Flow| rtt(f.e2e($i), |r| r.1)),
             col!(concat!($p, "_rtt_cnt"), U64, "samples", "end-to-end", concat!("RTT samples of the ", $who, "'s data"), |f: &Flow| Value::U64(f.e2e($i).rtt_cnt)),
-            col!(concat!($p, "_rtt_dropped"), U64, "segments", "end-to-end", concat!("segments of the ", $who, " forgotten before their ACK came because 32 were already in flight (the per-flow bound), so they gave no RTT sample; not 0 means `rtt_cnt` undercounts"), |f: &Flow| Value::U64(f.e2e($i).rtt_dropped as u64)),
+            col!(concat!($p, "_rtt_dropped"), U64, "segments", "end-to-end", concat!("segments of the ", $who, " not remembered for an RTT sample because 32 older ones were awaiting their ACK (the per-flow bound); not 0 means `rtt_cnt` undercounts (the samples taken are spread evenly over the flight)"), |f: &Flow| Value::U64(f.e2e($i).rtt_dropped as u64)),
             col!(concat!($p, "_rtt_ts_avg"), F64, "ms", "end-to-end", concat!("mean RTT from TCP timestamps: a segment of the ", $who, " that must be acknowledged (data, SYN, FIN) carrying a TSval, to the first segment of the other side echoing it (RFC 7323); no Karn ambiguity"), |f: &Flow| f64_or_none(f.e2e($i).ts.rtt_us.mean().map(|x| x / 1000.0))),
             col!(concat!($p, "_rtt_ts_min"), F64, "ms", "end-to-end", concat!("smallest timestamp RTT sample of the ", $who, "'s segments"), |f: &Flow| f.e2e($i).ts.rtt_us.min().map_or(Value::None, Value::Micros)),
             col!(concat!($p, "_rtt_ts_max"), F64, "ms", "end-to-end", concat!("largest timestamp RTT sample of the ", $who, "'s segments"), |f: &Flow| f.e2e($i).ts.rtt_us.max().map_or(Value::None, Value::Micros)),
@@ -317,7 +317,7 @@ macro_rules! tcp_options {
 
 fn tunnel_cols() -> Run<Flow> {
     run!(Flow;
-        col!("tunnel", Str, "", "endpoints", "innermost tunnel the flow was carried in (gre, erspan, vxlan, geneve, gtpu, teredo, ipip, 6in4, 4in6, 6in6, mpls-udp), `-` for none", |f: &Flow| Value::Str(f.tunnel.kind.name())),
+        col!("tunnel", Str, "", "endpoints", "innermost tunnel the flow was carried in (gre, erspan, vxlan, vxlan-gpe, geneve, gtpu, teredo, ipip, 6in4, 4in6, 6in6, mpls-udp), `-` for none", |f: &Flow| Value::Str(f.tunnel.kind.name())),
         col!("tunnel_id", U64, "", "endpoints", "the tunnel's id: VXLAN/Geneve VNI, GTP-U TEID, GRE key, ERSPAN session; 0 when it has none", |f: &Flow| Value::U64(f.tunnel.id as u64)),
     )
 }

@@ -238,6 +238,12 @@ impl History {
     }
 }
 
+/// Whether `d` carries a TCP header to account (not a later or held fragment).
+#[inline]
+fn has_header(d: &Decoded) -> bool {
+    !matches!(d.fragment, tapstat_decode::Fragment::Later | tapstat_decode::Fragment::TcpHeld)
+}
+
 /// Accounts a TCP segment of flow `f` in direction `di`. Returns where in its payload
 /// the bytes that continue the direction's stream in order begin (none when the segment
 /// brings no such bytes: a retransmission, or data beyond a gap), for the application
@@ -271,7 +277,9 @@ pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize, rings: &
         }
     }
     // A later IP fragment has no TCP header: its bytes count, its sequence does not.
-    let has_header = d.fragment != tapstat_decode::Fragment::Later;
+    // A fragmented segment is accounted once, whole, at the fragment that completes
+    // it (`TcpComplete`); its other fragments (`TcpHeld`) count as packets only.
+    let has_header = has_header(d);
     let mut data_seq = t.seq;
     if syn && has_header {
         data_seq = t.seq.wrapping_add(1);
@@ -608,7 +616,8 @@ impl Offset {
 }
 
 /// Segments in flight remembered per direction for RTT samples. Bounded: when full,
-/// the oldest is forgotten (its ACK then gives no sample; counted in `rtt_dropped`).
+/// a new segment is not remembered (its ACK then gives no sample; counted in
+/// `rtt_dropped`) until ACKs make room.
 const MAX_INFLIGHT: usize = 32;
 
 /// A data segment waiting for its ACK, in 12 bytes: the low 32 bits of its end
@@ -941,10 +950,17 @@ impl TcpDir {
             self.inflight_base_ns = now_ns;
             return self.remember(end, len, now_ns, pool);
         };
-        let seg = InFlight { end: end as u32, len_retx: len.min(RETX - 1), sent_us };
-        if self.inflight.push(seg, &mut pool.inflight) {
+        // Full: the new segment is not remembered, the old ones are kept. Forgetting
+        // the oldest instead would keep only segments sent while few were in flight,
+        // before queues build up, and bias the RTT low on bulk transfers; keeping the
+        // oldest samples every flight evenly (and keeps the segments most likely to be
+        // sent again, whose first sending the retransmission classes need).
+        if self.inflight.len() == MAX_INFLIGHT {
             self.rtt_dropped += 1;
+            return;
         }
+        let seg = InFlight { end: end as u32, len_retx: len.min(RETX - 1), sent_us };
+        self.inflight.push(seg, &mut pool.inflight);
     }
 
     /// Karn's rule, as tcptrace applies it: after a retransmission no segment then in
@@ -1009,6 +1025,29 @@ impl TcpDir {
     }
 }
 
+/// Whether an ACK from side `di` of offset `a`, beyond `seen` (one past the highest byte
+/// the probe saw from the other side), can acknowledge data the probe missed. Not when
+/// the other side has sent its SYN and this side no SYN: the other side is in SYN-SENT,
+/// where an ACK of anything but its SYN is unacceptable (RFC 9293 §3.10.7.3: a stale
+/// ACK, answered by a RST); nor beyond the largest window this side offered (RFC 9293
+/// §3.8.6: a sender stays within the receiver's window), taken at the largest scale
+/// (14) while the scale is unknown. A stale ACK taken as missed data would count up to
+/// 2 GiB in `bytes_missed`.
+#[cold]
+fn ack_plausible(full: &crate::flow::TcpFullState, di: usize, t: &TcpFields, a: u64, seen: u64) -> bool {
+    let (me, peer) = (&full.tcp[di], &full.tcp[1 - di]);
+    let syn = t.flags & TcpFields::SYN != 0;
+    if peer.syn_opts.is_some() && me.syn_opts.is_none() && !syn {
+        return false;
+    }
+    let known = me.syn_opts.is_some() && peer.syn_opts.is_some();
+    let win = u64::from(me.win_max.max(u32::from(t.window) << me.scale));
+    let bound = if known { win } else { win << 14 };
+    let base = peer.acked.get().map_or(seen, |x| x.max(seen));
+    // + 1: the ACK of a FIN is one past the data
+    a <= base + bound + 1
+}
+
 /// The end-to-end and options analysis of a segment sent by side `di` of `f`.
 #[inline]
 pub(crate) fn on_segment_e2e(
@@ -1024,7 +1063,7 @@ pub(crate) fn on_segment_e2e(
     let syn = flags & TcpFields::SYN != 0;
     let ack = flags & TcpFields::ACK != 0;
     let len = d.payload_len;
-    let has_header = d.fragment != tapstat_decode::Fragment::Later;
+    let has_header = has_header(d);
     let full = match f.full.as_mut() {
         Some(crate::flow::Full::Tcp(full)) => full,
         // The flow's first packet: the rest waits for `Flow::unfold`.
@@ -1043,7 +1082,9 @@ pub(crate) fn on_segment_e2e(
 
     // The ACK this segment carries, for the other side's data.
     if ack && has_header {
-        if let Some(a) = f.dir[peer].seq.offset_of(t.ack) {
+        let seen = f.dir[peer].seq.next();
+        if let Some(a) = f.dir[peer].seq.offset_of(t.ack).filter(|&a| a <= seen || ack_plausible(full, di, t, a, seen))
+        {
             let p = &mut full.tcp[peer];
             let pure = len == 0 && flags & (TcpFields::SYN | TcpFields::FIN | TcpFields::RST) == 0;
             if p.acked.get().is_none_or(|old| a > old) {

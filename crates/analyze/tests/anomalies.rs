@@ -424,3 +424,31 @@ fn cwin_is_measured_at_new_data_only() {
     assert_eq!(e.pkts_unrto + e.pkts_unfs + e.pkts_unk + e.pkts_rto, 1, "the keep-alive is a repeated segment");
     assert_eq!((e.cwin_min, e.cwin_max), (MSS, MSS));
 }
+
+#[test]
+fn a_stale_ack_to_a_syn_is_not_missed_data() {
+    use tapstat_testkit::{Side, ACK, RST};
+    // The server answers a SYN with an ACK of an old connection (RFC 5961 §4's
+    // challenge ACK, 2e9 bytes off); the client resets (RFC 9293 §3.10.7.3).
+    let mut c = Conversation::new();
+    c.at(0.0).client_syn();
+    let stale = c.next_seq(Side::Client).wrapping_add(2_000_000_000);
+    c.at(10.0).send(Side::Server, ACK, 777, stale, 0);
+    c.at(10.5).send(Side::Client, RST, stale, 0, 0);
+    let f = c.flow();
+    assert_eq!((f.bytes_missed(0), f.bytes_missed(1)), (0, 0));
+}
+
+#[test]
+fn an_ack_beyond_the_receivers_window_is_not_missed_data() {
+    let mut c = opened();
+    c.at(30.0).client_data(MSS);
+    // A misplaced ACK 100 MB ahead, beyond the 65,535-byte window (no scaling):
+    // the client cannot have sent that much unseen.
+    let far = c.next_seq(tapstat_testkit::Side::Client).wrapping_add(100_000_000);
+    c.at(40.0).server_ack(far);
+    c.at(41.0).server_ack_next();
+    let f = close(c, 50.0);
+    assert_eq!(f.bytes_missed(0), 0);
+    assert_eq!(f.dir[0].bytes_uniq, 2 * MSS as u64);
+}

@@ -23,10 +23,17 @@
 //! `l4_offset` 0, `payload_offset` at the fragment's data and `payload_len` this
 //! fragment's share. A later fragment whose first was not seen is an `Orphan`: its
 //! own IP addresses, `l4` after the protocol (TCP, UDP, ICMP...) but ports 0.
+//!
+//! A TCP segment whose own datagram is fragmented is held: all its fragments, the
+//! first included, are `TcpHeld` (no TCP fields, `payload_len` 0), except the one after
+//! which every byte of the datagram has come, `TcpComplete`, which carries the first
+//! fragment's TCP header and options and the whole segment's payload length.
 
 use crate::fragment::{FragKey, FragTable};
 use crate::wire::ethernet::{self, ethertype};
-use crate::wire::{geneve, gre, gtpu, icmp, ipv4, ipv6, mpls, null, pppoe, sll, tcp, teredo, udp, vxlan, Error};
+use crate::wire::{
+    geneve, gre, gtpu, icmp, ieee80211, ipv4, ipv6, llc, mpls, null, pppoe, sll, tcp, teredo, udp, vxlan, Error,
+};
 use crate::{
     Anomalies, Anomaly, DecodeConfig, Decoded, Fragment, LinkType, TcpFields, TcpOptions, Tunnel, TunnelKind, L4,
 };
@@ -51,6 +58,8 @@ mod proto {
 mod link {
     /// LINKTYPE_PPP: PPP, optionally with HDLC-like address and control bytes.
     pub const PPP: u16 = 9;
+    /// LINKTYPE_FDDI: FDDI MAC header, then LLC.
+    pub const FDDI: u16 = 10;
     /// LINKTYPE_PPP_HDLC: PPP in HDLC-like framing.
     pub const PPP_HDLC: u16 = 50;
     /// LINKTYPE_C_HDLC: Cisco HDLC (address, control, EtherType).
@@ -72,6 +81,10 @@ enum Layer {
     CiscoMetaGre(usize),
     /// An MPLS label stack.
     Mpls(usize),
+    /// An IEEE 802.11 frame without FCS (Aruba's GRE).
+    Wlan(usize),
+    /// An IEEE 802.2 LLC header, SNAP for IP (802.11, FDDI).
+    Llc(usize),
     /// A PPP protocol field; `true` when it came out of PPPoE.
     Ppp(usize, bool),
     /// An IP header whose version nibble says which.
@@ -107,6 +120,8 @@ pub struct Decoder {
     /// both be): the first `nfirsts` entries. Kept here, not on the stack, so a frame
     /// without fragments costs one store instead of clearing two keys.
     firsts: [FragKey; 2],
+    /// Bytes of each first fragment's fragmentable part.
+    firsts_len: [u32; 2],
     nfirsts: u8,
 }
 
@@ -118,6 +133,7 @@ impl Decoder {
             frags: FragTable::new(cfg.fragment_slots, cfg.fragment_timeout_ns),
             cfg,
             firsts: [FragKey::default(); 2],
+            firsts_len: [0; 2],
             nfirsts: 0,
         }
     }
@@ -170,17 +186,37 @@ impl Decoder {
             buf = buf.get(..enc.end).unwrap_or(buf);
         }
         if self.nfirsts > 0 {
-            if out.fragment == Fragment::No {
-                out.fragment = Fragment::First;
-            }
-            for i in 0..self.nfirsts as usize {
-                let key = self.firsts[i];
-                if self.frags.insert(key, &out, ts_ns) {
-                    self.bad(Anomaly::FragmentTableFull);
-                }
-            }
+            self.insert_firsts(&mut out, ts_ns);
         }
         out
+    }
+
+    /// Remembers the flow of the first fragments met in this frame. A TCP segment
+    /// whose own datagram is fragmented is held: it is accounted once, when the
+    /// fragment that completes it comes (see [`Fragment::TcpHeld`]), so that sequence
+    /// analysis sees the segment the receiver reassembles, not its first share.
+    #[cold]
+    fn insert_firsts(&mut self, out: &mut Decoded, ts_ns: u64) {
+        if out.fragment == Fragment::No {
+            out.fragment = Fragment::First;
+        }
+        let mut held = false;
+        for i in 0..self.nfirsts as usize {
+            let key = self.firsts[i];
+            let own = out.l4 == L4::Tcp
+                && key.proto == proto::TCP
+                && (key.src, key.dst, key.version) == (out.src, out.dst, out.ip_version);
+            held |= own;
+            if self.frags.insert(key, out, own.then_some(self.firsts_len[i]), ts_ns) {
+                self.bad(Anomaly::FragmentTableFull);
+            }
+        }
+        if held {
+            out.fragment = Fragment::TcpHeld;
+            out.tcp = TcpFields::default();
+            out.tcp_opts = TcpOptions::default();
+            out.payload_len = 0;
+        }
     }
 
     /// The first layer after the link-layer header.
@@ -227,6 +263,16 @@ impl Decoder {
                 }
             }
             link::PPP | link::PPP_HDLC => Layer::Ppp(0, false),
+            // ANSI X3.139 frame control: format bits 01 are LLC frames (async or
+            // sync); the others (SMT, MAC, tokens) carry no IP
+            link::FDDI => match f.first() {
+                Some(fc) if fc & 0x30 == 0x10 => Layer::Llc(llc::FDDI_HEADER_LEN),
+                Some(_) => {
+                    self.bad(Anomaly::EthertypeNotIp);
+                    return None;
+                }
+                None => return self.link_short(),
+            },
             link::C_HDLC => match f.get(2..4) {
                 Some(t) => Layer::EtherType(u16::from_be_bytes([t[0], t[1]]), 4),
                 None => return self.link_short(),
@@ -253,6 +299,17 @@ impl Decoder {
     #[cold]
     fn link_short(&mut self) -> Option<Layer> {
         self.bad(Anomaly::LinkTruncated);
+        None
+    }
+
+    /// A link-level header that is cut short (`Truncated`), or that holds no IP
+    /// (`Malformed`: an 802.11 management frame, an LLC that is not SNAP...).
+    #[cold]
+    fn not_ip_link(&mut self, e: Error) -> Option<Layer> {
+        self.bad(match e {
+            Error::Truncated => Anomaly::LinkTruncated,
+            Error::Malformed => Anomaly::EthertypeNotIp,
+        });
         None
     }
 
@@ -334,6 +391,20 @@ impl Decoder {
                         }
                     }
                     ethertype::MPLS_UC | ethertype::MPLS_MC => Layer::Mpls(off),
+                    ethertype::VNTAG => {
+                        labels += 1;
+                        if labels > MAX_LABELS {
+                            self.bad(Anomaly::TooManyLabels);
+                            return None;
+                        }
+                        match ethernet::vntag_ethertype(f.get(off..).unwrap_or_default()) {
+                            Ok(t) => Layer::EtherType(t, off + ethernet::VNTAG_LEN),
+                            Err(_) => {
+                                self.bad(Anomaly::LinkTruncated);
+                                return None;
+                            }
+                        }
+                    }
                     ethertype::PPPOE_SESSION => {
                         // RFC 2516 §5.4: session stage, code 0, then a PPP frame
                         match pppoe::Header::new_checked(f.get(off..).unwrap_or_default()) {
@@ -399,6 +470,14 @@ impl Decoder {
                         }
                     }
                 }
+                Layer::Wlan(off) => match ieee80211::data_body_offset(f.get(off..).unwrap_or_default()) {
+                    Ok(n) => Layer::Llc(off + n),
+                    Err(e) => return self.not_ip_link(e),
+                },
+                Layer::Llc(off) => match llc::snap_ethertype(f.get(off..).unwrap_or_default()) {
+                    Ok(t) => Layer::EtherType(t, off + llc::SNAP_LEN),
+                    Err(e) => return self.not_ip_link(e),
+                },
                 Layer::Ppp(off, from_pppoe) => match pppoe::ppp_protocol(f.get(off..).unwrap_or_default()) {
                     Ok((pppoe::protocol::IPV4, n)) => Layer::Ipv4(off + n),
                     Ok((pppoe::protocol::IPV6, n)) => Layer::Ipv6(off + n),
@@ -475,10 +554,10 @@ impl Decoder {
         if ip.more_fragments() || ip.fragment_offset() > 0 {
             let key = FragKey { src, dst, id: u32::from(ip.identification()), proto: p, version: 4 };
             if ip.fragment_offset() > 0 {
-                self.later_fragment(key, f, l4, len, cx, d);
+                self.later_fragment(key, f, l4, len, (ip.fragment_offset(), ip.more_fragments()), cx, d);
                 return None;
             }
-            self.note_first(key);
+            self.note_first(key, len);
             d.fragment = Fragment::First;
             first = true;
         }
@@ -569,11 +648,11 @@ impl Decoder {
                 let key = FragKey { src, dst, id: fh.identification(), proto: nh, version: 6 };
                 if fh.fragment_offset() > 0 {
                     d.proto = nh;
-                    self.later_fragment(key, f, p, len, cx, d);
+                    self.later_fragment(key, f, p, len, (fh.fragment_offset(), fh.more_fragments()), cx, d);
                     return None;
                 }
                 if fh.more_fragments() {
-                    self.note_first(key);
+                    self.note_first(key, len);
                     d.fragment = Fragment::First;
                     first = true;
                 }
@@ -594,16 +673,39 @@ impl Decoder {
 
     /// A later fragment: the flow of its first fragment if that was seen, else an
     /// orphan under its own IP pair. `off` is where the fragment's data starts, `len`
-    /// its length according to the IP header.
-    fn later_fragment(&mut self, key: FragKey, f: &[u8], off: usize, len: usize, cx: Ctx, d: &mut Decoded) {
+    /// its length according to the IP header, `at` its offset in the datagram and
+    /// whether more fragments follow.
+    #[allow(clippy::too_many_arguments)]
+    fn later_fragment(
+        &mut self,
+        key: FragKey,
+        f: &[u8],
+        off: usize,
+        len: usize,
+        at: (u32, bool),
+        cx: Ctx,
+        d: &mut Decoded,
+    ) {
         let ttl = d.ttl;
         let off = off.min(f.len()) as u32;
-        if let Some(flow) = self.frags.lookup(&key, cx.ts_ns) {
-            *d = *flow;
+        if let Some(later) = self.frags.later(&key, cx.ts_ns, at.0, len as u32, at.1) {
+            *d = *later.flow;
             d.ttl = ttl;
-            d.tcp = TcpFields::default();
             d.l4_offset = 0;
-            d.fragment = Fragment::Later;
+            d.payload_offset = off;
+            match later.completes {
+                // the held segment, whole: the first fragment's header, every byte
+                Some(n) => {
+                    d.fragment = Fragment::TcpComplete;
+                    d.payload_len = n;
+                }
+                None => {
+                    d.tcp = TcpFields::default();
+                    d.tcp_opts = TcpOptions::default();
+                    (d.fragment, d.payload_len) =
+                        if later.held { (Fragment::TcpHeld, 0) } else { (Fragment::Later, len as u32) };
+                }
+            }
         } else {
             self.bad(Anomaly::FragmentOrphan);
             d.l4 = match (key.proto, key.version) {
@@ -618,9 +720,9 @@ impl Decoder {
             d.dport = 0;
             d.l4_offset = 0;
             d.fragment = Fragment::Orphan;
+            d.payload_offset = off;
+            d.payload_len = len as u32;
         }
-        d.payload_offset = off;
-        d.payload_len = len as u32;
     }
 
     /// Reads the transport header of protocol `p` at `off`; `len` is the transport
@@ -771,7 +873,26 @@ impl Decoder {
                 Err(_) => self.malformed(),
             };
         }
-        if dp == udp::port::GENEVE {
+        if dp == udp::port::VXLAN_GPE || sp == udp::port::VXLAN_GPE {
+            use vxlan::gpe_protocol as gp;
+            return match vxlan::GpeHeader::new_checked(payload) {
+                Ok(h) => {
+                    let at = pay + vxlan::HEADER_LEN;
+                    let inner = match h.next_protocol() {
+                        gp::IPV4 => Layer::Ipv4(at),
+                        gp::IPV6 => Layer::Ipv6(at),
+                        gp::ETHERNET => Layer::Ether(at),
+                        gp::MPLS => Layer::Mpls(at),
+                        // NSH and unassigned values: the UDP flow stands
+                        _ => return None,
+                    };
+                    encap(TunnelKind::VxlanGpe, h.vni(), inner)
+                }
+                Err(_) => self.malformed(),
+            };
+        }
+        // answers from a Geneve endpoint come from its port (tshark decodes either)
+        if dp == udp::port::GENEVE || sp == udp::port::GENEVE {
             return match geneve::Header::new_checked(payload) {
                 Ok(h) => encap(TunnelKind::Geneve, h.vni(), Layer::EtherType(h.protocol_type(), pay + h.header_len())),
                 Err(_) => self.malformed(),
@@ -838,6 +959,10 @@ impl Decoder {
                 Err(_) => self.malformed(),
             },
             ethertype::CISCO_METADATA => encap(TunnelKind::Gre, key, Layer::CiscoMetaGre(p)),
+            // Aruba access points tunnel 802.11 frames to their controller
+            t if (ethertype::ARUBA_FIRST..=ethertype::ARUBA_LAST).contains(&t) && t & 0xf == 0 => {
+                encap(TunnelKind::Gre, key, Layer::Wlan(p))
+            }
             ethertype::PPP => {
                 let id = if h.version() == 1 { h.call_id().map_or(0, u32::from) } else { key };
                 encap(TunnelKind::Gre, id, Layer::Ppp(p, false))
@@ -848,9 +973,10 @@ impl Decoder {
 
     /// Remembers a first fragment's key (outermost and innermost kept).
     #[inline]
-    fn note_first(&mut self, key: FragKey) {
+    fn note_first(&mut self, key: FragKey, len: usize) {
         let i = (self.nfirsts as usize).min(1);
         self.firsts[i] = key;
+        self.firsts_len[i] = len as u32;
         self.nfirsts = (i + 1) as u8;
     }
 
@@ -1103,16 +1229,46 @@ mod tests {
         assert_eq!((d3.src, d3.dst, d3.payload_offset, d3.payload_len), (d1.src, d1.dst, 34, 528));
         assert_eq!(x.anomalies.get(Anomaly::FragmentOrphan), 1);
 
-        // TCP later fragments carry the ports but no TCP fields
+        // a fragmented TCP segment is held, then given whole by the fragment that
+        // completes it
         let seg = tcp(1234, 80, &[1; 100]);
         let f1 = eth(0x0800, &V4 { id: 9, mf: true, ..V4::new(6) }.build(&seg[..64]));
         let f2 = eth(0x0800, &V4 { id: 9, frag_off: 64, ..V4::new(6) }.build(&seg[64..]));
         let d1 = x.decode(ETH, &f1, 4_000);
-        assert_eq!((d1.fragment, d1.tcp.seq, d1.payload_len), (Fragment::First, 1000, 44));
+        assert_eq!((d1.l4, d1.fragment, d1.sport, d1.dport), (L4::Tcp, Fragment::TcpHeld, 1234, 80));
+        assert_eq!((d1.tcp, d1.payload_len), (TcpFields::default(), 0));
         let d2 = x.decode(ETH, &f2, 4_000);
-        assert_eq!((d2.l4, d2.fragment, d2.sport, d2.dport), (L4::Tcp, Fragment::Later, 1234, 80));
-        assert_eq!((d2.tcp, d2.payload_len), (TcpFields::default(), 56));
+        assert_eq!((d2.l4, d2.fragment, d2.sport, d2.dport), (L4::Tcp, Fragment::TcpComplete, 1234, 80));
+        assert_eq!((d2.tcp.seq, d2.tcp.flags, d2.payload_len), (1000, 0x18, 100));
         assert_eq!(x.anomalies.get(Anomaly::TcpHlenTooLarge), 0);
+    }
+
+    #[test]
+    fn a_tcp_segment_in_three_fragments_out_of_order_is_given_whole_once() {
+        let mut x = dec();
+        let seg = Tcp { options: vec![1, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 6], ..Tcp::new(40000, 443) }.build(&[2; 3000]);
+        let part = |off: usize, end: usize, mf: bool| {
+            eth(0x0800, &V4 { id: 5, frag_off: off as u16, mf, ..V4::new(6) }.build(&seg[off..end]))
+        };
+        let d = x.decode(ETH, &part(0, 1480, true), 0);
+        assert_eq!((d.fragment, d.payload_len, d.tcp_opts.has_ts), (Fragment::TcpHeld, 0, false));
+        // the last fragment before the middle one
+        let d = x.decode(ETH, &part(2960, seg.len(), false), 1);
+        assert_eq!((d.fragment, d.payload_len, d.sport), (Fragment::TcpHeld, 0, 40000));
+        let d = x.decode(ETH, &part(1480, 2960, true), 2);
+        assert_eq!((d.fragment, d.payload_len), (Fragment::TcpComplete, 3000));
+        assert_eq!((d.tcp.hdr_len, d.tcp_opts.has_ts, d.tcp_opts.ts_val), (32, true, 7));
+        // a copy of the middle fragment afterwards: a fragment without a header
+        let d = x.decode(ETH, &part(1480, 2960, true), 3);
+        assert_eq!((d.fragment, d.payload_len), (Fragment::Later, 1480));
+        assert_eq!(x.anomalies.total(), 0);
+
+        // IPv6: the same segment in two fragments
+        let f1 = eth(0x86dd, &ipv6(44, &cat(&[&frag6(6, 0, true, 3), &seg[..1448]])));
+        let f2 = eth(0x86dd, &ipv6(44, &cat(&[&frag6(6, 1448, false, 3), &seg[1448..]])));
+        assert_eq!(x.decode(ETH, &f1, 4).fragment, Fragment::TcpHeld);
+        let d = x.decode(ETH, &f2, 5);
+        assert_eq!((d.ip_version, d.fragment, d.payload_len, d.dport), (6, Fragment::TcpComplete, 3000, 443));
     }
 
     #[test]
@@ -1135,6 +1291,22 @@ mod tests {
         assert_eq!(x.decode(ETH, &frag(2, 8), 2_000).fragment, Fragment::Orphan);
         assert_eq!(x.decode(ETH, &frag(3, 8), 2_000).sport, 3);
         assert_eq!(x.decode(ETH, &frag(4, 8), 2_000).sport, 4);
+    }
+
+    #[test]
+    fn fragments_last_the_60_s_rfc_8200_allows() {
+        // the rest of a datagram 59 s after its first fragment is still its flow
+        // (RFC 8200 §4.5), at 61 s an orphan
+        let mut x = dec();
+        let seg = udp(7000, 53, &[0x44; 100]);
+        let (a, b) = seg.split_at(56);
+        let first = eth(0x86dd, &ipv6(44, &cat(&[&frag6(17, 0, true, 5), a])));
+        let later = eth(0x86dd, &ipv6(44, &cat(&[&frag6(17, 56, false, 5), b])));
+        const S: u64 = 1_000_000_000;
+        assert_eq!(x.decode(ETH, &first, S).fragment, Fragment::First);
+        let d = x.decode(ETH, &later, 60 * S);
+        assert_eq!((d.fragment, d.sport, d.dport), (Fragment::Later, 7000, 53));
+        assert_eq!(x.decode(ETH, &later, 62 * S).fragment, Fragment::Orphan);
     }
 
     #[test]
@@ -1399,6 +1571,97 @@ mod tests {
     }
 
     #[test]
+    fn tunnel_geneve_answered_from_its_port() {
+        // an endpoint's answer comes from 6081 to the sender's port (tshark decodes it)
+        let f = eth(0x0800, &ipv4(17, &udp(6081, 49999, &geneve(0x0800, 12, 0, &inner_v4_tcp()))));
+        assert_inner(&clean(ETH, &f), TunnelKind::Geneve, 12);
+    }
+
+    #[test]
+    fn tunnel_vxlan_gpe() {
+        // P flag set, next protocol 1 (IPv4), 2 (IPv6), 3 (Ethernet)
+        let gpe = |np: u8, vni: u32, inner: &[u8]| cat(&[&[0x0c, 0, 0, np], &(vni << 8).to_be_bytes(), inner]);
+        assert_inner(&clean(ETH, &outer_udp(4790, &gpe(1, 7, &inner_v4_tcp()))), TunnelKind::VxlanGpe, 7);
+        let d = clean(ETH, &outer_udp(4790, &gpe(2, 8, &ipv6(17, &udp(1, 2, b"q")))));
+        assert_eq!((d.ip_version, d.dport, d.tunnel), (6, 2, Tunnel { kind: TunnelKind::VxlanGpe, id: 8 }));
+        let inner_eth = eth(0x0800, &inner_v4_tcp());
+        assert_inner(&clean(ETH, &outer_udp(4790, &gpe(3, 9, &inner_eth))), TunnelKind::VxlanGpe, 9);
+        // from the GPE port too
+        let f = eth(0x0800, &ipv4(17, &udp(4790, 50000, &gpe(1, 10, &inner_v4_tcp()))));
+        assert_inner(&clean(ETH, &f), TunnelKind::VxlanGpe, 10);
+        // NSH inside: the UDP flow, not an anomaly
+        let d = clean(ETH, &outer_udp(4790, &gpe(4, 1, &[0; 40])));
+        assert_eq!((d.l4, d.dport, d.tunnel.kind), (L4::Udp, 4790, TunnelKind::None));
+        // an unknown version
+        let (d, a) = with_anomalies(ETH, &outer_udp(4790, &cat(&[&[0x4c, 0, 0, 1, 0, 0, 0, 0], &inner_v4_tcp()])));
+        assert_eq!((d.l4, d.dport, a), (L4::Udp, 4790, vec![("tunnel_malformed", 1)]));
+    }
+
+    /// An 802.11 data frame header (no FCS): QoS data from the DS when `qos`.
+    fn wlan_data(qos: bool, body: &[u8]) -> Vec<u8> {
+        let mut h = vec![if qos { 0x88 } else { 0x08 }, 0x02];
+        h.resize(24, 0x11);
+        if qos {
+            h.extend([0, 0]);
+        }
+        cat(&[&h, body])
+    }
+
+    fn snap(ethertype: u16, payload: &[u8]) -> Vec<u8> {
+        cat(&[&[0xaa, 0xaa, 0x03, 0, 0, 0], &ethertype.to_be_bytes(), payload])
+    }
+
+    #[test]
+    fn tunnel_aruba_wlan_gre() {
+        let body = snap(0x0800, &inner_v4_tcp());
+        for (proto, qos) in [(0x8200, false), (0x8210, true), (0x8370, true)] {
+            let f = eth(0x0800, &ipv4(47, &gre(proto, false, Some(3), None, &wlan_data(qos, &body))));
+            let d = clean(ETH, &f);
+            assert_inner(&d, TunnelKind::Gre, 3);
+            assert_eq!(d.l4_offset as usize, 14 + 20 + 8 + 24 + if qos { 2 } else { 0 } + 8 + 20);
+        }
+        // an 802.11 management frame, a protected data frame: not IP, the GRE flow
+        let mut mgmt = wlan_data(false, &body);
+        mgmt[0] = 0x80;
+        let mut prot = wlan_data(false, &body);
+        prot[1] |= 0x40;
+        for w in [mgmt, prot] {
+            let (d, a) = with_anomalies(ETH, &eth(0x0800, &ipv4(47, &gre(0x8200, false, None, None, &w))));
+            assert_eq!((d.l4, d.proto, a), (L4::Other, 47, vec![("ethertype_not_ip", 1)]));
+        }
+        // 0x8201 is not Aruba's
+        let f = eth(0x0800, &ipv4(47, &gre(0x8201, false, None, None, &wlan_data(false, &body))));
+        assert_eq!(with_anomalies(ETH, &f).0.l4, L4::Other);
+    }
+
+    #[test]
+    fn vntag() {
+        // VN-Tag, then an 802.1Q tag, then IPv4
+        let f = eth(0x8926, &cat(&[&[0x80, 0x01, 0x00, 0x02, 0x81, 0x00], &tag(5, 0x0800), &inner_v4_tcp()]));
+        let d = clean(ETH, &f);
+        assert_eq!((d.l4, d.dport, d.l4_offset), (L4::Tcp, 22, 14 + 6 + 4 + 20));
+        let f = eth(0x8926, &cat(&[&[0, 0, 0, 0, 0x86, 0xdd], &ipv6(17, &udp(1, 2, b"q"))]));
+        assert_eq!(clean(ETH, &f).ip_version, 6);
+        assert_eq!(with_anomalies(ETH, &eth(0x8926, &[])).1.len(), 1);
+    }
+
+    #[test]
+    fn fddi_link() {
+        let fddi = LinkType(10);
+        let hdr = |fc: u8| cat(&[&[fc], &[0x22; 12]]);
+        let d = clean(fddi, &cat(&[&hdr(0x50), &snap(0x0800, &inner_v4_tcp())]));
+        assert_eq!((d.l4, d.dport, d.l4_offset), (L4::Tcp, 22, 13 + 8 + 20));
+        let d = clean(fddi, &cat(&[&hdr(0x57), &snap(0x86dd, &ipv6(17, &udp(1, 2, b"q")))]));
+        assert_eq!((d.ip_version, d.dport), (6, 2));
+        // SMT frame; an LLC that is not SNAP (STP); cut short
+        let (d, a) = with_anomalies(fddi, &cat(&[&hdr(0x41), &[0; 40]]));
+        assert_eq!((d.l4, a), (L4::None, vec![("ethertype_not_ip", 1)]));
+        let (d, a) = with_anomalies(fddi, &cat(&[&hdr(0x50), &[0x42, 0x42, 3, 0, 0, 0, 0, 0], &[0; 30]]));
+        assert_eq!((d.l4, a), (L4::None, vec![("ethertype_not_ip", 1)]));
+        assert_eq!(with_anomalies(fddi, &hdr(0x50)).1, vec![("link_truncated", 1)]);
+    }
+
+    #[test]
     fn tunnel_gtpu() {
         let f = outer_udp(2152, &gtpu(255, 0xabcdef, None, &inner_v4_tcp()));
         assert_inner(&clean(ETH, &f), TunnelKind::GtpU, 0xabcdef);
@@ -1575,7 +1838,7 @@ mod tests {
         use super::*;
         use proptest::prelude::*;
 
-        const LINKS: &[u16] = &[0, 1, 9, 12, 14, 50, 101, 104, 108, 113, 226, 228, 229, 239, 276, 147];
+        const LINKS: &[u16] = &[0, 1, 9, 10, 12, 14, 50, 101, 104, 108, 113, 226, 228, 229, 239, 276, 147];
 
         proptest! {
             #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]

@@ -47,6 +47,24 @@ struct Entry {
     hash: u64,
     ts_ns: u64,
     flow: Decoded,
+    /// For a TCP segment held until its datagram is complete: bytes of the datagram's
+    /// fragmentable part seen so far, its length once the last fragment told it (0
+    /// before), and the bytes of it before the TCP payload (extension headers, TCP
+    /// header). `held` is false for every other datagram, and once completed.
+    held: bool,
+    got: u32,
+    total: u32,
+    hdr: u32,
+}
+
+/// What a later fragment learns from the table.
+pub(crate) struct Later<'a> {
+    /// The flow of the datagram's first fragment.
+    pub flow: &'a Decoded,
+    /// When this fragment completes a held TCP segment: the segment's payload length.
+    pub completes: Option<u32>,
+    /// The datagram is a held TCP segment still incomplete after this fragment.
+    pub held: bool,
 }
 
 const EMPTY: u32 = u32::MAX;
@@ -155,9 +173,11 @@ impl FragTable {
         }
     }
 
-    /// Remembers the flow of a first fragment. Returns true when the table was full
-    /// and its oldest entry was dropped to make room.
-    pub fn insert(&mut self, key: FragKey, flow: &Decoded, now: u64) -> bool {
+    /// Remembers the flow of a first fragment; `held` is `Some(bytes of the
+    /// fragmentable part in this fragment)` for a TCP segment whose accounting waits
+    /// for the datagram to be complete. Returns true when the table was full and its
+    /// oldest entry was dropped to make room.
+    pub fn insert(&mut self, key: FragKey, flow: &Decoded, held: Option<u32>, now: u64) -> bool {
         if self.ring.is_empty() {
             return false;
         }
@@ -177,7 +197,11 @@ impl FragTable {
             evicted = true;
         }
         let pos = (self.head + self.len) % self.ring.len();
-        self.ring[pos] = Entry { key, hash, ts_ns: now, flow: *flow };
+        let (got, hdr) = match held {
+            Some(n) => (n, n.saturating_sub(flow.payload_len)),
+            None => (0, 0),
+        };
+        self.ring[pos] = Entry { key, hash, ts_ns: now, flow: *flow, held: held.is_some(), got, total: 0, hdr };
         self.len += 1;
         let mut i = hash as usize & self.mask;
         while self.index[i] != EMPTY {
@@ -189,11 +213,34 @@ impl FragTable {
 
     /// The flow of the datagram `key`, if its first fragment was seen and has not
     /// expired at packet time `now`.
+    #[cfg(test)]
     pub fn lookup(&mut self, key: &FragKey, now: u64) -> Option<&Decoded> {
+        self.later(key, now, 0, 0, true).map(|l| l.flow)
+    }
+
+    /// A later fragment of datagram `key` at packet time `now`, holding `len` bytes at
+    /// `offset` of the fragmentable part, the last one when `!more`: the flow of its
+    /// first fragment if that was seen and has not expired, and whether it completes
+    /// a held TCP segment (every byte up to the end the last fragment gave has come;
+    /// duplicates and overlaps are not told apart, as a probe cannot know which copy
+    /// the receiver kept).
+    pub fn later(&mut self, key: &FragKey, now: u64, offset: u32, len: u32, more: bool) -> Option<Later<'_>> {
         self.expire(now);
         let slot = self.find(key, key.hash())?;
         let s = *self.index.get(slot)? as usize;
-        self.ring.get(s).map(|e| &e.flow)
+        let e = self.ring.get_mut(s)?;
+        let mut completes = None;
+        if e.held {
+            e.got = e.got.saturating_add(len);
+            if !more {
+                e.total = offset.saturating_add(len);
+            }
+            if e.total > 0 && e.got >= e.total {
+                e.held = false;
+                completes = Some(e.total.saturating_sub(e.hdr));
+            }
+        }
+        Some(Later { flow: &e.flow, completes, held: e.held })
     }
 }
 
@@ -205,6 +252,28 @@ mod tests {
         FragKey { src: 1, dst: 2, id: i, proto: 17, version: 4 }
     }
 
+    impl FragTable {
+        fn insert_flow(&mut self, key: FragKey, flow: &Decoded, now: u64) -> bool {
+            self.insert(key, flow, None, now)
+        }
+    }
+
+    #[test]
+    fn a_held_segment_completes_when_every_byte_came() {
+        let mut t = FragTable::new(4, 1000);
+        // 20-byte TCP header and 1460 bytes of payload in the first fragment (1480),
+        // then 1480 + 40 bytes: a segment of 2980 bytes of payload
+        let first = Decoded { payload_len: 1460, ..Decoded::default() };
+        t.insert(key(1), &first, Some(1480), 0);
+        assert_eq!(t.later(&key(1), 1, 2960, 40, false).map(|l| l.completes), Some(None));
+        assert_eq!(t.later(&key(1), 2, 1480, 1480, true).map(|l| l.completes), Some(Some(2980)));
+        // a copy of a fragment after that completes nothing again
+        assert_eq!(t.later(&key(1), 3, 1480, 1480, true).map(|l| l.completes), Some(None));
+        // not held: never completes
+        t.insert(key(2), &first, None, 0);
+        assert_eq!(t.later(&key(2), 4, 1480, 40, false).map(|l| l.completes), Some(None));
+    }
+
     fn flow(port: u16) -> Decoded {
         Decoded { sport: port, ..Decoded::default() }
     }
@@ -212,8 +281,8 @@ mod tests {
     #[test]
     fn insert_lookup_expire() {
         let mut t = FragTable::new(4, 100);
-        assert!(!t.insert(key(1), &flow(1), 0));
-        assert!(!t.insert(key(2), &flow(2), 10));
+        assert!(!t.insert_flow(key(1), &flow(1), 0));
+        assert!(!t.insert_flow(key(2), &flow(2), 10));
         assert_eq!(t.lookup(&key(1), 50).map(|d| d.sport), Some(1));
         assert_eq!(t.lookup(&key(3), 50), None);
         // key 1 expires after 100, key 2 after 110
@@ -228,22 +297,22 @@ mod tests {
     fn full_drops_oldest() {
         let mut t = FragTable::new(3, 1000);
         for i in 0..3 {
-            assert!(!t.insert(key(i), &flow(i as u16), 0));
+            assert!(!t.insert_flow(key(i), &flow(i as u16), 0));
         }
-        assert!(t.insert(key(3), &flow(3), 1));
+        assert!(t.insert_flow(key(3), &flow(3), 1));
         assert_eq!(t.lookup(&key(0), 1), None);
         for i in 1..4 {
             assert_eq!(t.lookup(&key(i), 1).map(|d| d.sport), Some(i as u16));
         }
         // re-inserting an existing key updates it without eviction
-        assert!(!t.insert(key(2), &flow(99), 2));
+        assert!(!t.insert_flow(key(2), &flow(99), 2));
         assert_eq!(t.lookup(&key(2), 2).map(|d| d.sport), Some(99));
     }
 
     #[test]
     fn disabled() {
         let mut t = FragTable::new(0, 1000);
-        assert!(!t.insert(key(0), &flow(0), 0));
+        assert!(!t.insert_flow(key(0), &flow(0), 0));
         assert_eq!(t.lookup(&key(0), 0), None);
     }
 
@@ -254,7 +323,7 @@ mod tests {
         let cap = 16;
         let mut t = FragTable::new(cap, u64::MAX / 2);
         for i in 0..2000u32 {
-            t.insert(key(i), &flow(i as u16), u64::from(i));
+            t.insert_flow(key(i), &flow(i as u16), u64::from(i));
             let lo = (i + 1).saturating_sub(cap as u32);
             for j in lo..=i {
                 assert_eq!(t.lookup(&key(j), u64::from(i)).map(|d| d.sport), Some(j as u16));

@@ -19,16 +19,19 @@
 //! What is decoded:
 //!
 //! - link types: Ethernet, raw IP (101, 12, 14), IPv4 (228), IPv6 (229), Linux SLL and
-//!   SLL2, BSD NULL and LOOP, PPP (9, 50), Cisco HDLC (104), Solaris ipnet (226),
-//!   NFLOG (239);
-//! - 802.1Q / 802.1ad / QinQ tags, MPLS label stacks (with a pseudowire control word
-//!   before Ethernet), PPPoE sessions, Cisco MetaData;
+//!   SLL2, BSD NULL and LOOP, PPP (9, 50), FDDI (10), Cisco HDLC (104), Solaris ipnet
+//!   (226), NFLOG (239); another link type is counted (`link_unsupported`) and warned
+//!   about at the end of a run;
+//! - 802.1Q / 802.1ad / QinQ tags, Cisco VN-Tags, MPLS label stacks (with a pseudowire
+//!   control word before Ethernet), PPPoE sessions, Cisco MetaData, LLC/SNAP;
 //! - IPv4 with options and AH, IPv6 with hop-by-hop, routing, destination options,
 //!   fragment and AH extension headers, jumbograms; IP fragments (see [`Fragment`]);
 //! - TCP, UDP, ICMP, ICMPv6; other protocols as [`L4::Other`];
 //! - tunnels (the innermost flow is the flow, see [`TunnelKind`]): GRE (keys,
 //!   sequence numbers, checksums, RFC 1701 routing, PPTP's version 1 with PPP),
-//!   ERSPAN I / II / III, VXLAN (UDP 4789, 8472), Geneve (6081), GTP-U G-PDUs (2152),
+//!   ERSPAN I / II / III, Aruba's 802.11 data frames (GRE 0x8200 to 0x8370), VXLAN
+//!   (UDP 4789, 8472), VXLAN-GPE (4790, either port), Geneve (6081, either port), GTP-U
+//!   G-PDUs (2152),
 //!   Teredo (3544, only what really is IPv6), MPLS in UDP (6635), IP in IP (4, 41).
 //!
 //! [`wire`] has the zero-copy header views the decoder is built on.
@@ -58,6 +61,8 @@ pub enum TunnelKind {
     Gre,
     Erspan,
     Vxlan,
+    /// VXLAN-GPE (UDP 4790): VXLAN with a next-protocol field.
+    VxlanGpe,
     Geneve,
     GtpU,
     Teredo,
@@ -80,6 +85,7 @@ impl TunnelKind {
             TunnelKind::Gre => "gre",
             TunnelKind::Erspan => "erspan",
             TunnelKind::Vxlan => "vxlan",
+            TunnelKind::VxlanGpe => "vxlan-gpe",
             TunnelKind::Geneve => "geneve",
             TunnelKind::GtpU => "gtpu",
             TunnelKind::Teredo => "teredo",
@@ -117,11 +123,20 @@ pub enum Fragment {
     /// A later fragment whose first was not seen (yet): its own IP pair, `l4` after
     /// its protocol (`Tcp`, `Udp`, `Icmp`, ..., `Other`) but ports 0, default `tcp`.
     Orphan,
+    /// A fragment of a TCP segment that is itself fragmented (the datagram carrying the
+    /// TCP header directly), before the one that completes it, the first included: the
+    /// segment is accounted once, at its completion, so `tcp` and `tcp_opts` are
+    /// default and `payload_len` is 0 here (ports and addresses are the flow's).
+    TcpHeld,
+    /// The fragment that completes such a TCP segment: `tcp` and `tcp_opts` are the
+    /// first fragment's header, `payload_len` the whole segment's payload. Its bytes are
+    /// spread over the fragments; `payload_offset` points at this frame's share.
+    TcpComplete,
 }
 
 /// TCP header fields the analyzers need (valid when `Decoded::l4 == L4::Tcp` and
-/// `Decoded::fragment` is `No` or `First`; all zero for later / orphan fragments,
-/// which carry no TCP header).
+/// `Decoded::fragment` is `No`, `First` or `TcpComplete`; all zero for later, orphan
+/// and held fragments, which carry no TCP header to account).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct TcpFields {
     pub seq: u32,
@@ -258,7 +273,9 @@ impl TcpOptions {
 pub struct DecodeConfig {
     /// Capacity of the fragment table (datagrams whose first fragment was seen).
     pub fragment_slots: usize,
-    /// Packet time after which a fragment table entry is dropped, in ns.
+    /// Packet time after which a fragment table entry is dropped, in ns. 60 s by
+    /// default: RFC 8200 §4.5 lets an IPv6 datagram's fragments arrive over 60 s, and
+    /// RFC 1122 §3.3.2 recommends 60 to 120 s for IPv4.
     pub fragment_timeout_ns: u64,
     /// Deepest nesting of tunnels followed.
     pub max_tunnel_depth: u8,
@@ -266,7 +283,7 @@ pub struct DecodeConfig {
 
 impl Default for DecodeConfig {
     fn default() -> Self {
-        DecodeConfig { fragment_slots: 1024, fragment_timeout_ns: 30_000_000_000, max_tunnel_depth: 4 }
+        DecodeConfig { fragment_slots: 1024, fragment_timeout_ns: 60_000_000_000, max_tunnel_depth: 4 }
     }
 }
 

@@ -516,7 +516,9 @@ impl Dispatch {
         let r = &mut self.r;
         r.frames += 1;
         r.wire_bytes += f.orig_len as u64;
-        if r.first_ns == 0 {
+        // The earliest, not the first in file order: captures merged from several
+        // interfaces, or written by a reordering tool, start with a later packet.
+        if r.frames == 1 || f.ts_ns < r.first_ns {
             r.first_ns = f.ts_ns;
         }
         r.last_ns = r.last_ns.max(f.ts_ns);

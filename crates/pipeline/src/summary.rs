@@ -5,7 +5,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use tapstat_analyze::TrackerStats;
 use tapstat_capture::CaptureStats;
-use tapstat_decode::Anomalies;
+use tapstat_decode::{Anomalies, Anomaly};
 
 /// The figures of one run, written to `summary.json` and shown on stderr.
 #[derive(Clone, Debug, Serialize)]
@@ -20,7 +20,8 @@ pub struct Summary {
     pub bytes: u64,
     /// Frames that carry no IP packet (ARP, LLDP, ...), counted but not in any flow.
     pub non_ip_frames: u64,
-    /// Packet time of the first frame and of the latest one (epoch seconds).
+    /// Packet time of the earliest frame and of the latest one (epoch seconds), whatever
+    /// their order in the file.
     pub first_packet_s: f64,
     pub last_packet_s: f64,
     /// Flows started, by kind.
@@ -84,6 +85,16 @@ impl Summary {
         cpu_s: f64,
     ) -> Summary {
         let per = |x: f64, s: f64| if s > 0.0 { x / s } else { 0.0 };
+        let mut warnings = warnings;
+        let unsupported = anomalies.get(Anomaly::LinkUnsupported);
+        if unsupported > 0 {
+            // Frames of a link type that is not decoded are in no flow: without a word
+            // a whole capture of them would look like an empty one.
+            warnings.push(format!(
+                "{unsupported} frame(s) of a link type tapstat does not decode were counted \
+                 (anomaly link_unsupported) but are in no flow"
+            ));
+        }
         Summary {
             tapstat_version: env!("CARGO_PKG_VERSION"),
             workers,

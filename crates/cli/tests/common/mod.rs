@@ -2,6 +2,7 @@
 //! its logs.
 #![allow(dead_code)]
 
+pub mod frames;
 pub mod live;
 
 use std::collections::BTreeMap;

@@ -45,6 +45,11 @@ pub mod ethertype {
     pub const PPP: u16 = 0x880b;
     /// Cisco MetaData (TrustSec SGT tag).
     pub const CISCO_METADATA: u16 = 0x8909;
+    /// Cisco VN-Tag (IEEE 802.1Qbh's precursor): a 4-byte tag, then the EtherType.
+    pub const VNTAG: u16 = 0x8926;
+    /// Aruba WLAN (GRE protocol types 0x8200, 0x8210, ... 0x8370): an 802.11 frame.
+    pub const ARUBA_FIRST: u16 = 0x8200;
+    pub const ARUBA_LAST: u16 = 0x8370;
     /// Values up to this are IEEE 802.3 length fields, not EtherTypes.
     pub const MAX_802_3_LEN: u16 = 0x05dc;
 }
@@ -126,6 +131,17 @@ impl<'a> VlanTag<'a> {
     pub fn ethertype(&self) -> u16 {
         be16(&self.buf[vlan_field::ETHERTYPE])
     }
+}
+
+/// Length of a VN-Tag after its EtherType: the tag (direction, pointer, destination
+/// and source virtual interfaces) then the next EtherType.
+pub const VNTAG_LEN: usize = 6;
+
+/// EtherType that follows a VN-Tag (`buf` starts after the 0x8926).
+#[inline]
+pub fn vntag_ethertype(buf: &[u8]) -> Result<u16> {
+    need(buf, VNTAG_LEN)?;
+    Ok(be16(&buf[4..6]))
 }
 
 /// Cisco MetaData (EtherType 0x8909) header length, whether it follows an Ethernet

@@ -21,6 +21,8 @@ pub mod port {
     pub const VXLAN: u16 = 4789;
     /// VXLAN on the Linux kernel's historical default port.
     pub const VXLAN_LINUX: u16 = 8472;
+    /// VXLAN-GPE (draft-ietf-nvo3-vxlan-gpe-12 §3.1).
+    pub const VXLAN_GPE: u16 = 4790;
     /// Geneve (RFC 8926 §3.3).
     pub const GENEVE: u16 = 6081;
     /// GTP-U (3GPP TS 29.281 §4.4.2.3).

@@ -29,13 +29,14 @@ pub enum Type {
     U64,
     /// Real number; times in ms are written with 3 decimals (µs precision).
     F64,
-    /// A short word or code (`-` when absent).
+    /// Text (empty in TSV, `null` in JSON when absent).
     Str,
     /// An IPv4 or IPv6 address.
     Ip,
     /// 0 or 1.
     Bool,
-    /// A list of numbers: comma-separated in TSV (`-` when empty), an array in JSON.
+    /// A list of numbers: comma-separated in TSV (empty when absent or empty), an array
+    /// in JSON (`null` when absent).
     List,
 }
 
@@ -78,7 +79,7 @@ pub enum Value<'a> {
     Micros(u64),
     Ip(IpAddr),
     Bool(bool),
-    /// No value (an event that did not happen): `-` in TSV, `null` in JSON.
+    /// No value (an event that did not happen): an empty field in TSV, `null` in JSON.
     None,
     /// Integers (`Type::List`).
     U32s(&'a [u32]),
@@ -211,7 +212,7 @@ impl<T> Run<T> {
 /// )]);
 /// let mut out = Vec::new();
 /// (log.runs[0].write)(&R { a: 7, b: "" }, log.runs[0].keep, &mut out);
-/// assert_eq!(out, b"7\t-\t");
+/// assert_eq!(out, b"7\t\t");
 /// ```
 #[macro_export]
 macro_rules! run {

@@ -157,6 +157,18 @@ fn schema_text() -> String {
 /// `tapstat_version` dates): raised when a key changes meaning or goes away.
 const SCHEMA_VERSION: u64 = 1;
 
+/// The DuckDB type a column's values load as, for `read_csv(f, dtype=...)`: what
+/// DuckDB's sniffer finds from the values, given even where a file has none.
+fn duckdb_type(t: tapstat_record::Type) -> &'static str {
+    use tapstat_record::Type;
+    match t {
+        Type::U64 => "UBIGINT",
+        Type::F64 => "DOUBLE",
+        Type::Bool => "BOOLEAN",
+        Type::Str | Type::Ip | Type::List => "VARCHAR",
+    }
+}
+
 /// `tapstat schema --format json`: every log with its columns, for programs (loaders
 /// that want each column's type, whatever a given file holds).
 fn schema_json() -> String {
@@ -173,6 +185,7 @@ fn schema_json() -> String {
                         "unit": f.unit,
                         "meaning": f.meaning,
                         "group": f.group,
+                        "duckdb_type": duckdb_type(f.ty),
                     })
                 })
                 .collect();

@@ -15,6 +15,7 @@ const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
 /// The calls README.md documents, which load_check.py makes.
 const PANDAS_CALL: &str = r#"read_csv(path, sep="\t")"#;
 const DUCKDB_CALL: &str = "duckdb.read_csv(path)";
+const DUCKDB_TYPED_CALL: &str = "duckdb.read_csv(path, dtype=types)";
 
 fn python_ready() -> bool {
     let ok = Command::new("python3").args(["-c", "import pandas, duckdb"]).output().is_ok_and(|o| o.status.success());
@@ -109,7 +110,7 @@ fn python(args: &[&str]) -> String {
 fn readme_calls_are_the_scripts() {
     let readme = std::fs::read_to_string(README).unwrap();
     let script = std::fs::read_to_string(SCRIPT).unwrap();
-    for call in [PANDAS_CALL, DUCKDB_CALL] {
+    for call in [PANDAS_CALL, DUCKDB_CALL, DUCKDB_TYPED_CALL] {
         let readme_call = call.replace("path", "f");
         assert!(readme.contains(&readme_call), "README.md does not show {readme_call}");
         assert!(script.contains(call), "load_check.py does not make {call}");

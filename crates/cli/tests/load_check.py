@@ -9,7 +9,10 @@ TSV: every log is read with the README's calls,
 and each must read every line after the header as one row, with the header's names,
 and give every u64, f64 and bool column a numeric type. DuckDB types a column that has
 no value in the file at all as VARCHAR (there is nothing to type it from): such a
-column is all NULL, which is checked instead. JSON lines: every key of the schema, in
+column is all NULL, which is checked instead; and README's call with the schema's
+types,
+    duckdb.read_csv(path, dtype=types)
+must give every one a numeric type. JSON lines: every key of the schema, in
 its order (the columns the options chose), each with one JSON type (null aside) that is its schema
 type's.
 
@@ -42,7 +45,7 @@ def problem(msg):
     print(msg)
 
 
-def check_tsv(path, cols):
+def check_tsv(path, cols, duck):
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
     assert lines[-1] == "", f"{path}: no line end at the end"
@@ -81,6 +84,14 @@ def check_tsv(path, cols):
             if q == 0:
                 continue
         problem(f"{path}: DuckDB reads {cols[c]} column {c} as {t}")
+    types = {c: duck[c] for c in header}
+    typed = duckdb.read_csv(path, dtype=types)
+    n = typed.aggregate("count(*)").fetchall()[0][0]
+    if n != rows:
+        problem(f"{path}: DuckDB with the schema's types read {n} rows of {rows}")
+    for c, t in zip(typed.columns, typed.types):
+        if cols[c] in NUMERIC and not str(t).startswith(DUCK_NUMERIC):
+            problem(f"{path}: DuckDB with the schema's types reads {cols[c]} column {c} as {t}")
     # Strings come back as written: never a quote taken for a CSV quote.
     for c in header:
         if c in cols and cols[c] == "string" and c in df.columns:
@@ -125,10 +136,11 @@ def main():
             if stem not in logs:
                 continue
             cols = {c["name"]: c["type"] for c in logs[stem]}
+            duck = {c["name"]: c["duckdb_type"] for c in logs[stem]}
             if name.endswith(".jsonl"):
                 check_jsonl(path, cols, [c["name"] for c in logs[stem]])
             else:
-                check_tsv(path, cols)
+                check_tsv(path, cols, duck)
             checked += 1
     print(f"checked {checked} logs, {len(problems)} problems")
     sys.exit(1 if problems or checked == 0 else 0)

@@ -285,5 +285,13 @@ mod tests {
         assert_eq!(v["t"], 1234.568);
         assert_eq!(v["s"], "a\tb\"");
         assert!(v["n"].is_null());
+        // An empty string is no value: empty in TSV, null in JSON (one JSON type per key).
+        let r = R { s: "", ..r };
+        let (mut tsv, mut js) = (Vec::new(), Vec::new());
+        Format::Tsv.record(&log(), &r, &mut tsv);
+        Format::Jsonl.record(&log(), &r, &mut js);
+        assert_eq!(String::from_utf8(tsv).unwrap(), "2001:db8::1\t1234.568\t\t\n");
+        let v: serde_json::Value = serde_json::from_slice(&js).unwrap();
+        assert!(v["s"].is_null(), "{v}");
     }
 }

@@ -136,7 +136,10 @@ fn logs_load_with_pandas_and_duckdb_as_the_schema_says() {
         inputs.extend(dev_captures(&c));
     }
     for (i, pcap) in inputs.iter().enumerate() {
-        for (fmt, extra) in [("tsv", &[][..]), ("jsonl", &["--format", "jsonl"][..])] {
+        // With periodic rows too: every log tapstat writes.
+        for (fmt, extra) in
+            [("tsv", &["--periodic", "10"][..]), ("jsonl", &["--periodic", "10", "--format", "jsonl"][..])]
+        {
             let out = dir.join(format!("{i}.{fmt}"));
             analyze(pcap, &out, 1, extra);
             outs.push(out);

@@ -35,8 +35,8 @@ pub enum Type {
     Ip,
     /// 0 or 1.
     Bool,
-    /// A list of numbers: comma-separated in TSV (empty when absent or empty), an array
-    /// in JSON (`null` when absent).
+    /// A list of numbers: comma-separated in brackets in TSV (`[60,1514]`, as in JSON),
+    /// an array in JSON; empty in TSV, `null` in JSON when absent.
     List,
 }
 

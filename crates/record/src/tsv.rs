@@ -184,8 +184,8 @@ pub fn str_value(s: &str, out: &mut Vec<u8>) {
     }
 }
 
-/// Appends `v` as TSV: nothing for no value (nor for an empty string or list), which
-/// pandas and DuckDB read as missing (NaN, NULL) without options.
+/// Appends `v` as TSV: nothing for no value (nor for an empty string), which pandas
+/// and DuckDB read as missing (NaN, NULL) without options; lists in brackets.
 #[inline(always)]
 pub fn value(v: Value<'_>, out: &mut Vec<u8>) {
     match v {
@@ -198,8 +198,19 @@ pub fn value(v: Value<'_>, out: &mut Vec<u8>) {
         Value::Ip(ip) => ip_value(ip, out),
         Value::Bool(b) => out.push(if b { b'1' } else { b'0' }),
         Value::None => {}
-        Value::U32s(xs) => list_value(xs, out, |x, out| push_u64(out, x as u64)),
-        Value::MicrosU32s(xs) => list_value(xs, out, |x, out| micros_value(x as u64, out)),
+        // In brackets, as in JSON: a list of one number would otherwise read as a
+        // number, and a column of them as numbers until its first longer list (which
+        // then fails to load in DuckDB).
+        Value::U32s(xs) => {
+            out.push(b'[');
+            list_value(xs, out, |x, out| push_u64(out, x as u64));
+            out.push(b']');
+        }
+        Value::MicrosU32s(xs) => {
+            out.push(b'[');
+            list_value(xs, out, |x, out| micros_value(x as u64, out));
+            out.push(b']');
+        }
     }
 }
 
@@ -306,9 +317,11 @@ mod tests {
         // DuckDB; a tab, a line end would split the record.
         assert_eq!(tsv(Value::Str("\"x\" a\tb\nc\rd\\e")), r#"\"x\" a\tb\nc\rd\\e"#);
         assert_eq!(tsv(Value::Str("plain text")), "plain text");
-        for v in [Value::None, Value::Str(""), Value::U32s(&[]), Value::MicrosU32s(&[]), Value::F64(f64::NAN)] {
+        for v in [Value::None, Value::Str(""), Value::F64(f64::NAN)] {
             assert_eq!(tsv(v), "", "{v:?}");
         }
+        assert_eq!(tsv(Value::U32s(&[60])), "[60]", "never a number");
+        assert_eq!(tsv(Value::U32s(&[])), "[]");
         // Whatever a string holds, its value is one field of one line, and it never
         // starts with a quote.
         for s in ["\"", "\t\"", "\\\"\n", "a\u{0}\"\"\t", "\r\n\\"] {

@@ -228,7 +228,7 @@ mod tests {
         tsv_value(Value::MicrosU32s(&[0, 12_345]), &mut t);
         t.push(b' ');
         tsv_value(Value::U32s(&[]), &mut t);
-        assert_eq!(String::from_utf8(t).unwrap(), "60,1514 0.000,12.345 ");
+        assert_eq!(String::from_utf8(t).unwrap(), "[60,1514] [0.000,12.345] []");
         json_value(Value::MicrosU32s(&[1, 2_000]), &mut j);
         json_value(Value::U32s(&[]), &mut j);
         assert_eq!(String::from_utf8(j).unwrap(), "[0.001,2.000][]");

@@ -222,6 +222,28 @@ pub(crate) fn metrics_markdown() -> String {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn schema_json_has_every_column_with_its_type() {
+        let v: serde_json::Value = serde_json::from_str(&super::schema_json()).unwrap();
+        assert_eq!(v["schema_version"], super::SCHEMA_VERSION);
+        assert_eq!(v["tapstat_version"], env!("CARGO_PKG_VERSION"));
+        let docs = tapstat_analyze::logs::docs();
+        let logs = v["logs"].as_array().unwrap();
+        assert_eq!(logs.len(), docs.len());
+        for (l, d) in logs.iter().zip(&docs) {
+            assert_eq!(l["name"], d.name);
+            let cols = l["columns"].as_array().unwrap();
+            assert_eq!(cols.len(), d.fields.len(), "{}", d.name);
+            for (c, f) in cols.iter().zip(&d.fields) {
+                assert_eq!((c["name"].as_str(), c["type"].as_str()), (Some(f.name), Some(f.ty.name())));
+                assert!(v["types"][f.ty.name()].is_string(), "{} has a documented type", f.name);
+                let duck = c["duckdb_type"].as_str().unwrap();
+                let numeric = matches!(f.ty, tapstat_record::Type::U64 | tapstat_record::Type::F64);
+                assert_eq!(duck != "VARCHAR", numeric, "{}: {duck}", f.name);
+            }
+        }
+    }
+
+    #[test]
     fn metrics_md_is_current() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/METRICS.md");
         let doc = std::fs::read_to_string(path).expect("docs/METRICS.md exists");

@@ -165,7 +165,7 @@ fn duckdb_type(t: tapstat_record::Type) -> &'static str {
         Type::U64 => "UBIGINT",
         Type::F64 => "DOUBLE",
         Type::Bool => "BOOLEAN",
-        Type::Str | Type::Ip | Type::List => "VARCHAR",
+        Type::Str | Type::Ip | Type::List | Type::Strs => "VARCHAR",
     }
 }
 
@@ -202,6 +202,7 @@ fn schema_json() -> String {
             "ip": "IPv4 or IPv6 address, as text",
             "bool": "0 or 1 in TSV, false or true in JSON",
             "list": "numbers: comma-separated in brackets in TSV ([60,1514]), an array in JSON",
+            "strings": "texts: comma-separated in brackets in TSV ([a.example,192.0.2.1], each escaped as a string), an array of strings in JSON",
         },
         "absent": "an empty field in TSV, null in JSON",
         "logs": logs,

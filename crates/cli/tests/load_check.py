@@ -35,6 +35,7 @@ JSON_TYPES = {
     "string": (str,),
     "ip": (str,),
     "list": (list,),
+    "strings": (list,),
 }
 
 problems = []
@@ -100,6 +101,11 @@ def check_tsv(path, cols, duck):
             vals = df[c].dropna().astype(str)
             if vals.str.startswith('"').any():
                 problem(f"{path}: pandas reads a string of {c} starting with a quote")
+        if c in cols and cols[c] == "strings" and c in df.columns:
+            for v in df[c].dropna():
+                if not (isinstance(v, str) and v.startswith("[") and v.endswith("]")):
+                    problem(f"{path}: pandas reads {v!r} in list column {c}")
+                    break
         if c in cols and cols[c] == "list" and c in df.columns:
             for v in df[c].dropna():
                 if not isinstance(v, str) or not isinstance(json.loads(v), list):
@@ -124,6 +130,8 @@ def check_jsonl(path, cols, order):
                         problem(f"{path}:{i + 1}: {k} ({cols[k]}) is {v!r}")
                         return
                     if cols[k] == "list" and not all(isinstance(x, (int, float)) for x in v):
+                        problem(f"{path}:{i + 1}: {k} holds {v!r}")
+                    if cols[k] == "strings" and not all(isinstance(x, str) for x in v):
                         problem(f"{path}:{i + 1}: {k} holds {v!r}")
     for k, types in seen.items():
         # f64 values are written with decimals: always floats.

@@ -38,6 +38,9 @@ pub enum Type {
     /// A list of numbers: comma-separated in brackets in TSV (`[60,1514]`, as in JSON),
     /// an array in JSON; empty in TSV, `null` in JSON when absent.
     List,
+    /// A list of texts: comma-separated in brackets in TSV (`[a.example,192.0.2.1]`, each
+    /// escaped as a string), an array of strings in JSON.
+    Strs,
 }
 
 impl Type {
@@ -49,6 +52,7 @@ impl Type {
             Type::Ip => "ip",
             Type::Bool => "bool",
             Type::List => "list",
+            Type::Strs => "strings",
         }
     }
 }
@@ -85,6 +89,10 @@ pub enum Value<'a> {
     U32s(&'a [u32]),
     /// Durations in µs written as ms with 3 decimals (`Type::List`).
     MicrosU32s(&'a [u32]),
+    /// Texts (`Type::Strs`), one string with the items separated by NUL (which no
+    /// name or address holds: names from the wire have it escaped), so that a row
+    /// keeps one allocation for them.
+    Strs(&'a str),
 }
 
 /// A field and how to read it from a record of type `T`.

@@ -211,7 +211,22 @@ pub fn value(v: Value<'_>, out: &mut Vec<u8>) {
             list_value(xs, out, |x, out| micros_value(x as u64, out));
             out.push(b']');
         }
+        Value::Strs(s) => {
+            out.push(b'[');
+            for (i, item) in strs(s).enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                str_value(item, out);
+            }
+            out.push(b']');
+        }
     }
+}
+
+/// The items of a [`Value::Strs`].
+pub fn strs(s: &str) -> impl Iterator<Item = &str> {
+    s.split('\0').filter(|_| !s.is_empty())
 }
 
 #[cfg(test)]
@@ -322,6 +337,8 @@ mod tests {
         }
         assert_eq!(tsv(Value::U32s(&[60])), "[60]", "never a number");
         assert_eq!(tsv(Value::U32s(&[])), "[]");
+        assert_eq!(tsv(Value::Strs("")), "[]");
+        assert_eq!(tsv(Value::Strs("a.example\u{0}192.0.2.1\u{0}t\"ab")), r#"[a.example,192.0.2.1,t\"ab]"#);
         // Whatever a string holds, its value is one field of one line, and it never
         // starts with a quote.
         for s in ["\"", "\t\"", "\\\"\n", "a\u{0}\"\"\t", "\r\n\\"] {

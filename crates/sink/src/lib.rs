@@ -135,6 +135,16 @@ fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
             list_value(xs, out, |x, out| micros_value(x as u64, out));
             out.push(b']');
         }
+        Value::Strs(s) => {
+            out.push(b'[');
+            for (i, item) in tapstat_record::tsv::strs(s).enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                let _ = serde_json::to_writer(&mut *out, item);
+            }
+            out.push(b']');
+        }
     }
 }
 
@@ -231,7 +241,9 @@ mod tests {
         assert_eq!(String::from_utf8(t).unwrap(), "[60,1514] [0.000,12.345] []");
         json_value(Value::MicrosU32s(&[1, 2_000]), &mut j);
         json_value(Value::U32s(&[]), &mut j);
-        assert_eq!(String::from_utf8(j).unwrap(), "[0.001,2.000][]");
+        json_value(Value::Strs("a,b\0\"c"), &mut j);
+        json_value(Value::Strs(""), &mut j);
+        assert_eq!(String::from_utf8(j).unwrap(), r#"[0.001,2.000][]["a,b","\"c"][]"#);
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub struct HttpRow {
 pub struct DnsRow {
     pub flow: FlowRef,
     pub tx: DnsTransaction,
-    /// Addresses and CNAMEs of the answers, comma-separated.
+    /// Addresses and CNAMEs of the answers, separated by NUL ([`Value::Strs`]).
     pub answers: String,
     pub min_ttl: Option<u32>,
 }
@@ -53,13 +53,15 @@ impl DnsRow {
     pub fn new(flow: FlowRef, tx: DnsTransaction) -> DnsRow {
         use std::fmt::Write;
         let mut answers = String::new();
+        let mut first = true;
         for a in &tx.answers {
             if matches!(a.data, AnswerData::Other) {
                 continue;
             }
-            if !answers.is_empty() {
-                answers.push(',');
+            if !first {
+                answers.push('\0');
             }
+            first = false;
             // Written in place, as `to_string` would spell them.
             match &a.data {
                 AnswerData::A(v4) => push_ipv4(&mut answers, v4),
@@ -229,8 +231,8 @@ pub static DNS: LazyLock<Log<DnsRow>> = LazyLock::new(|| {
         rcol!(DnsRow, "ancount", U64, "", "answer records in the response", |r: &DnsRow| Value::U64(
             r.tx.answer_count as u64
         )),
-        rcol!(DnsRow, "answers", Str, "", "addresses and CNAMEs of the answers, comma-separated", |r: &DnsRow| {
-            Value::Str(&r.answers)
+        rcol!(DnsRow, "answers", Strs, "", "addresses and CNAMEs of the answers, in order", |r: &DnsRow| {
+            Value::Strs(&r.answers)
         }),
         rcol!(DnsRow, "ttl", U64, "s", "smallest TTL of the answers", |r: &DnsRow| r
             .min_ttl

@@ -317,7 +317,7 @@ macro_rules! tcp_options {
 
 fn tunnel_cols() -> Run<Flow> {
     run!(Flow;
-        col!("tunnel", Str, "", "endpoints", "innermost tunnel the flow was carried in (gre, erspan, vxlan, vxlan-gpe, geneve, gtpu, teredo, ipip, 6in4, 4in6, 6in6, mpls-udp), `-` for none", |f: &Flow| Value::Str(f.tunnel.kind.name())),
+        col!("tunnel", Str, "", "endpoints", "innermost tunnel the flow was carried in (gre, erspan, vxlan, vxlan-gpe, geneve, gtpu, teredo, ipip, 6in4, 4in6, 6in6, mpls-udp); none when the flow was not in a tunnel", |f: &Flow| if f.tunnel.kind == tapstat_decode::TunnelKind::None { Value::None } else { Value::Str(f.tunnel.kind.name()) }),
         col!("tunnel_id", U64, "", "endpoints", "the tunnel's id: VXLAN/Geneve VNI, GTP-U TEID, GRE key, ERSPAN session; 0 when it has none", |f: &Flow| Value::U64(f.tunnel.id as u64)),
     )
 }
@@ -442,20 +442,10 @@ fn l7(f: &Flow) -> Option<&tapstat_l7::L7Flow> {
     f.l7.as_ref()
 }
 
-/// A TLS version as Tstat writes it (4 hex digits).
+/// A TLS version: the number on the wire, as a number in every format (hex digits
+/// would be a string in JSON, and a number or a string in TSV depending on the digits).
 fn tls_version(v: Option<u16>) -> Value<'static> {
-    match v {
-        None => Value::None,
-        Some(0x0300) => Value::Str("0300"),
-        Some(0x0301) => Value::Str("0301"),
-        Some(0x0302) => Value::Str("0302"),
-        Some(0x0303) => Value::Str("0303"),
-        Some(0x0304) => Value::Str("0304"),
-        Some(0xfeff) => Value::Str("feff"),
-        Some(0xfefd) => Value::Str("fefd"),
-        Some(0xfefc) => Value::Str("fefc"),
-        Some(x) => Value::U64(x as u64),
-    }
+    v.map_or(Value::None, |v| Value::U64(v as u64))
 }
 
 /// The highest version a ClientHello offers (supported_versions, else the legacy field),
@@ -465,15 +455,9 @@ fn offered_version(c: &tapstat_l7::tls::ClientHelloInfo) -> Option<u16> {
     c.supported_versions.iter().filter(|v| !grease(v)).max().copied().or(Some(c.legacy_version))
 }
 
-/// A QUIC version in hex (8 digits) for the known ones.
+/// A QUIC version: the number on the wire, as [`tls_version`].
 fn quic_version(v: Option<u32>) -> Value<'static> {
-    match v {
-        None => Value::None,
-        Some(1) => Value::Str("00000001"),
-        Some(0x6b33_43cf) => Value::Str("6b3343cf"),
-        Some(0xff00_001d) => Value::Str("ff00001d"),
-        Some(x) => Value::U64(x as u64),
-    }
+    v.map_or(Value::None, |v| Value::U64(v as u64))
 }
 
 fn app_cols() -> Run<Flow> {
@@ -523,15 +507,15 @@ fn tcp_l7_cols() -> Vec<Run<Flow>> {
         ),
         col!(
             "c_TLSvers",
-            Str,
+            U64,
             "",
             "l7",
-            "highest TLS version the ClientHello offers (supported_versions, else its version field), 4 hex digits",
+            "highest TLS version the ClientHello offers (supported_versions, else its version field), as a number: 769 (0x0301) TLS 1.0, 770 TLS 1.1, 771 TLS 1.2, 772 TLS 1.3, 65279 (0xfeff) DTLS 1.0, 65277 DTLS 1.2, 65276 DTLS 1.3",
             |f: &Flow| tls_version(
                 l7(f).and_then(|x| x.tls()).and_then(|t| t.client.as_ref()).and_then(offered_version)
             )
         ),
-        col!("s_TLSvers", Str, "", "l7", "TLS version the ServerHello selects, 4 hex digits", |f: &Flow| tls_version(
+        col!("s_TLSvers", U64, "", "l7", "TLS version the ServerHello selects, as a number (as `c_TLSvers`)", |f: &Flow| tls_version(
             l7(f).and_then(|x| x.tls()).and_then(|t| t.server.as_ref()).map(|s| s.version)
         )),
         col!("ja3", Str, "", "l7", "JA3 fingerprint of the ClientHello (MD5)", |f: &Flow| l7(f)
@@ -632,13 +616,13 @@ fn udp_l7_cols() -> Vec<Run<Flow>> {
         ),
         col!(
             "quic_c_vers",
-            Str,
+            U64,
             "",
             "l7",
-            "QUIC version of the client's first long header (8 hex digits for v1, v2, draft-29)",
+            "QUIC version of the client's first long header, as a number: 1 v1, 1798521807 (0x6b3343cf) v2, 4278190109 (0xff00001d) draft-29",
             |f: &Flow| quic_version(l7(f).and_then(|x| x.quic()).and_then(|q| q.client_version))
         ),
-        col!("quic_s_vers", Str, "", "l7", "QUIC version of the server's first long header", |f: &Flow| quic_version(
+        col!("quic_s_vers", U64, "", "l7", "QUIC version of the server's first long header, as a number (as `quic_c_vers`)", |f: &Flow| quic_version(
             l7(f).and_then(|x| x.quic()).and_then(|q| q.server_version)
         )),
         col!("quic_zero_rtt", U64, "packets", "l7", "0-RTT packets from the client", |f: &Flow| Value::U64(

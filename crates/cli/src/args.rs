@@ -18,7 +18,7 @@ Examples:
   tapstat bench -r trace.pcap -w 1,2            measure packets/s per CPU-second
 
 Output (in -o DIR): log_tcp_complete, log_tcp_nocomplete, log_udp_complete,
-log_other (TSV with a '#' header line, or *.jsonl), and summary.json.
+log_other (TSV with a header line, or *.jsonl), and summary.json.
 Columns: `tapstat schema` or docs/METRICS.md.";
 
 /// tapstat: a passive statistical traffic analyzer. Reads pcap/pcapng captures and
@@ -40,10 +40,21 @@ pub enum Command {
     Synth(SynthArgs),
     /// Print the columns of every log (name, type, unit, meaning)
     Schema {
-        /// Print docs/METRICS.md's generated part instead
-        #[arg(long)]
+        /// text: a table to read; markdown: docs/METRICS.md's generated part; json:
+        /// machine-readable, with a schema_version
+        #[arg(long, value_enum, default_value_t = SchemaFormat::Text)]
+        format: SchemaFormat,
+        /// The same as --format markdown
+        #[arg(long, conflicts_with = "format")]
         markdown: bool,
     },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum SchemaFormat {
+    Text,
+    Markdown,
+    Json,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

@@ -97,15 +97,16 @@ fn jsonl_has_the_same_values_as_tsv() {
                             serde_json::Value::String(s) if s.is_empty() => "-".to_string(),
                             serde_json::Value::String(s) => s.clone(),
                             serde_json::Value::Number(n) if n.is_f64() => format!("{:.3}", n.as_f64().unwrap()),
-                            serde_json::Value::Array(a) if a.is_empty() => "-".to_string(),
-                            serde_json::Value::Array(a) => a
-                                .iter()
-                                .map(|x| match x.as_f64() {
-                                    Some(f) if x.is_f64() => format!("{f:.3}"),
-                                    _ => x.to_string(),
-                                })
-                                .collect::<Vec<_>>()
-                                .join(","),
+                            serde_json::Value::Array(a) => format!(
+                                "[{}]",
+                                a.iter()
+                                    .map(|x| match x.as_f64() {
+                                        Some(f) if x.is_f64() => format!("{f:.3}"),
+                                        _ => x.to_string(),
+                                    })
+                                    .collect::<Vec<_>>()
+                                    .join(",")
+                            ),
                             other => other.to_string(),
                         };
                         (k.clone(), s)

@@ -29,14 +29,18 @@ pub enum Type {
     U64,
     /// Real number; times in ms are written with 3 decimals (µs precision).
     F64,
-    /// A short word or code (`-` when absent).
+    /// Text (empty in TSV, `null` in JSON when absent).
     Str,
     /// An IPv4 or IPv6 address.
     Ip,
     /// 0 or 1.
     Bool,
-    /// A list of numbers: comma-separated in TSV (`-` when empty), an array in JSON.
+    /// A list of numbers: comma-separated in brackets in TSV (`[60,1514]`, as in JSON),
+    /// an array in JSON; empty in TSV, `null` in JSON when absent.
     List,
+    /// A list of texts: comma-separated in brackets in TSV (`[a.example,192.0.2.1]`, each
+    /// escaped as a string), an array of strings in JSON.
+    Strs,
 }
 
 impl Type {
@@ -48,6 +52,7 @@ impl Type {
             Type::Ip => "ip",
             Type::Bool => "bool",
             Type::List => "list",
+            Type::Strs => "strings",
         }
     }
 }
@@ -78,12 +83,16 @@ pub enum Value<'a> {
     Micros(u64),
     Ip(IpAddr),
     Bool(bool),
-    /// No value (an event that did not happen): `-` in TSV, `null` in JSON.
+    /// No value (an event that did not happen): an empty field in TSV, `null` in JSON.
     None,
     /// Integers (`Type::List`).
     U32s(&'a [u32]),
     /// Durations in µs written as ms with 3 decimals (`Type::List`).
     MicrosU32s(&'a [u32]),
+    /// Texts (`Type::Strs`), one string with the items separated by NUL (which no
+    /// name or address holds: names from the wire have it escaped), so that a row
+    /// keeps one allocation for them.
+    Strs(&'a str),
 }
 
 /// A field and how to read it from a record of type `T`.
@@ -211,7 +220,7 @@ impl<T> Run<T> {
 /// )]);
 /// let mut out = Vec::new();
 /// (log.runs[0].write)(&R { a: 7, b: "" }, log.runs[0].keep, &mut out);
-/// assert_eq!(out, b"7\t-\t");
+/// assert_eq!(out, b"7\t\t");
 /// ```
 #[macro_export]
 macro_rules! run {

@@ -162,15 +162,13 @@ pub fn list_value(xs: &[u32], out: &mut Vec<u8>, one: impl Fn(u32, &mut Vec<u8>)
     }
 }
 
-/// A string with tabs, line ends and backslashes escaped (`-` when empty): strings
-/// may come off the wire (server names...), and a record stays one line, a value one
-/// column, whatever they hold.
+/// A string with tabs, line ends, backslashes and double quotes escaped by a
+/// backslash (`\t`, `\n`, `\r`, `\\`, `\"`; nothing when empty): strings may come off
+/// the wire (server names, User-Agents...), and a record stays one line, a value one
+/// column, whatever they hold. A value never starts with `"`, so readers that take
+/// `"` as a quote (pandas' and DuckDB's defaults) read it as it is written.
 pub fn str_value(s: &str, out: &mut Vec<u8>) {
-    if s.is_empty() {
-        out.push(b'-');
-        return;
-    }
-    if !s.bytes().any(|b| matches!(b, b'\t' | b'\n' | b'\r' | b'\\')) {
+    if !s.bytes().any(|b| matches!(b, b'\t' | b'\n' | b'\r' | b'\\' | b'"')) {
         out.extend_from_slice(s.as_bytes());
         return;
     }
@@ -180,29 +178,55 @@ pub fn str_value(s: &str, out: &mut Vec<u8>) {
             b'\n' => out.extend_from_slice(b"\\n"),
             b'\r' => out.extend_from_slice(b"\\r"),
             b'\\' => out.extend_from_slice(b"\\\\"),
+            b'"' => out.extend_from_slice(b"\\\""),
             _ => out.push(b),
         }
     }
 }
 
-/// Appends `v` as TSV: `-` for no value (and an empty string or list).
+/// Appends `v` as TSV: nothing for no value (nor for an empty string), which pandas
+/// and DuckDB read as missing (NaN, NULL) without options; lists in brackets.
 #[inline(always)]
 pub fn value(v: Value<'_>, out: &mut Vec<u8>) {
     match v {
         Value::U64(n) => push_u64(out, n),
         Value::Micros(us) => micros_value(us, out),
         Value::F64(x) => {
-            if !f64_value(x, out) {
-                out.push(b'-');
-            }
+            f64_value(x, out);
         }
         Value::Str(s) => str_value(s, out),
         Value::Ip(ip) => ip_value(ip, out),
         Value::Bool(b) => out.push(if b { b'1' } else { b'0' }),
-        Value::None | Value::U32s(&[]) | Value::MicrosU32s(&[]) => out.push(b'-'),
-        Value::U32s(xs) => list_value(xs, out, |x, out| push_u64(out, x as u64)),
-        Value::MicrosU32s(xs) => list_value(xs, out, |x, out| micros_value(x as u64, out)),
+        Value::None => {}
+        // In brackets, as in JSON: a list of one number would otherwise read as a
+        // number, and a column of them as numbers until its first longer list (which
+        // then fails to load in DuckDB).
+        Value::U32s(xs) => {
+            out.push(b'[');
+            list_value(xs, out, |x, out| push_u64(out, x as u64));
+            out.push(b']');
+        }
+        Value::MicrosU32s(xs) => {
+            out.push(b'[');
+            list_value(xs, out, |x, out| micros_value(x as u64, out));
+            out.push(b']');
+        }
+        Value::Strs(s) => {
+            out.push(b'[');
+            for (i, item) in strs(s).enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                str_value(item, out);
+            }
+            out.push(b']');
+        }
     }
+}
+
+/// The items of a [`Value::Strs`].
+pub fn strs(s: &str) -> impl Iterator<Item = &str> {
+    s.split('\0').filter(|_| !s.is_empty())
 }
 
 #[cfg(test)]
@@ -294,5 +318,53 @@ mod tests {
             push_u64(&mut out, n);
             assert_eq!(out, n.to_string().as_bytes());
         }
+    }
+
+    fn tsv(v: Value<'_>) -> String {
+        let mut out = Vec::new();
+        value(v, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn strings_are_escaped_and_absent_values_empty() {
+        // A crafted User-Agent: a leading quote would open a quoted field in pandas and
+        // DuckDB; a tab, a line end would split the record.
+        assert_eq!(tsv(Value::Str("\"x\" a\tb\nc\rd\\e")), r#"\"x\" a\tb\nc\rd\\e"#);
+        assert_eq!(tsv(Value::Str("plain text")), "plain text");
+        for v in [Value::None, Value::Str(""), Value::F64(f64::NAN)] {
+            assert_eq!(tsv(v), "", "{v:?}");
+        }
+        assert_eq!(tsv(Value::U32s(&[60])), "[60]", "never a number");
+        assert_eq!(tsv(Value::U32s(&[])), "[]");
+        assert_eq!(tsv(Value::Strs("")), "[]");
+        assert_eq!(tsv(Value::Strs("a.example\u{0}192.0.2.1\u{0}t\"ab")), r#"[a.example,192.0.2.1,t\"ab]"#);
+        // Whatever a string holds, its value is one field of one line, and it never
+        // starts with a quote.
+        for s in ["\"", "\t\"", "\\\"\n", "a\u{0}\"\"\t", "\r\n\\"] {
+            let t = tsv(Value::Str(s));
+            assert!(!t.contains(['\t', '\n', '\r']) && !t.starts_with('"'), "{s:?} -> {t:?}");
+            assert_eq!(unescape(&t), s);
+        }
+    }
+
+    /// The reading README.md documents for escaped strings.
+    fn unescape(t: &str) -> String {
+        let mut out = String::new();
+        let mut it = t.chars();
+        while let Some(c) = it.next() {
+            if c != '\\' {
+                out.push(c);
+                continue;
+            }
+            match it.next() {
+                Some('t') => out.push('\t'),
+                Some('n') => out.push('\n'),
+                Some('r') => out.push('\r'),
+                Some(c) => out.push(c),
+                None => {}
+            }
+        }
+        out
     }
 }

@@ -11,7 +11,7 @@
 //! let mut out = Vec::new();
 //! Format::Tsv.header(&log, &mut out);
 //! Format::Tsv.record(&log, &R { n: 7 }, &mut out);
-//! assert_eq!(out, b"#n\n7\n");
+//! assert_eq!(out, b"n\n7\n");
 //! ```
 //!
 //! Formatting happens in the workers (in parallel, into per-worker buffers); only
@@ -27,11 +27,13 @@ mod reopen;
 /// How records are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Format {
-    /// Tab-separated values with a `#`-prefixed header line of column names (`-` for
-    /// no value).
+    /// Tab-separated values with a header line of column names, an empty field for no
+    /// value, strings escaped ([`tapstat_record::tsv::str_value`]): what
+    /// `pandas.read_csv(f, sep="\t")` and DuckDB's `read_csv(f)` read without options.
     #[default]
     Tsv,
-    /// One JSON object per line, keys = column names (`null` for no value).
+    /// One JSON object per line, keys = column names (`null` for no value, and for an
+    /// empty string): each key has one JSON type in every record.
     Jsonl,
 }
 
@@ -47,7 +49,6 @@ impl Format {
     /// The header of a log's file (nothing for JSON lines, whose keys name themselves).
     pub fn header<T>(self, log: &Log<T>, out: &mut Vec<u8>) {
         if self == Format::Tsv {
-            out.push(b'#');
             for (i, f) in log.fields().enumerate() {
                 if i > 0 {
                     out.push(b'\t');
@@ -113,6 +114,7 @@ fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
                 out.extend_from_slice(b"null");
             }
         }
+        Value::Str("") => out.extend_from_slice(b"null"),
         Value::Str(s) => {
             let _ = serde_json::to_writer(&mut *out, s);
         }
@@ -131,6 +133,16 @@ fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
         Value::MicrosU32s(xs) => {
             out.push(b'[');
             list_value(xs, out, |x, out| micros_value(x as u64, out));
+            out.push(b']');
+        }
+        Value::Strs(s) => {
+            out.push(b'[');
+            for (i, item) in tapstat_record::tsv::strs(s).enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                let _ = serde_json::to_writer(&mut *out, item);
+            }
             out.push(b']');
         }
     }
@@ -226,10 +238,12 @@ mod tests {
         tsv_value(Value::MicrosU32s(&[0, 12_345]), &mut t);
         t.push(b' ');
         tsv_value(Value::U32s(&[]), &mut t);
-        assert_eq!(String::from_utf8(t).unwrap(), "60,1514 0.000,12.345 -");
+        assert_eq!(String::from_utf8(t).unwrap(), "[60,1514] [0.000,12.345] []");
         json_value(Value::MicrosU32s(&[1, 2_000]), &mut j);
         json_value(Value::U32s(&[]), &mut j);
-        assert_eq!(String::from_utf8(j).unwrap(), "[0.001,2.000][]");
+        json_value(Value::Strs("a,b\0\"c"), &mut j);
+        json_value(Value::Strs(""), &mut j);
+        assert_eq!(String::from_utf8(j).unwrap(), r#"[0.001,2.000][]["a,b","\"c"][]"#);
     }
 
     #[test]
@@ -275,7 +289,7 @@ mod tests {
         let mut tsv = Vec::new();
         Format::Tsv.header(&log(), &mut tsv);
         Format::Tsv.record(&log(), &r, &mut tsv);
-        assert_eq!(String::from_utf8(tsv).unwrap(), "#ip\tt\ts\tn\n2001:db8::1\t1234.568\ta\\tb\"\t-\n");
+        assert_eq!(String::from_utf8(tsv).unwrap(), "ip\tt\ts\tn\n2001:db8::1\t1234.568\ta\\tb\\\"\t\n");
         let mut js = Vec::new();
         Format::Jsonl.record(&log(), &r, &mut js);
         let v: serde_json::Value = serde_json::from_slice(&js).unwrap();
@@ -283,5 +297,13 @@ mod tests {
         assert_eq!(v["t"], 1234.568);
         assert_eq!(v["s"], "a\tb\"");
         assert!(v["n"].is_null());
+        // An empty string is no value: empty in TSV, null in JSON (one JSON type per key).
+        let r = R { s: "", ..r };
+        let (mut tsv, mut js) = (Vec::new(), Vec::new());
+        Format::Tsv.record(&log(), &r, &mut tsv);
+        Format::Jsonl.record(&log(), &r, &mut js);
+        assert_eq!(String::from_utf8(tsv).unwrap(), "2001:db8::1\t1234.568\t\t\n");
+        let v: serde_json::Value = serde_json::from_slice(&js).unwrap();
+        assert!(v["s"].is_null(), "{v}");
     }
 }

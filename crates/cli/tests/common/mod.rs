@@ -64,19 +64,27 @@ pub fn analyze(file: &Path, out: &Path, workers: usize, extra: &[&str]) -> Outpu
     o
 }
 
-/// The records of a TSV log as maps column -> value.
+/// The records of a TSV log as maps column -> value, with `-` for an empty field (no
+/// value), the placeholder the comparisons with other tools spell absence with.
 pub fn read_log(dir: &Path, log: &str) -> Vec<BTreeMap<String, String>> {
     let text = std::fs::read_to_string(dir.join(log)).unwrap_or_default();
     let mut lines = text.lines();
     let Some(header) = lines.next() else { return Vec::new() };
-    let cols: Vec<&str> = header.trim_start_matches('#').split('\t').collect();
-    lines.map(|l| cols.iter().zip(l.split('\t')).map(|(c, v)| (c.to_string(), v.to_string())).collect()).collect()
+    let cols: Vec<&str> = header.split('\t').collect();
+    lines
+        .map(|l| {
+            cols.iter()
+                .zip(l.split('\t'))
+                .map(|(c, v)| (c.to_string(), if v.is_empty() { "-" } else { v }.to_string()))
+                .collect()
+        })
+        .collect()
 }
 
 /// The raw lines of a log, header excluded, sorted (a record set).
 pub fn record_set(dir: &Path, log: &str) -> Vec<String> {
     let text = std::fs::read_to_string(dir.join(log)).unwrap_or_default();
-    let mut v: Vec<String> = text.lines().filter(|l| !l.starts_with('#')).map(str::to_string).collect();
+    let mut v: Vec<String> = text.lines().skip(1).map(str::to_string).collect();
     v.sort();
     v
 }

@@ -63,8 +63,11 @@ pub enum EndReason {
     Idle,
     /// The worker's flow table was full and this flow was idle the longest.
     Evicted,
-    /// The input ended (or Ctrl-C) with the flow live.
+    /// The input ended with the flow live.
     EndOfInput,
+    /// The run was stopped (SIGINT or SIGTERM) with the flow live: on a file, the rest
+    /// of the input was not read; live, the capture was stopped.
+    Interrupted,
     /// A new SYN reused the 5-tuple of a flow that had not closed.
     SynReuse,
 }
@@ -78,6 +81,7 @@ impl EndReason {
             EndReason::Idle => "idle",
             EndReason::Evicted => "evicted",
             EndReason::EndOfInput => "end_of_input",
+            EndReason::Interrupted => "interrupted",
             EndReason::SynReuse => "syn_reuse",
         }
     }

@@ -11,7 +11,7 @@
 //! impl FlowSink for Count { fn on_flow_end(&mut self, _f: &Flow) { self.0 += 1; } }
 //! let mut t = Tracker::new(TrackerConfig::default());
 //! let mut out = Count(0);
-//! t.finish(0, &mut out); // no packets, no flows
+//! t.finish(0, false, &mut out); // no packets, no flows
 //! assert_eq!(out.0, 0);
 //! ```
 //!

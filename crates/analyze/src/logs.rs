@@ -324,7 +324,7 @@ fn tunnel_cols() -> Run<Flow> {
 
 fn end_cols() -> Run<Flow> {
     run!(Flow;
-        col!("end_reason", Str, "", "state", "why the record was written: fin (both sides closed), rst, idle (timeout in packet time), evicted (flow table full), end_of_input, syn_reuse (a new SYN on the same 5-tuple)", |f: &Flow| Value::Str(f.end.name())),
+        col!("end_reason", Str, "", "state", "why the record was written: fin (both sides closed), rst, idle (timeout in packet time), evicted (flow table full), end_of_input, interrupted (the run was stopped by SIGINT/SIGTERM with the flow live), syn_reuse (a new SYN on the same 5-tuple)", |f: &Flow| Value::Str(f.end.name())),
         col!("client_rule", Str, "", "state", "how the client was chosen: syn (sender of the first SYN), synack (receiver of the first packet, a SYN/ACK), first_packet (sender of the first packet)", |f: &Flow| Value::Str(f.client_rule.name())),
     )
 }
@@ -868,7 +868,7 @@ pub static OTHER: LazyLock<Log<Flow>> = LazyLock::new(|| {
         Str,
         "",
         "state",
-        "why the record was written: idle, evicted, end_of_input",
+        "why the record was written: idle, evicted, end_of_input, interrupted",
         |f: &Flow| Value::Str(f.end.name())
     )));
     v.push(run!(Flow; col!(

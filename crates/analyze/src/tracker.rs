@@ -209,6 +209,7 @@ pub struct TrackerStats {
     pub ended_rst: u64,
     pub ended_syn_reuse: u64,
     pub ended_end_of_input: u64,
+    pub ended_interrupted: u64,
     pub peak_flows: u64,
     pub periodic_rows: u64,
 }
@@ -226,6 +227,7 @@ impl TrackerStats {
         self.ended_rst += o.ended_rst;
         self.ended_syn_reuse += o.ended_syn_reuse;
         self.ended_end_of_input += o.ended_end_of_input;
+        self.ended_interrupted += o.ended_interrupted;
         self.peak_flows += o.peak_flows;
         self.periodic_rows += o.periodic_rows;
     }
@@ -346,8 +348,10 @@ impl Tracker {
     }
 
     /// Ends every flow: those idle at `final_ns` (the input's clock at its end, the
-    /// same for every worker) as idle, the rest as `end_of_input`.
-    pub fn finish(&mut self, final_ns: u64, out: &mut impl FlowSink) {
+    /// same for every worker) as idle, the rest as `end_of_input`, or as `interrupted`
+    /// where the run was stopped before the end of its input.
+    pub fn finish(&mut self, final_ns: u64, interrupted: bool, out: &mut impl FlowSink) {
+        let at_end = if interrupted { EndReason::Interrupted } else { EndReason::EndOfInput };
         self.now_ns = self.now_ns.max(final_ns);
         if self.cfg.periodic_ns > 0 {
             self.periodic(out);
@@ -356,7 +360,7 @@ impl Tracker {
         let stats = &mut self.stats;
         let pool = &mut self.pool;
         self.table.drain(|_, mut f| {
-            f.end = end_reason(&f, EndReason::EndOfInput);
+            f.end = end_reason(&f, at_end);
             count_end(stats, f.end);
             close(f, out, pool);
         });
@@ -557,6 +561,7 @@ fn count_end(s: &mut TrackerStats, why: EndReason) {
         EndReason::Rst => s.ended_rst += 1,
         EndReason::SynReuse => s.ended_syn_reuse += 1,
         EndReason::EndOfInput => s.ended_end_of_input += 1,
+        EndReason::Interrupted => s.ended_interrupted += 1,
         EndReason::Evicted | EndReason::Live => {}
     }
 }
@@ -631,7 +636,7 @@ mod tests {
             let now = clock.tick(ts * S);
             t.on_packet(&packet(&h, ts * S, now, d, &[]), &mut |f: &Flow| out.push(f.clone()));
         }
-        t.finish(clock.now(), &mut |f: &Flow| out.push(f.clone()));
+        t.finish(clock.now(), false, &mut |f: &Flow| out.push(f.clone()));
         out.sort_by_key(|f| f.first_ns);
         out
     }
@@ -664,7 +669,7 @@ mod tests {
         let mut folded = 0;
         t.table.for_each_mut(|_, _, f| folded += f.folded() as usize);
         assert_eq!(folded, 99, "one-packet flows hold no full state");
-        t.finish(10 * S, &mut |f: &Flow| out.push(f.clone()));
+        t.finish(10 * S, false, &mut |f: &Flow| out.push(f.clone()));
         assert_eq!(out.len(), 100);
         for f in &out {
             assert!(!f.folded());
@@ -751,7 +756,7 @@ mod tests {
             let ts = S + ms * 1_000_000;
             t.on_packet(&packet(&h, ts, ts, d, &[]), &mut |f: &Flow| out.push(f.clone()));
         }
-        t.finish(S + 10 * S, &mut |f: &Flow| out.push(f.clone()));
+        t.finish(S + 10 * S, false, &mut |f: &Flow| out.push(f.clone()));
         out
     }
 
@@ -789,7 +794,7 @@ mod tests {
             let ts = S + ms * 1_000_000;
             t.on_packet(&packet(&h, ts, ts, d, &req[r.clone()]), &mut out);
         }
-        t.finish(S + 10 * S, &mut out);
+        t.finish(S + 10 * S, false, &mut out);
         let f = &out.0[0];
         let http = f.l7.as_ref().and_then(|x| x.http()).expect("an HTTP flow");
         assert_eq!((http.requests, http.first_host.as_deref()), (1, Some("example.org")));
@@ -889,7 +894,7 @@ mod tests {
         assert_eq!(out[0].end, EndReason::Evicted);
         assert_eq!(out[0].dir[0].port, 1000);
         assert_eq!(t.stats.evictions, 1);
-        t.finish(3 * S, &mut |f: &Flow| out.push(f.clone()));
+        t.finish(3 * S, false, &mut |f: &Flow| out.push(f.clone()));
         assert_eq!(out.len(), 3, "nothing is lost: every flow is written once");
     }
 

@@ -18,8 +18,15 @@ Examples:
   tapstat bench -r trace.pcap -w 1,2            measure packets/s per CPU-second
 
 Output (in -o DIR): log_tcp_complete, log_tcp_nocomplete, log_udp_complete,
-log_other (TSV with a header line, or *.jsonl), and summary.json.
-Columns: `tapstat schema` or docs/METRICS.md.";
+log_other, log_http_complete and log_dns_complete (application layer on),
+log_tcp_periodic and log_udp_periodic (--periodic), as TSV with a header line or as
+*.jsonl; summary.json; stats.jsonl (live). Columns: `tapstat schema` or
+docs/METRICS.md.
+
+Exit status: 0 when the whole input was analyzed (a live run stopped by SIGINT or
+SIGTERM included), 1 on an error, 130 when a file run was stopped by SIGINT or
+SIGTERM before the end of its input (the flows seen are written, end_reason
+`interrupted`).";
 
 /// tapstat: a passive statistical traffic analyzer. Reads pcap/pcapng captures and
 /// writes one record per TCP, UDP and other IP flow, with Tstat's column names.

@@ -24,6 +24,9 @@ use tapstat_pipeline::{Progress, Summary};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Exit status of a file run stopped by SIGINT or SIGTERM before the end of its input.
+const EXIT_INTERRUPTED: i32 = 130;
+
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -40,7 +43,14 @@ fn main() {
             );
             Ok(())
         }
-        None => analyze(&cli.run).map(|_| ()),
+        None => analyze(&cli.run).map(|s| {
+            // A file run stopped before the end of its input did not do what was
+            // asked: say so as shells do for SIGINT (128 + 2), whatever the signal
+            // (SIGINT or SIGTERM). A live run ends this way normally: 0.
+            if s.interrupted && s.live.is_none() {
+                std::process::exit(EXIT_INTERRUPTED);
+            }
+        }),
     };
     if let Err(e) = result {
         eprintln!("tapstat: error: {e:#}");

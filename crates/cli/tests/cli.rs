@@ -178,7 +178,8 @@ fn a_truncated_last_record_is_a_warning_and_the_rest_is_processed() {
 fn ctrl_c_on_a_quiet_pipe_still_writes_every_flow_seen() {
     // Half of a capture arrives on stdin and the writer keeps the pipe open: the
     // reader is blocked in a read when SIGINT comes. tapstat must still finish,
-    // write every flow it has (end_of_input) and say it was interrupted.
+    // write every flow it has (end_reason interrupted), say it was interrupted, and
+    // exit with 130 as shells do for SIGINT.
     let dir = tempdir("sigint");
     let cfg = SynthConfig { seed: 5, ..Default::default() };
     let (bytes, _) = synthesize(&cfg);
@@ -196,9 +197,16 @@ fn ctrl_c_on_a_quiet_pipe_still_writes_every_flow_seen() {
     assert!(killed.success());
     let status = child.wait().unwrap();
     drop(stdin);
-    assert!(status.success(), "{status:?}");
+    assert_eq!(status.code(), Some(130), "{status:?}");
     let s = summary(&out);
     assert_eq!(s["interrupted"], true);
+    let ends: Vec<String> = LOGS.iter().flat_map(|l| read_log(&out, l)).map(|r| r["end_reason"].clone()).collect();
+    assert!(ends.iter().any(|e| e == "interrupted"), "{ends:?}");
+    assert!(!ends.iter().any(|e| e == "end_of_input"), "a stopped run has no flow that saw the end of its input");
+    assert_eq!(
+        s["end_reasons"]["interrupted"].as_u64().unwrap() as usize,
+        ends.iter().filter(|e| *e == "interrupted").count()
+    );
     let packets = s["packets"].as_u64().unwrap();
     assert!(packets > 0, "nothing was read before the interrupt");
     let records: u64 = LOGS.iter().map(|l| record_set(&out, l).len() as u64).sum();
@@ -237,4 +245,20 @@ fn the_full_tcp_sets_leave_the_core_columns_as_the_core_set_writes_them() {
         b.sort();
         assert_eq!(a, b, "{log}: core columns differ between --tcp-sets core and full");
     }
+}
+
+#[test]
+fn help_names_every_log_of_the_schema() {
+    let help = Command::new(bin()).arg("--help").output().unwrap();
+    assert!(help.status.success());
+    let help = String::from_utf8(help.stdout).unwrap();
+    let schema = Command::new(bin()).args(["schema", "--format", "json"]).output().unwrap();
+    let schema: serde_json::Value = serde_json::from_slice(&schema.stdout).unwrap();
+    let logs = schema["logs"].as_array().unwrap();
+    assert!(logs.len() >= 7, "{} logs", logs.len());
+    for log in logs {
+        let name = log["name"].as_str().unwrap();
+        assert!(help.contains(name), "`tapstat --help` does not name {name}");
+    }
+    assert!(help.contains("Exit status"), "--help says what the exit status means");
 }

@@ -133,8 +133,9 @@ struct Batch {
 
 enum Msg {
     Batch(Batch),
-    /// The input ended; the input's clock at its end.
-    End(u64),
+    /// The input ended: the input's clock at its end, and whether the run was stopped
+    /// before the end of the input.
+    End(u64, bool),
 }
 
 /// Output files: the four logs of finished flows ([`LogId`] order), then the periodic
@@ -369,7 +370,8 @@ pub fn run(
         let h = std::thread::Builder::new()
             .name("tapstat-w0".into())
             .spawn(move || {
-                let r = run_inline(dispatch, work, || reader.next());
+                let stop = reader.stop.clone();
+                let r = run_inline(dispatch, work, &stop, || reader.next());
                 let _ = reader_done_tx.send(reader.finish());
                 r
             })
@@ -399,7 +401,7 @@ pub fn run(
             let stop = stop.clone();
             let h = std::thread::Builder::new()
                 .name("tapstat-w0".into())
-                .spawn(move || run_inline(dispatch, work, || chunk_rx.recv_unless(&stop)))
+                .spawn(move || run_inline(dispatch, work, &stop, || chunk_rx.recv_unless(&stop)))
                 .expect("spawning a thread succeeds");
             (h, Vec::new())
         } else {
@@ -590,8 +592,8 @@ impl Work {
         }
     }
 
-    fn finish(mut self, final_ns: u64) -> WorkerResult {
-        self.tracker.finish(final_ns, &mut self.rout);
+    fn finish(mut self, final_ns: u64, interrupted: bool) -> WorkerResult {
+        self.tracker.finish(final_ns, interrupted, &mut self.rout);
         for i in 0..self.rout.bufs.len() {
             self.rout.flush(i);
         }
@@ -636,6 +638,7 @@ impl Reader {
 fn run_inline(
     mut dispatch: Dispatch,
     mut work: Work,
+    stop: &AtomicBool,
     mut next_chunk: impl FnMut() -> Option<Chunk>,
 ) -> (DispatchResult, Option<WorkerResult>) {
     while let Some(chunk) = next_chunk() {
@@ -647,7 +650,7 @@ fn run_inline(
         }
     }
     let (r, end) = dispatch.finish();
-    (r, Some(work.finish(end)))
+    (r, Some(work.finish(end, stop.load(Ordering::Relaxed))))
 }
 
 /// The dispatcher thread: frames in, per-worker batches out.
@@ -684,14 +687,14 @@ fn run_dispatcher(
     }
     let (r, end) = dispatch.finish();
     for tx in &mut worker_tx {
-        let _ = tx.send(Msg::End(end));
+        let _ = tx.send(Msg::End(end, stop.load(Ordering::Relaxed)));
     }
     (r, None)
 }
 
 /// A worker thread fed by the dispatcher.
 fn run_worker(mut work: Work, mut rx: Receiver<Msg>, mut recycle: Sender<Vec<Pkt>>) -> WorkerResult {
-    let mut final_ns = 0;
+    let (mut final_ns, mut interrupted) = (0, false);
     while let Some(msg) = rx.recv() {
         match msg {
             Msg::Batch(b) => {
@@ -702,10 +705,10 @@ fn run_worker(mut work: Work, mut rx: Receiver<Msg>, mut recycle: Sender<Vec<Pkt
                 v.clear();
                 let _ = recycle.try_send(v);
             }
-            Msg::End(t) => final_ns = t,
+            Msg::End(t, i) => (final_ns, interrupted) = (t, i),
         }
     }
-    work.finish(final_ns)
+    work.finish(final_ns, interrupted)
 }
 
 fn random_seed() -> u64 {

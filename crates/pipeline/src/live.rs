@@ -224,6 +224,7 @@ pub fn run_live(
             global_clock: global_clock.clone(),
             final_clock: final_clock.clone(),
             end_barrier: end_barrier.clone(),
+            stop: stop.clone(),
         };
         ana_threads.push(
             std::thread::Builder::new()
@@ -431,6 +432,8 @@ struct Analysis {
     global_clock: Arc<AtomicU64>,
     final_clock: Arc<AtomicU64>,
     end_barrier: Arc<Barrier>,
+    /// Set when the run was stopped (a signal), as opposed to a source that ended.
+    stop: Arc<AtomicBool>,
 }
 
 impl Analysis {
@@ -483,7 +486,7 @@ impl Analysis {
         // Every worker expires its flows against the latest clock of all of them.
         self.final_clock.fetch_max(end, Ordering::SeqCst);
         self.end_barrier.wait();
-        let wr = self.work.finish(self.final_clock.load(Ordering::SeqCst));
+        let wr = self.work.finish(self.final_clock.load(Ordering::SeqCst), self.stop.load(Ordering::SeqCst));
         (r, wr, thread_cpu_s())
     }
 }

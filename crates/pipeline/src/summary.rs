@@ -116,6 +116,7 @@ impl Summary {
                 ("idle", t.ended_idle),
                 ("evicted", t.evictions),
                 ("end_of_input", t.ended_end_of_input),
+                ("interrupted", t.ended_interrupted),
                 ("syn_reuse", t.ended_syn_reuse),
             ]
             .into_iter()

@@ -489,7 +489,7 @@ pub fn run_packets(cfg: TrackerConfig, pkts: &[(u64, Decoded)]) -> Vec<Flow> {
         };
         t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
     }
-    t.finish(clock.now(), &mut |f: &Flow| out.push(f.clone()));
+    t.finish(clock.now(), false, &mut |f: &Flow| out.push(f.clone()));
     out.sort_by_key(|f| f.first_ns);
     out
 }

@@ -53,6 +53,10 @@ pub struct LiveArgs {
     /// Start a new output directory (YYYY_MM_DD_HH_MM.out, UTC) every DUR of packet time (e.g. 1h, 15m)
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub rotate: Option<Duration>,
+    /// Live: write each log's pending records at least this often (wall time), so the
+    /// logs can be followed while the capture runs
+    #[arg(long, value_name = "DUR", default_value = "1s", value_parser = parse_duration)]
+    pub flush: Duration,
     /// After opening the sockets, run as this user (and its group), with no capabilities
     #[arg(long, value_name = "NAME")]
     pub user: Option<String>,
@@ -256,6 +260,7 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
         stats_stderr: !a.quiet,
         metrics: l.metrics,
         rotate: l.rotate,
+        flush: l.flush,
         reopen: &REOPEN,
         on_ready: user.map(|(uid, gid)| {
             Box::new(move || drop_privileges(uid, gid, &out)) as Box<dyn FnOnce() -> Result<(), String> + Send>

@@ -211,10 +211,14 @@ fn metrics_sighup_rotation_and_user() {
     let status = std::fs::read_to_string(format!("/proc/{}/status", tap.id())).unwrap();
     let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap().to_string();
     assert!(uid.split_whitespace().skip(1).all(|u| u == "65534"), "{uid}");
-    // SIGHUP: the files are reopened, not truncated, and the run goes on.
+    // SIGHUP: the files are reopened, not truncated, and the run goes on. As
+    // logrotate does, stats.jsonl is moved away first: the reopened one is new.
+    std::fs::rename(out.join("stats.jsonl"), out.join("stats.jsonl.1")).unwrap();
     run(Command::new("kill").args(["-HUP", &tap.id().to_string()]));
     std::thread::sleep(Duration::from_millis(400));
     assert!(tap.try_wait().unwrap().is_none(), "SIGHUP stopped the run");
+    let fresh = std::fs::read_to_string(out.join("stats.jsonl")).unwrap_or_default();
+    assert!(fresh.lines().count() >= 2, "stats.jsonl was not reopened after SIGHUP: {fresh:?}");
     run(Command::new("kill").args(["-TERM", &tap.id().to_string()]));
     let s = wait_timeout(&mut tap, Duration::from_secs(60), "tapstat -i after SIGTERM");
     let mut err = String::new();
@@ -240,5 +244,69 @@ fn metrics_sighup_rotation_and_user() {
     assert_eq!(records as u64, s["records"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum::<u64>());
     assert!(records > 0);
     assert_eq!(s["interrupted"], true);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Records reach the disk within `--flush` of wall time while the capture runs, so the
+/// logs can be followed and a SIGKILL loses at most that much (before, records stayed
+/// in 256 KiB buffers until the end: a capture of this size left nothing on disk).
+#[test]
+fn records_reach_the_disk_while_the_capture_runs() {
+    if !live_ready() {
+        return;
+    }
+    let Some(c) = corpus() else { return };
+    let file = c.join(FILES[0]);
+    let ns = Netns::new("flush");
+    let out = tempdir("live-flush");
+    // Short timeouts, so flows end (and are written) while later packets come.
+    let args = [
+        bin(),
+        "-i",
+        "vb",
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+        "-w",
+        "1",
+        "--buffer",
+        "4MiB",
+        "--kernel-ring",
+        "4MiB",
+        "--flush",
+        "300ms",
+        "--tcp-timeout",
+        "0.2",
+        "--udp-timeout",
+        "0.2",
+        "--other-timeout",
+        "0.2",
+        "--singleton-timeout",
+        "0.2",
+        "--closed-timeout",
+        "0.05",
+    ];
+    let mut tap = ns.cmd(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("tapstat starts");
+    let t0 = Instant::now();
+    while !out.join("stats.jsonl").exists() {
+        assert!(tap.try_wait().unwrap().is_none(), "tapstat -i exited early");
+        assert!(t0.elapsed() < Duration::from_secs(30), "tapstat -i did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut replay = ns
+        .cmd(&["tcpreplay", "-q", "-i", "va", "--pps", "1000", file.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_timeout(&mut replay, Duration::from_secs(60), "tcpreplay").success());
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(tap.try_wait().unwrap().is_none(), "tapstat -i is still capturing");
+    let lines = |log: &str| std::fs::read_to_string(out.join(log)).map_or(0, |t| t.lines().count().saturating_sub(1));
+    let written: usize = LOGS.iter().map(|l| lines(l)).sum();
+    // SIGKILL: no chance to write anything more.
+    let _ = tap.kill();
+    let _ = tap.wait();
+    assert!(written > 100, "only {written} records on disk while the capture ran");
+    assert_eq!(LOGS.iter().map(|l| lines(l)).sum::<usize>(), written);
     let _ = std::fs::remove_dir_all(&out);
 }

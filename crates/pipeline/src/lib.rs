@@ -175,6 +175,13 @@ struct RecordOut {
 }
 
 impl RecordOut {
+    /// Hands every non-empty buffer to the writer.
+    fn flush_all(&mut self) {
+        for i in 0..self.bufs.len() {
+            self.flush(i);
+        }
+    }
+
     fn flush(&mut self, i: usize) {
         if !self.bufs[i].is_empty() {
             let fresh = self.free.try_recv().unwrap_or_else(|_| Vec::with_capacity(BLOCK_CAPACITY));
@@ -594,9 +601,7 @@ impl Work {
 
     fn finish(mut self, final_ns: u64, interrupted: bool) -> WorkerResult {
         self.tracker.finish(final_ns, interrupted, &mut self.rout);
-        for i in 0..self.rout.bufs.len() {
-            self.rout.flush(i);
-        }
+        self.rout.flush_all();
         WorkerResult { stats: self.tracker.stats.clone(), records: self.rout.records, timer: self.timer }
     }
 }

@@ -51,6 +51,10 @@ pub struct LiveConfig {
     pub metrics: Option<std::net::SocketAddr>,
     /// Rotate output directories every this long of packet time.
     pub rotate: Option<Duration>,
+    /// Each worker hands its buffered records to the writer at least this often (wall
+    /// time) when it has some, so the logs can be followed (`tail -f`) and a crash
+    /// loses at most this much.
+    pub flush: Duration,
     /// Set (by a SIGHUP handler) to make the writer reopen its files.
     pub reopen: &'static AtomicBool,
     /// Called once the sources are open and the acquisition threads have their
@@ -67,6 +71,7 @@ impl Default for LiveConfig {
             stats_stderr: true,
             metrics: None,
             rotate: None,
+            flush: Duration::from_secs(1),
             reopen: &NEVER,
             on_ready: None,
         }
@@ -144,6 +149,7 @@ pub fn run_live(
         None => Some(OutputDir::create(&cfg.out_dir, &names, &headers)?),
         Some(_) => None,
     };
+    let reopen_stats = Arc::new(AtomicBool::new(false));
     let jsonl_path = cfg.out_dir.join("stats.jsonl");
     let jsonl = std::fs::OpenOptions::new()
         .create(true)
@@ -180,6 +186,7 @@ pub fn run_live(
             closed_below: 0,
             cur: vec![None; n],
             reopen: live.reopen,
+            reopen_stats: reopen_stats.clone(),
             warnings: Vec::new(),
         };
         std::thread::Builder::new()
@@ -225,6 +232,7 @@ pub fn run_live(
             final_clock: final_clock.clone(),
             end_barrier: end_barrier.clone(),
             stop: stop.clone(),
+            flush: live.flush,
         };
         ana_threads.push(
             std::thread::Builder::new()
@@ -249,6 +257,7 @@ pub fn run_live(
             interval: live.stats_interval.max(Duration::from_millis(10)),
             stderr: live.stats_stderr,
             jsonl: Some(jsonl),
+            reopen_jsonl: Some((cfg.out_dir.join("stats.jsonl"), reopen_stats)),
             prometheus: prom,
         },
         done.clone(),
@@ -434,13 +443,21 @@ struct Analysis {
     end_barrier: Arc<Barrier>,
     /// Set when the run was stopped (a signal), as opposed to a source that ended.
     stop: Arc<AtomicBool>,
+    flush: Duration,
 }
 
 impl Analysis {
     fn run(mut self) -> (DispatchResult, WorkerResult, f64) {
         let mut times = ProcTimes::new();
         let mut idle = 0u32;
+        let mut flushed = Instant::now();
         loop {
+            // Records wait in 256 KiB blocks; on a quiet link a block would take
+            // minutes to fill. One clock read per burst of up to 256 frames.
+            if flushed.elapsed() >= self.flush {
+                self.work.rout.flush_all();
+                flushed = Instant::now();
+            }
             let closed = self.cons.closed();
             let (dispatch, work, rotate_ns) = (&mut self.dispatch, &mut self.work, self.rotate_ns);
             let interval = &mut self.interval;
@@ -534,6 +551,8 @@ struct Writer {
     /// The interval each worker writes to.
     cur: Vec<Option<u64>>,
     reopen: &'static AtomicBool,
+    /// Set when the files were reopened, for the reporter to reopen stats.jsonl.
+    reopen_stats: Arc<AtomicBool>,
     warnings: Vec<String>,
 }
 
@@ -640,6 +659,7 @@ impl Writer {
     }
 
     fn reopen_all(&mut self) -> Result<(), SinkError> {
+        self.reopen_stats.store(true, Ordering::SeqCst);
         if let Some(o) = self.single.take() {
             let d = o.dir().to_path_buf();
             o.finish()?;

@@ -349,6 +349,9 @@ pub struct ReportTo {
     pub interval: Duration,
     pub stderr: bool,
     pub jsonl: Option<std::fs::File>,
+    /// Where `jsonl` lives, and a flag set (by the writer, on SIGHUP) when it must be
+    /// reopened: after logrotate moved it, the old descriptor writes to the old file.
+    pub reopen_jsonl: Option<(std::path::PathBuf, Arc<AtomicBool>)>,
     pub prometheus: Option<Arc<Mutex<String>>>,
 }
 
@@ -374,6 +377,15 @@ pub fn spawn_reporter(
                         let _ = writeln!(s, "tapstat: {}", line(w));
                     }
                     eprint!("{s}");
+                }
+                if let Some((path, flag)) = &to.reopen_jsonl {
+                    if flag.swap(false, Ordering::SeqCst) {
+                        // Keep the old file when the new one cannot be opened: the
+                        // figures still go somewhere.
+                        if let Ok(f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+                            to.jsonl = Some(f);
+                        }
+                    }
                 }
                 if let Some(f) = &mut to.jsonl {
                     let mut s = String::new();

@@ -124,6 +124,7 @@ fn pcap_file_packets(path: &Path) -> (Vec<TheirPacket>, bool) {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn corpus_packet_counts_match_manifest() {
     let Some(dir) = corpus_dir() else { return };
     let rows = manifest(&dir);
@@ -168,6 +169,7 @@ fn corpus_packet_counts_match_manifest() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn corpus_malformed_files_never_panic() {
     let Some(dir) = corpus_dir() else { return };
     let mut n = 0;
@@ -194,6 +196,7 @@ fn corpus_malformed_files_never_panic() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn corpus_known_timestamps_and_link_types() {
     let Some(dir) = corpus_dir() else { return };
     let read = |name: &str| {
@@ -235,6 +238,7 @@ fn corpus_known_timestamps_and_link_types() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn corpus_as_one_stream() {
     let Some(dir) = corpus_dir() else { return };
     let rows: Vec<_> = manifest(&dir).into_iter().filter(|(f, _)| !f.starts_with("malformed/")).collect();

@@ -4,6 +4,7 @@ mod common;
 use common::*;
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn a_clock_step_back_does_not_split_flows() {
     let Some(corpus) = corpus() else { return };
     // ndpi__tftp.pcap: frame 1 is 71 minutes ahead of the rest; the transfer that

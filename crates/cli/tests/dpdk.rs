@@ -67,6 +67,7 @@ fn through_net_pcap(file: &Path, tag: &str, packets: u64) -> std::path::PathBuf 
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn net_pcap_gives_the_records_of_the_file() {
     if !live_ready() {
         return;
@@ -98,6 +99,7 @@ fn net_pcap_gives_the_records_of_the_file() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn net_af_packet_with_two_queues_splits_no_flow() {
     if !live_ready() {
         return;
@@ -136,6 +138,7 @@ fn net_af_packet_with_two_queues_splits_no_flow() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn more_workers_than_queues_is_a_clear_error() {
     if !live_ready() {
         return;

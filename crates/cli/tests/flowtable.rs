@@ -10,6 +10,7 @@ const HASHES: [&str; 9] =
     ["foldhash", "ahash", "xxh3", "murmur3", "lookup3", "coralreef", "fnv1a", "crc32", "toeplitz"];
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn every_table_and_hash_writes_the_same_records() {
     let Some(corpus) = corpus() else { return };
     let caps = ["ndpi__gnutella.pcap", "ndpi__wechat.pcap", "ndpi__bittorrent.pcap", "ndpi__http_ipv6.pcap"];
@@ -54,6 +55,7 @@ fn every_table_and_hash_writes_the_same_records() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn summary_reports_the_table_and_the_packet_times() {
     let Some(corpus) = corpus() else { return };
     let d = tempdir("ft-summary");

@@ -65,6 +65,7 @@ fn ours(out: &std::path::Path) -> HashMap<Pair, Vec<BTreeMap<String, String>>> {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn classification_agrees_with_ndpi() {
     let Some(corpus) = corpus() else { return };
     let (mut agree, mut total) = (0usize, 0usize);
@@ -217,6 +218,7 @@ fn unescape(s: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn server_names_dns_and_http_hosts_agree_with_tshark() {
     let Some(corpus) = corpus() else { return };
     if !tshark_ready() {

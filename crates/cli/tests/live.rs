@@ -66,22 +66,26 @@ fn check_same_records(tag: &str, workers: usize, pps: u32, extra: &[&str]) {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn one_worker_periodic_equals_the_file() {
     check_same_records("p1", 1, 2000, &["--acquire", "periodic"]);
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn two_workers_periodic_equal_the_file_and_split_no_flow() {
     // A flow split across workers would show up as two partial records.
     check_same_records("p2", 2, 2000, &["--acquire", "periodic"]);
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn two_workers_polling_equal_the_file() {
     check_same_records("q2", 2, 2000, &["--acquire", "poll"]);
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn a_filter_keeps_only_what_it_matches() {
     if !live_ready() {
         return;
@@ -124,6 +128,7 @@ fn missing_interface_and_missing_dpdk_are_clear_errors() {
 /// closed by a rename, `--user nobody` drops root after the sockets are open, and
 /// SIGTERM ends the run writing every flow.
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn metrics_sighup_rotation_and_user() {
     if !live_ready() {
         return;
@@ -251,6 +256,7 @@ fn metrics_sighup_rotation_and_user() {
 /// logs can be followed and a SIGKILL loses at most that much (before, records stayed
 /// in 256 KiB buffers until the end: a capture of this size left nothing on disk).
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn records_reach_the_disk_while_the_capture_runs() {
     if !live_ready() {
         return;

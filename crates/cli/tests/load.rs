@@ -118,6 +118,7 @@ fn readme_calls_are_the_scripts() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn logs_load_with_pandas_and_duckdb_as_the_schema_says() {
     if !python_ready() {
         return;

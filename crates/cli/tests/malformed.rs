@@ -5,6 +5,7 @@ mod common;
 use common::*;
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn every_malformed_capture_is_handled() {
     let Some(corpus) = corpus() else { return };
     let dir = corpus.join("malformed");

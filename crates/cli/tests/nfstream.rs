@@ -52,6 +52,7 @@ fn f(r: &HashMap<String, String>, k: &str) -> f64 {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn packet_size_and_gap_statistics_match_nfstream() {
     let Some(corpus) = corpus() else { return };
     let (mut compared, mut agreed, mut theirs) = (0usize, 0usize, 0usize);

@@ -376,6 +376,7 @@ fn show(keys: &[Key]) -> String {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn packets_and_wire_bytes_per_flow_equal_tsharks() {
     let Some(results) = results() else { return };
     for ex in EXCEPTIONS {
@@ -427,6 +428,7 @@ fn packets_and_wire_bytes_per_flow_equal_tsharks() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn flows_agree_with_tshark_over_the_whole_corpus() {
     let Some(results) = results() else { return };
     let (mut flows, mut agree, mut flows_outside, mut agree_outside) = (0, 0, 0, 0);

@@ -12,6 +12,7 @@ const PERIODIC: [&str; 2] = ["log_tcp_periodic", "log_udp_periodic"];
 /// final record, packet for packet and byte for byte, with the same flow id (on the
 /// captures whose clock never steps back).
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn periodic_rows_add_up_to_the_final_record_with_any_number_of_workers() {
     let Some(corpus) = corpus() else { return };
     let (mut rows, mut checked) = (0usize, 0usize);

@@ -499,6 +499,7 @@ fn share(agree: usize, total: usize) -> f64 {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn rtt_samples_and_retransmissions_agree_with_tcptrace() {
     let Some(r) = results() else { return };
     let verbose = std::env::var("TAPSTAT_TCPTRACE_VERBOSE").as_deref() == Ok("1");
@@ -629,6 +630,7 @@ TCP connection 1:\n\
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn every_tcptrace_output_parses() {
     let Some(corpus) = corpus() else { return };
     let (mut files, mut conns, mut empty) = (0, 0, 0);

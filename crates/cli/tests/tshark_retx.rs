@@ -44,6 +44,7 @@ fn tshark_retx(cap: &std::path::Path) -> HashMap<Dir, u64> {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn retransmitted_data_segments_agree_with_tshark() {
     let Some(corpus) = corpus() else { return };
     if !tshark_ready() {

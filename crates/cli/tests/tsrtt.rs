@@ -13,6 +13,7 @@ mod common;
 use common::*;
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn timestamp_rtt_agrees_with_sequence_rtt_on_most_directions() {
     let Some(corpus) = corpus() else { return };
     let (mut total, mut agree) = (0usize, 0usize);

@@ -481,6 +481,7 @@ fn compare_capture(corpus: &Path, name: &str, acc: &mut Corpus, verbose: bool) {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn core_columns_agree_with_tstat() {
     let Some(corpus) = corpus() else { return };
     if !corpus.join("oracles/tstat/STATUS.tsv").is_file() {

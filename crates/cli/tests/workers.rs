@@ -5,6 +5,7 @@ mod common;
 use common::*;
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn one_and_three_workers_write_the_same_records_on_every_dev_capture() {
     let Some(corpus) = corpus() else { return };
     let caps = dev_captures(&corpus);

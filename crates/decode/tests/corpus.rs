@@ -59,6 +59,7 @@ fn check_invariants(d: &Decoded, frame: &[u8], what: &str) {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn every_capture_decodes() {
     let Some(dir) = support::corpus() else { return };
     let files = support::capture_files(&dir);
@@ -175,6 +176,7 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
 ];
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn flows_agree_with_tshark() {
     let Some(dir) = support::corpus() else { return };
     let custom = std::env::var("TAPSTAT_ORACLES").ok();
@@ -217,6 +219,7 @@ fn count(frames: &[(support::Frame, Decoded)], f: impl Fn(&Decoded) -> bool) -> 
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn geneve() {
     let Some(fr) = open("tcpdump__geneve.pcap") else { return };
     assert_eq!(fr.len(), 39);
@@ -227,6 +230,7 @@ fn geneve() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn vxlan() {
     let Some(fr) = open("ndpi__vxlan.pcap") else { return };
     assert!(fr.iter().all(|(_, d)| d.tunnel == tapstat_decode::Tunnel { kind: TunnelKind::Vxlan, id: 1111 }));
@@ -235,6 +239,7 @@ fn vxlan() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn erspan() {
     use tapstat_decode::wire::{ethernet, gre, ipv4};
     let Some(dir) = support::corpus() else { return };
@@ -264,6 +269,7 @@ fn erspan() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn six_in_four() {
     let Some(fr) = open("ndpi__6in4tunnel.pcap") else { return };
     assert!(fr.iter().all(|(_, d)| d.tunnel.kind == TunnelKind::SixInFour && d.ip_version == 6));
@@ -271,6 +277,7 @@ fn six_in_four() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn four_in_six() {
     let Some(fr) = open("ndpi__4in6tunnel.pcap") else { return };
     assert!(fr.iter().all(|(_, d)| d.tunnel.kind == TunnelKind::FourInSix && d.ip_version == 4));
@@ -278,6 +285,7 @@ fn four_in_six() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn teredo() {
     let Some(fr) = open("ndpi__teredo.pcap") else { return };
     assert!(fr.iter().all(|(_, d)| d.tunnel.kind == TunnelKind::Teredo && d.ip_version == 6));
@@ -285,6 +293,7 @@ fn teredo() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn gtp_u() {
     let Some(fr) = open("ndpi__ipv6_in_gtp.pcap") else { return };
     assert!(fr.iter().all(|(_, d)| d.tunnel.kind == TunnelKind::GtpU && d.ip_version == 6));
@@ -293,6 +302,7 @@ fn gtp_u() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn gre_pptp_and_cisco_metadata() {
     let Some(fr) = open("ndpi__gre.pcapng") else { return };
     let d = &fr[0].1;
@@ -303,12 +313,14 @@ fn gre_pptp_and_cisco_metadata() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn mpls_over_udp() {
     let Some(fr) = open("tcpdump__mpls-over-udp.pcap") else { return };
     assert!(fr.iter().all(|(_, d)| d.tunnel.kind == TunnelKind::MplsUdp && d.l4 == L4::Icmp));
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn pppoe_http() {
     let Some(fr) = open("suricata__pppoe-session-http.pcap") else { return };
     assert_eq!(fr.len(), 30);
@@ -318,6 +330,7 @@ fn pppoe_http() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn vlan_and_mpls() {
     let Some(fr) = open("zeek__mixed-vlan-mpls.pcap") else { return };
     let by_type = |t: u16| fr.iter().filter(move |(f, _)| f.data[12..14] == t.to_be_bytes());
@@ -334,6 +347,7 @@ fn vlan_and_mpls() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn qinq() {
     let Some(dir) = support::corpus() else { return };
     let frames = support::read(&dir.join("tcpdump__802.1ad_QinQ.pcap")).unwrap_or_default();
@@ -352,6 +366,7 @@ fn qinq() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn dns_fragmented() {
     let Some(fr) = open("ndpi__dns_fragmented.pcap") else { return };
     let firsts: Vec<&Decoded> = fr.iter().map(|(_, d)| d).filter(|d| d.fragment == Fragment::First).collect();
@@ -365,6 +380,7 @@ fn dns_fragmented() {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn link_types() {
     for (name, version) in [
         ("tcpdump__LINKTYPE_IPV4.pcap", 4),

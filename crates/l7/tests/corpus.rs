@@ -435,6 +435,7 @@ impl Score {
 }
 
 #[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn corpus_agrees_with_the_oracles() {
     let Some(dir) = corpus_dir() else { return };
     let oracles = dir.join("oracles");

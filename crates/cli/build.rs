@@ -1,0 +1,1 @@
+include!("../testkit/corpus_cfg.rs");

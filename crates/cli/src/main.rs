@@ -233,6 +233,14 @@ pub(crate) fn metrics_markdown() -> String {
     );
     s += "Every log is a file in the output directory: TSV with a header line of column names (an empty field for no value; in strings, tab, line feed, carriage return, backslash and double quote are escaped by a backslash: `\\t` `\\n` `\\r` `\\\\` `\\\"`), or JSON lines with `--format jsonl` (`<log>.jsonl`, keys = column names, `null` for no value; each key has one JSON type in every record). Lists are arrays in JSON and in TSV alike (`[60,1514]`: JSON, and DuckDB's list syntax). `tapstat schema --format json` gives these tables to programs. Direction prefixes: `c_` client to server, `s_` server to client. With `--tcp-sets core` the TCP logs have only the columns of the groups endpoints, core, time and state (and no `pkts_push`).\n\n";
     s += &tapstat_record::render_markdown(&tapstat_analyze::logs::docs());
+    s += "\n## summary.json\n\nWritten in the output directory at the end of every run (a JSON object; keys in this order).\n\n| key | what it holds |\n|---|---|\n";
+    for (k, v) in tapstat_pipeline::SUMMARY_KEYS {
+        s += &format!("| `{k}` | {v} |\n");
+    }
+    s += "\n## Anomalies\n\nNamed problems met while decoding frames, counted in summary.json's `anomalies` (never an error: the frame is taken as far as it could be decoded).\n\n| name | meaning |\n|---|---|\n";
+    for a in tapstat_decode::Anomaly::ALL {
+        s += &format!("| `{}` | {} |\n", a.name(), a.meaning().trim().replace('|', "\\|"));
+    }
     s
 }
 

@@ -262,3 +262,22 @@ fn help_names_every_log_of_the_schema() {
     }
     assert!(help.contains("Exit status"), "--help says what the exit status means");
 }
+
+#[test]
+fn every_summary_key_is_documented() {
+    let dir = tempdir("summary-doc");
+    let (bytes, _) = synthesize(&SynthConfig { seed: 3, tcp_flows: 40, udp_dns_flows: 20, ..Default::default() });
+    let pcap = dir.join("s.pcap");
+    std::fs::write(&pcap, bytes).unwrap();
+    let out = dir.join("out");
+    analyze(&pcap, &out, 1, &[]);
+    let s = summary(&out);
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/METRICS.md")).unwrap();
+    let table = &doc[doc.find("## summary.json").expect("docs/METRICS.md documents summary.json")..];
+    for key in s.as_object().unwrap().keys() {
+        assert!(
+            table.contains(&format!("| `{key}` |")),
+            "summary.json key {key} is not in docs/METRICS.md (SUMMARY_KEYS)"
+        );
+    }
+}

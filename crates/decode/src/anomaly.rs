@@ -1,12 +1,12 @@
 //! Named per-packet problems. Each is counted; none is an error.
 
 macro_rules! anomalies {
-    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
+    ($($(#[doc = $doc:literal])* $variant:ident => $name:literal,)*) => {
         /// A named problem met while decoding a frame.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[repr(u8)]
         pub enum Anomaly {
-            $($(#[$doc])* $variant,)*
+            $($(#[doc = $doc])* $variant,)*
         }
 
         impl Anomaly {
@@ -17,6 +17,13 @@ macro_rules! anomalies {
             pub fn name(self) -> &'static str {
                 match self {
                     $(Anomaly::$variant => $name,)*
+                }
+            }
+
+            /// What the anomaly means: its doc comment (docs/METRICS.md lists them).
+            pub fn meaning(self) -> &'static str {
+                match self {
+                    $(Anomaly::$variant => concat!($($doc),*),)*
                 }
             }
         }

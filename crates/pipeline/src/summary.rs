@@ -56,6 +56,38 @@ pub struct Summary {
     pub packet_time: crate::PacketTimeSummary,
 }
 
+/// The top-level keys of summary.json and what each holds (docs/METRICS.md is made
+/// from this list; a test checks that a run's summary.json has no key missing here).
+pub const SUMMARY_KEYS: &[(&str, &str)] = &[
+    ("tapstat_version", "the version of tapstat that wrote the file"),
+    ("workers", "worker threads of the run"),
+    ("format", "record format: tsv or jsonl"),
+    ("hash_seed", "seed of the flow hash"),
+    ("packets", "frames read from the input"),
+    ("bytes", "sum of the frames' original lengths"),
+    ("non_ip_frames", "frames without IP (ARP, LLDP...): counted, in no flow"),
+    ("first_packet_s", "packet time of the earliest frame, epoch seconds (whatever the order in the file)"),
+    ("last_packet_s", "packet time of the latest frame, epoch seconds"),
+    ("flows", "flows started, by kind: tcp, udp, other"),
+    ("records", "records written, by log"),
+    ("end_reasons", "flows ended, by `end_reason` (see the logs' column)"),
+    ("evictions", "flows evicted because a worker's table was full (`--max-flows`)"),
+    ("peak_flows", "most flows live at once, summed over the workers"),
+    ("anomalies", "decoding anomalies by name (the table below); only those seen"),
+    ("capture", "damage in the input files: truncated_files, corrupt_records, skipped_blocks, bad_packet_blocks"),
+    ("warnings", "what the run warns about (also printed on stderr)"),
+    ("interrupted", "true when SIGINT/SIGTERM stopped the run (a file run: before the end of its input)"),
+    ("elapsed_s", "wall-clock seconds of the run"),
+    ("cpu_s", "CPU seconds of the process (user + system, every thread)"),
+    ("pkts_per_s", "packets per wall-clock second"),
+    ("gbit_per_s", "Gbit/s of wire bytes per wall-clock second"),
+    ("pkts_per_cpu_s", "packets per CPU second"),
+    ("live", "live runs only: sources, packets received, kernel and buffer drops, buffer occupancy, per-worker packets"),
+    ("flow_table", "the flow table's index structure (`--flow-table`)"),
+    ("flow_hash", "the flow hash function (`--flow-hash`)"),
+    ("packet_time", "per-packet processing time in the workers, 1 packet in `--time-sample`: mean, percentiles, maximum, outliers, histogram (ns)"),
+];
+
 #[derive(Clone, Debug, Serialize)]
 pub struct CaptureSummary {
     pub truncated_files: u64,

@@ -194,17 +194,27 @@ fn open_afpacket(l: &LiveArgs, iface: &str, workers: usize) -> Result<Opened> {
 }
 
 #[cfg(not(feature = "dpdk"))]
-fn open_dpdk(_: &LiveArgs, _: &str, _: usize, _: bool) -> Result<Opened> {
+fn open_dpdk(_: &LiveArgs, _: &str, _: usize, _: bool, _: bool) -> Result<Opened> {
     bail!("--dpdk: this tapstat was built without DPDK; rebuild with `cargo build --release --features dpdk` (needs libdpdk-dev)");
 }
 
-/// Starts the EAL and one RX queue per worker on every port it found.
+/// Starts the EAL and one RX queue per worker on every port it found. Without `-w`
+/// (`chosen` false), the workers are as many as the cores but no more than the
+/// ports' queues (a net_pcap vdev has one per `rx_pcap=`).
 #[cfg(feature = "dpdk")]
-fn open_dpdk(l: &LiveArgs, eal_args: &str, workers: usize, quiet: bool) -> Result<Opened> {
+fn open_dpdk(l: &LiveArgs, eal_args: &str, mut workers: usize, chosen: bool, quiet: bool) -> Result<Opened> {
     if l.filter.is_some() {
         bail!("-f works with -i only: DPDK frames never pass through the kernel's filter");
     }
     let dpdk = tapstat_dpdk::Dpdk::init(eal_args)?;
+    if !chosen {
+        if let Some(q) = dpdk.max_rx_queues().filter(|&q| q > 0 && q < workers) {
+            if !quiet {
+                eprintln!("tapstat: {q} worker(s): the DPDK ports have {q} RX queue(s) (-w sets the number)");
+            }
+            workers = q;
+        }
+    }
     let (queues, ports) = dpdk.open(workers)?;
     let what = ports.iter().map(|p| format!("{} ({})", p.name, p.driver)).collect::<Vec<_>>().join(", ");
     if !quiet {
@@ -227,13 +237,15 @@ fn open_dpdk(l: &LiveArgs, eal_args: &str, workers: usize, quiet: bool) -> Resul
 /// Runs a live capture until SIGINT/SIGTERM; writes summary.json.
 pub fn analyze(a: &RunArgs) -> Result<Summary> {
     let l = &a.live;
-    let cfg = a.engine_config();
+    let mut cfg = a.engine_config();
     let user = l.user.as_deref().map(lookup_user).transpose()?;
     let opened = match &l.dpdk {
-        Some(eal) => open_dpdk(l, eal, cfg.workers, a.quiet)?,
+        Some(eal) => open_dpdk(l, eal, cfg.workers, a.workers.is_some(), a.quiet)?,
         None => open_afpacket(l, l.interface.as_deref().expect("is_live() checked"), cfg.workers)?,
     };
     let Opened { sources, what, _backend } = opened;
+    // One worker per source (DPDK without -w: per queue the ports have).
+    cfg.workers = sources.len();
 
     let stop = Arc::new(AtomicBool::new(false));
     {

@@ -99,6 +99,14 @@ int tapstat_next_port(uint16_t from)
 	return p < RTE_MAX_ETHPORTS ? (int)p : -1;
 }
 
+/* The most RX queues the port can have, or a negative error. */
+int tapstat_port_max_rx_queues(uint16_t port)
+{
+	struct rte_eth_dev_info di;
+	int rc = rte_eth_dev_info_get(port, &di);
+	return rc < 0 ? rc : (int)di.max_rx_queues;
+}
+
 /* rte_strerror: DPDK's own codes (from RTE_MIN_ERRNO) and errno values. */
 const char *tapstat_strerror(int e)
 {

@@ -68,6 +68,7 @@ extern "C" {
     pub(crate) fn tapstat_eal_init(argc: c_int, argv: *mut *mut c_char) -> c_int;
     pub(crate) fn tapstat_eal_cleanup() -> c_int;
     pub(crate) fn tapstat_next_port(from: u16) -> c_int;
+    pub(crate) fn tapstat_port_max_rx_queues(port: u16) -> c_int;
     pub(crate) fn tapstat_strerror(e: c_int) -> *const c_char;
     pub(crate) fn tapstat_has_timestamps() -> c_int;
     pub(crate) fn tapstat_port_setup(port: u16, nq: u16, nb_rxd: u16, info: *mut PortInfo) -> c_int;

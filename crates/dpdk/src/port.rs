@@ -55,6 +55,9 @@ impl Drop for Eal {
 /// DPDK, initialised: [`Dpdk::init`] once per process, then [`Dpdk::open`].
 pub struct Dpdk {
     eal: Arc<Eal>,
+    /// The EAL arguments name capture files for net_pcap (`rx_pcap=`) and no
+    /// interface or endless replay: the ports end with their files.
+    files: bool,
 }
 
 /// A configured and started port, as the summary and messages name it.
@@ -125,7 +128,27 @@ impl Dpdk {
         if !rest.is_empty() {
             return Err(bad(format!("not EAL options: {}", rest.join(" "))));
         }
-        Ok(Dpdk { eal })
+        let files = args.contains("rx_pcap=") && !args.contains("rx_iface") && !args.contains("infinite_rx=1");
+        Ok(Dpdk { eal, files })
+    }
+
+    /// The most RX queues every port the EAL found can have (the number of workers
+    /// that can each have a queue of every port); `None` without ports.
+    pub fn max_rx_queues(&self) -> Option<usize> {
+        let mut most: Option<usize> = None;
+        let mut from = 0u16;
+        loop {
+            // SAFETY: plain queries of the EAL's port table.
+            let p = unsafe { ffi::tapstat_next_port(from) };
+            let Ok(id) = u16::try_from(p) else { break };
+            // SAFETY: as above; `id` came from the EAL.
+            let q = unsafe { ffi::tapstat_port_max_rx_queues(id) };
+            if let Ok(q) = usize::try_from(q) {
+                most = Some(most.map_or(q, |m| m.min(q)));
+            }
+            from = id + 1;
+        }
+        most
     }
 
     /// Configures every port the EAL found with `queues` RX queues (symmetric RSS
@@ -149,6 +172,7 @@ impl Dpdk {
         }
         let descs: Vec<PortDesc> = ports.iter().map(|p| p.desc.clone()).collect();
         let stamps = descs.iter().all(|d| d.stamps);
+        let files = self.files && descs.iter().all(|d| d.driver == "net_pcap");
         let names: Vec<&str> = descs.iter().map(|d| d.name.as_str()).collect();
         let sources = (0..nq)
             .map(|q| DpdkQueue {
@@ -160,6 +184,8 @@ impl Dpdk {
                 mbufs: vec![std::ptr::null_mut(); BURST as usize],
                 scratch: Vec::new(),
                 stats: LiveStats::default(),
+                files,
+                dry_since: None,
             })
             .collect();
         Ok((sources, descs))
@@ -202,6 +228,10 @@ impl Dpdk {
     }
 }
 
+/// How long a queue of file-backed net_pcap ports must find nothing to be at the end
+/// of its files.
+const FILE_END: Duration = Duration::from_millis(250);
+
 /// One RX queue index on every port: what one worker's acquisition thread polls.
 pub struct DpdkQueue {
     queue: u16,
@@ -215,6 +245,10 @@ pub struct DpdkQueue {
     /// A chained (multi-segment) frame, made contiguous.
     scratch: Vec<u8>,
     stats: LiveStats,
+    /// Every port reads a capture file (net_pcap `rx_pcap=`).
+    files: bool,
+    /// Since when every poll found nothing.
+    dry_since: Option<std::time::Instant>,
 }
 
 // SAFETY: the raw pointers in `pkts` and `mbufs` are only meaningful between a
@@ -276,7 +310,20 @@ impl LiveSource for DpdkQueue {
                 }
             }
         }
+        if n == 0 {
+            self.dry_since.get_or_insert_with(std::time::Instant::now);
+        } else {
+            self.dry_since = None;
+        }
         Ok(n)
+    }
+
+    /// net_pcap reads its file within the burst call and returns nothing only at
+    /// the end of the file (or when no mbuf is free, which lasts microseconds here:
+    /// each burst's mbufs are freed before `poll` returns). So a file-backed queue
+    /// that has found nothing for `FILE_END` has reached the end of its files.
+    fn ended(&self) -> bool {
+        self.files && self.dry_since.is_some_and(|t| t.elapsed() >= FILE_END)
     }
 
     /// DPDK queues have no descriptor to sleep on (rx interrupts are rare among

@@ -405,7 +405,7 @@ fn acquire_loop(
             g.buffer_max.store(max, Ordering::Relaxed);
             progress.packets.fetch_add(k as u64, Ordering::Relaxed);
         }
-        if stopping {
+        if stopping || (k == 0 && src.ended()) {
             break;
         }
         if last_stats.elapsed() >= Duration::from_millis(100) {

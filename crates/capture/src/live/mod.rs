@@ -93,4 +93,10 @@ pub trait LiveSource: Send {
     fn stamps_frames(&self) -> bool {
         true
     }
+    /// Whether the source has no more frames to give (a capture file replayed through
+    /// DPDK's net_pcap): its acquisition thread then ends as at a stop. A network
+    /// source never ends.
+    fn ended(&self) -> bool {
+        false
+    }
 }

@@ -145,11 +145,8 @@ pub fn run_live(
         Some(_) => None,
     };
     let jsonl_path = cfg.out_dir.join("stats.jsonl");
-    let jsonl = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&jsonl_path)
-        .map_err(|source| SinkError { path: jsonl_path, source })?;
+    let jsonl =
+        tapstat_sink::open_append_nofollow(&jsonl_path).map_err(|source| SinkError { path: jsonl_path, source })?;
     let prom = match live.metrics {
         Some(addr) => {
             let l = std::net::TcpListener::bind(addr)

@@ -253,6 +253,7 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
     let l = &a.live;
     let cfg = a.engine_config();
     let user = l.user.as_deref().map(lookup_user).transpose()?;
+    let _claim = crate::outdir::claim(&cfg.out_dir, a.force)?;
     let opened = match &l.dpdk {
         Some(eal) => open_dpdk(l, eal, cfg.workers, a.quiet)?,
         None => open_afpacket(l, l.interface.as_deref().expect("is_live() checked"), cfg.workers)?,
@@ -296,10 +297,8 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
             live.acquire.name()
         );
     }
-    let summary = tapstat_pipeline::run_live(sources, &cfg, live, stop, Arc::new(Progress::default()))?;
-    let path = cfg.out_dir.join("summary.json");
-    let json = serde_json::to_string_pretty(&summary).context("serializing the summary")?;
-    std::fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+    let mut summary = tapstat_pipeline::run_live(sources, &cfg, live, stop, Arc::new(Progress::default()))?;
+    crate::finish_summary(&mut summary, &cfg, vec![what.clone()])?;
     for w in &summary.warnings {
         eprintln!("tapstat: warning: {w}");
     }
@@ -317,6 +316,7 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
         }
         eprintln!("  output: {}", cfg.out_dir.display());
     }
+    crate::write_failed(&summary)?;
     Ok(summary)
 }
 

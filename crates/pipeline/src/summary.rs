@@ -11,6 +11,13 @@ use tapstat_decode::Anomalies;
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
     pub tapstat_version: &'static str,
+    /// The command line (argv) and the inputs (capture files, or interfaces), as the
+    /// binary filled them in.
+    pub command_line: Vec<String>,
+    pub inputs: Vec<String>,
+    /// The engine's effective configuration, every option with its default filled
+    /// in; a random hash seed is `random` here (its value is `hash_seed`).
+    pub options: String,
     pub workers: usize,
     pub format: &'static str,
     pub hash_seed: u64,
@@ -48,6 +55,12 @@ pub struct Summary {
     /// Live capture: sources, drops, buffers (absent for files).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub live: Option<crate::LiveSummary>,
+    /// The first error writing the logs (a full disk, say), which stopped the run;
+    /// the records formatted but not written are `records_not_written` (the `records`
+    /// counts include them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_error: Option<String>,
+    pub records_not_written: u64,
     /// The flow table's index structure and the flow hash function.
     pub flow_table: &'static str,
     pub flow_hash: &'static str,
@@ -86,6 +99,9 @@ impl Summary {
         let per = |x: f64, s: f64| if s > 0.0 { x / s } else { 0.0 };
         Summary {
             tapstat_version: env!("CARGO_PKG_VERSION"),
+            command_line: Vec::new(),
+            inputs: Vec::new(),
+            options: String::new(),
             workers,
             format: match cfg.format {
                 tapstat_sink::Format::Tsv => "tsv",
@@ -126,6 +142,8 @@ impl Summary {
             gbit_per_s: per(bytes as f64 * 8.0 / 1e9, elapsed_s),
             pkts_per_cpu_s: per(packets as f64, cpu_s),
             live: None,
+            write_error: None,
+            records_not_written: 0,
             flow_table: "",
             flow_hash: "",
             packet_time: Default::default(),
@@ -163,6 +181,12 @@ impl Summary {
             s += &format!(
                 "  anomalies: {}\n",
                 self.anomalies.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+            );
+        }
+        if let Some(e) = &self.write_error {
+            s += &format!(
+                "  write error: {e}; the run stopped there, {} record(s) were not written\n",
+                self.records_not_written
             );
         }
         if self.interrupted {

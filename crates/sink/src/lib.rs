@@ -223,6 +223,13 @@ impl OutputDir {
         Ok(OutputDir { dir: dir.to_path_buf(), files })
     }
 
+    /// An output directory over files opened elsewhere (tests inject failing ones,
+    /// such as `/dev/full`).
+    #[doc(hidden)]
+    pub fn from_files(dir: &Path, files: Vec<(PathBuf, File)>) -> OutputDir {
+        OutputDir { dir: dir.to_path_buf(), files }
+    }
+
     /// The open files, for `fchown` after a privilege drop: changing the owner of
     /// what tapstat opened, never of what a path names now.
     pub fn files(&self) -> impl Iterator<Item = &File> {

@@ -179,9 +179,18 @@ pub fn run_live(
             reopen: live.reopen,
             warnings: Vec::new(),
         };
+        let stop = stop.clone();
         std::thread::Builder::new()
             .name("tapstat-writer".into())
-            .spawn(move || w.run(rxs, free_tx))
+            .spawn(move || {
+                // A write error (a full disk) ends the capture at once: analyzing
+                // traffic whose records can no longer be written helps nobody.
+                let r = w.run(rxs, free_tx);
+                if r.is_err() {
+                    stop.store(true, Ordering::SeqCst);
+                }
+                r
+            })
             .expect("spawning a thread succeeds")
     };
 

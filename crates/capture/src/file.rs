@@ -31,7 +31,7 @@
 //!
 //! The record and block framing is a few dozen lines ([`crate::pcap`],
 //! [`crate::pcapng`]), and it is the hot path of the whole analyzer: here a record
-//! costs a bounds check, a few loads and a multiply on the mapped bytes, with no
+//! costs a bounds check, a few loads and a multiply on the block read, with no
 //! allocation, `Cow` or `Result` per packet. Beyond speed, `pcap-file` does not do
 //! what this reader must:
 //! - 2.0.0 scales microsecond pcapng timestamps wrong (×1/1000). 3.0.0-rc1 fixes
@@ -567,7 +567,7 @@ mod tests {
     }
 
     /// The same bytes as a stream trickling `step` bytes per read into `fill`-byte
-    /// blocks: must give exactly what the mapped file gives.
+    /// blocks: must give exactly what the file gives.
     fn read_stream(bytes: &[u8], step: usize, fill: usize, max: usize) -> Got {
         let src = open_reader("s", Trickle::new(bytes.to_vec(), step)).unwrap();
         drain(src.with_fill(fill), max)
@@ -1105,7 +1105,7 @@ mod tests {
         assert_eq!(src.stats().truncated_files, 1);
     }
 
-    /// Random damage: no panic, and the stream reader agrees with the mapped one.
+    /// Random damage: no panic, and the stream reader agrees with the file reader.
     #[test]
     fn random_damage_never_panics() {
         let mut rng = 0x9e37_79b9_7f4a_7c15u64;

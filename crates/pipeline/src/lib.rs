@@ -125,7 +125,7 @@ struct Pkt {
 }
 
 /// Packets for one worker that share one backing buffer (the bytes stay where the
-/// source put them: for a file, in its memory map).
+/// source put them: for a file, in the block read).
 struct Batch {
     backing: Arc<dyn Backing>,
     pkts: Vec<Pkt>,
@@ -358,7 +358,7 @@ pub fn run(
         rout: RecordOut::new(cfg, tx.clone(), free_rx.clone()),
     };
     let (dispatcher, workers) = if n == 1 && !reader.source.may_block() {
-        // One worker reading memory-mapped files: it reads, decodes and analyzes in
+        // One worker reading regular files: it reads, decodes and analyzes in
         // one pass, so each packet's bytes are brought into the cache once. (A
         // separate reader thread would take that miss, and the worker a second one.)
         let work = new_work(&block_tx);

@@ -235,6 +235,8 @@ struct Stream {
     /// A regular file: a refill reads a whole block (nothing to wait for), without
     /// zeroing it first.
     whole: bool,
+    /// Earlier blocks, kept for reuse (see `spare_block`).
+    spare: Vec<Arc<Vec<u8>>>,
 }
 
 /// Why the record loop of [`Input::read_chunk`] stopped.
@@ -283,7 +285,16 @@ impl Input {
         reader: Box<dyn Read + Send>,
         fill: usize,
     ) -> Result<Input, CaptureError> {
-        let mut s = Stream { reader, buf: Arc::new(Vec::new()), pos: 0, base: 0, eof: false, fill, whole: false };
+        let mut s = Stream {
+            reader,
+            buf: Arc::new(Vec::new()),
+            pos: 0,
+            base: 0,
+            eof: false,
+            fill,
+            whole: false,
+            spare: Vec::new(),
+        };
         // Only the header now: reading more could block on a live pipe.
         s.refill(HEAD_LEN, HEAD_LEN).map_err(|source| CaptureError::Io { path: path.to_path_buf(), source })?;
         let (fmt, header_len) = sniff(&s.buf).map_err(|r| not_a_capture(path, r))?;
@@ -450,7 +461,24 @@ impl Input {
     }
 }
 
+/// Blocks a stream keeps for reuse while chunks still hold them: about what the
+/// engine's rings keep in flight, so that a long read allocates no new block.
+const SPARE_BLOCKS: usize = 8;
+
 impl Stream {
+    /// An empty vector with room for `target` bytes: a kept block that no chunk holds
+    /// any more, or a new one.
+    fn spare_block(&mut self, target: usize) -> Vec<u8> {
+        if let Some(i) = self.spare.iter().position(|b| Arc::strong_count(b) == 1 && Arc::weak_count(b) == 0) {
+            if let Ok(mut v) = Arc::try_unwrap(self.spare.swap_remove(i)) {
+                v.clear();
+                v.reserve(target);
+                return v;
+            }
+        }
+        Vec::with_capacity(target)
+    }
+
     /// Starts a new block with the unparsed rest of the current one, and reads
     /// until it holds at least `need` bytes, with room for `target`, or the stream
     /// ends. It does not wait for `target`: a live pipe (`tcpdump -w - | tapstat -r -`)
@@ -466,8 +494,14 @@ impl Stream {
                 v
             }
             None => {
-                let mut v = Vec::with_capacity(target);
+                let mut v = self.spare_block(target);
                 v.extend_from_slice(self.buf.get(pos..).unwrap_or(&[]));
+                // Chunks still hold the old block: keep it, to reuse once they are
+                // done, rather than allocate (and fault in) a fresh block every time.
+                let old = std::mem::take(&mut self.buf);
+                if self.spare.len() < SPARE_BLOCKS {
+                    self.spare.push(old);
+                }
                 v
             }
         };

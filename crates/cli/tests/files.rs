@@ -158,6 +158,7 @@ fn a_killed_run_leaves_no_stale_summary() {
         std::thread::sleep(std::time::Duration::from_millis(50));
         waited += 1;
     }
+    assert!(child.try_wait().unwrap().is_none(), "the run must still be going when it is killed");
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!out.join("summary.json").exists(), "a killed run must leave no summary");

@@ -1,14 +1,26 @@
-//! pcap and pcapng files, memory-mapped; `-` is stdin.
+//! pcap and pcapng files, read in large blocks; `-` is stdin.
 //!
 //! [`open_files`] opens every input before anything is read, so a missing file or
 //! a file that is not a capture stops the run at once with a clear error instead
 //! of after an hour of processing the files before it. The inputs are then one
 //! continuous stream, in the order given; a [`Chunk`] never spans two of them.
 //!
-//! Regular files are memory-mapped (advised sequential) and frames point straight
-//! into the map: no packet byte is copied. Stdin, pipes and devices (and files
-//! that cannot be mapped) are read in blocks of [`STREAM_FILL`] bytes into a
-//! `Vec<u8>`; a record cut by the end of a block is carried over to the next one.
+//! Every input is read in blocks of [`STREAM_FILL`] bytes into a `Vec<u8>` that
+//! frames point into (a record cut by the end of a block is carried over to the next
+//! one): regular files fill whole blocks, stdin, pipes and devices deliver what has
+//! come so far.
+//!
+//! # Why files are read, not memory-mapped
+//!
+//! A map of a file that another process truncates while it is read (tcpdump's
+//! `-C`/`-W` reusing a file name, logrotate) turns every access to the lost pages
+//! into SIGBUS, which kills the process: no summary, every live flow lost. No safe
+//! Rust code can recover from it (a handler would have to jump out of arbitrary
+//! code). A `read` of a file that shrank returns end-of-file instead, so the input
+//! ends with a warning and every flow seen is written. The cost is one copy of each
+//! byte in the kernel, which the page cache makes a `memcpy`; user-space
+//! instructions per packet do not change (`read_to_end` fills the block without
+//! zeroing it first): docs/ARCHITECTURE.md, issue 13.
 //!
 //! Damage inside a capture is not an error (see [`CaptureStats`]): a truncated
 //! last record, or a record that breaks the framing, ends that file with a warning
@@ -19,7 +31,7 @@
 //!
 //! The record and block framing is a few dozen lines ([`crate::pcap`],
 //! [`crate::pcapng`]), and it is the hot path of the whole analyzer: here a record
-//! costs a bounds check, a few loads and a multiply on the mapped bytes, with no
+//! costs a bounds check, a few loads and a multiply on the block read, with no
 //! allocation, `Cow` or `Result` per packet. Beyond speed, `pcap-file` does not do
 //! what this reader must:
 //! - 2.0.0 scales microsecond pcapng timestamps wrong (×1/1000). 3.0.0-rc1 fixes
@@ -38,8 +50,6 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-use memmap2::Mmap;
 
 use crate::format::{sniff, Format, Step, HEAD_LEN};
 use crate::{Backing, CaptureError, CaptureStats, Chunk, PacketSource, Progress};
@@ -154,8 +164,8 @@ impl PacketSource for FileSource {
             if let Some(chunk) = got {
                 return Ok(Some(chunk));
             }
-            self.bytes_done += input.consumed();
             input.close(&mut self.warnings);
+            self.bytes_done += input.consumed();
             self.cur += 1;
         }
         Ok(None)
@@ -174,7 +184,7 @@ impl PacketSource for FileSource {
         std::mem::take(&mut self.warnings)
     }
 
-    /// Only streams (stdin, pipes) can block; mapped files are walked in memory.
+    /// Only streams (stdin, pipes) can block; regular files (whose size is known) are read to their end without waiting.
     fn may_block(&self) -> bool {
         self.bytes_total.is_none()
     }
@@ -202,12 +212,6 @@ struct Input {
 }
 
 enum Data {
-    Mapped {
-        map: Arc<Mmap>,
-        pos: usize,
-        /// The map is populated (page tables filled) up to here; see `populate_ahead`.
-        populated: usize,
-    },
     Stream(Stream),
     /// Finished and released (chunks still in flight keep their buffers alive).
     Done {
@@ -228,6 +232,11 @@ struct Stream {
     eof: bool,
     /// Bytes to read per block.
     fill: usize,
+    /// A regular file: a refill reads a whole block (nothing to wait for), without
+    /// zeroing it first.
+    whole: bool,
+    /// Earlier blocks, kept for reuse (see `spare_block`).
+    spare: Vec<Arc<Vec<u8>>>,
 }
 
 /// Why the record loop of [`Input::read_chunk`] stopped.
@@ -255,29 +264,19 @@ impl Input {
         if meta.len() == 0 {
             return Err(not_a_capture(path, "empty file".into()));
         }
-        // SAFETY: the map is only read. If another process truncates the file while
-        // it is mapped, reading the lost pages faults (SIGBUS): the usual caveat of
-        // mmap-based readers, accepted for captures, which are not rewritten in
-        // place. Every access goes through bounds-checked slices of the map.
-        let map = match unsafe { Mmap::map(&file) } {
-            Ok(m) => m,
-            // Some filesystems cannot map: fall back to reading.
-            Err(_) => return Input::open_stream(name, path, Box::new(file), STREAM_FILL),
-        };
-        #[cfg(unix)]
+        #[cfg(target_os = "linux")]
         {
-            // Only a hint to the kernel's read-ahead; failure changes nothing.
-            let _ = map.advise(memmap2::Advice::Sequential);
+            use std::os::fd::AsRawFd;
+            // SAFETY: a hint to the kernel's read-ahead on a descriptor we own; failure
+            // changes nothing.
+            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL) };
         }
-        let head = map.get(..HEAD_LEN.min(map.len())).unwrap_or(&[]);
-        let (fmt, header_len) = sniff(head).map_err(|r| not_a_capture(path, r))?;
-        Ok(Input::new(
-            name,
-            path,
-            fmt,
-            Data::Mapped { map: Arc::new(map), pos: header_len, populated: 0 },
-            Some(meta.len()),
-        ))
+        let mut input = Input::open_stream(name, path, Box::new(file), STREAM_FILL)?;
+        input.size = Some(meta.len());
+        if let Data::Stream(s) = &mut input.data {
+            s.whole = true;
+        }
+        Ok(input)
     }
 
     fn open_stream(
@@ -286,7 +285,16 @@ impl Input {
         reader: Box<dyn Read + Send>,
         fill: usize,
     ) -> Result<Input, CaptureError> {
-        let mut s = Stream { reader, buf: Arc::new(Vec::new()), pos: 0, base: 0, eof: false, fill };
+        let mut s = Stream {
+            reader,
+            buf: Arc::new(Vec::new()),
+            pos: 0,
+            base: 0,
+            eof: false,
+            fill,
+            whole: false,
+            spare: Vec::new(),
+        };
         // Only the header now: reading more could block on a live pipe.
         s.refill(HEAD_LEN, HEAD_LEN).map_err(|source| CaptureError::Io { path: path.to_path_buf(), source })?;
         let (fmt, header_len) = sniff(&s.buf).map_err(|r| not_a_capture(path, r))?;
@@ -313,7 +321,6 @@ impl Input {
     /// Input offset of the next record.
     fn position(&self) -> u64 {
         match &self.data {
-            Data::Mapped { pos, .. } => *pos as u64,
             Data::Stream(s) => s.base + s.pos as u64,
             Data::Done { consumed } => *consumed,
         }
@@ -322,7 +329,6 @@ impl Input {
     /// Bytes of the input taken in by the end (all of a file, even past damage).
     fn consumed(&self) -> u64 {
         match &self.data {
-            Data::Mapped { map, .. } => map.len() as u64,
             Data::Stream(s) => s.base + s.buf.len() as u64,
             Data::Done { consumed } => *consumed,
         }
@@ -334,8 +340,19 @@ impl Input {
             warnings
                 .push(format!("{}: {} packet block(s) skipped, the first at byte {off}: {why}", self.name, self.bad));
         }
+        let consumed = self.consumed();
+        let at_eof = matches!(&self.data, Data::Stream(st) if st.eof);
+        if let Some(size) = self.size.filter(|s| at_eof && consumed < *s) {
+            warnings.push(format!(
+                "{}: the file shrank while it was read ({size} bytes when opened, {consumed} at the end; \
+                 rewritten by tcpdump -C/-W or logrotate?): {} packets read, those after the cut lost",
+                self.name, self.frames
+            ));
+        }
         self.finished = true;
-        self.data = Data::Done { consumed: self.consumed() };
+        // Progress counts a file whole once it is done, even when damage ended it
+        // early or it shrank.
+        self.data = Data::Done { consumed: self.size.map_or(consumed, |s| s.max(consumed)) };
     }
 
     /// The next chunk of this input, or `None` when it has no more frames.
@@ -350,11 +367,7 @@ impl Input {
             if self.finished {
                 return Ok(None);
             }
-            if let Data::Mapped { map, pos, populated } = &mut self.data {
-                populate_ahead(map, *pos, populated);
-            }
             let (bytes, start, base, eof): (&[u8], usize, u64, bool) = match &self.data {
-                Data::Mapped { map, pos, .. } => (&map[..], *pos, 0, true),
                 Data::Stream(s) => (s.buf.as_slice(), s.pos, s.base, s.eof),
                 Data::Done { .. } => return Ok(None),
             };
@@ -398,10 +411,6 @@ impl Input {
             let have = bytes.len().saturating_sub(pos);
             let offset = base + pos as u64;
             let backing: Arc<dyn Backing> = match &mut self.data {
-                Data::Mapped { map, pos: p, .. } => {
-                    *p = pos;
-                    map.clone()
-                }
                 Data::Stream(s) => {
                     s.pos = pos;
                     s.buf.clone()
@@ -452,7 +461,24 @@ impl Input {
     }
 }
 
+/// Blocks a stream keeps for reuse while chunks still hold them: about what the
+/// engine's rings keep in flight, so that a long read allocates no new block.
+const SPARE_BLOCKS: usize = 8;
+
 impl Stream {
+    /// An empty vector with room for `target` bytes: a kept block that no chunk holds
+    /// any more, or a new one.
+    fn spare_block(&mut self, target: usize) -> Vec<u8> {
+        if let Some(i) = self.spare.iter().position(|b| Arc::strong_count(b) == 1 && Arc::weak_count(b) == 0) {
+            if let Ok(mut v) = Arc::try_unwrap(self.spare.swap_remove(i)) {
+                v.clear();
+                v.reserve(target);
+                return v;
+            }
+        }
+        Vec::with_capacity(target)
+    }
+
     /// Starts a new block with the unparsed rest of the current one, and reads
     /// until it holds at least `need` bytes, with room for `target`, or the stream
     /// ends. It does not wait for `target`: a live pipe (`tcpdump -w - | tapstat -r -`)
@@ -468,13 +494,31 @@ impl Stream {
                 v
             }
             None => {
-                let mut v = Vec::with_capacity(target);
+                let mut v = self.spare_block(target);
                 v.extend_from_slice(self.buf.get(pos..).unwrap_or(&[]));
+                // Chunks still hold the old block: keep it, to reuse once they are
+                // done, rather than allocate (and fault in) a fresh block every time.
+                let old = std::mem::take(&mut self.buf);
+                if self.spare.len() < SPARE_BLOCKS {
+                    self.spare.push(old);
+                }
                 v
             }
         };
         self.base += pos as u64;
         self.pos = 0;
+        if self.whole {
+            // A regular file: read the whole block (a short read means the end of
+            // the file), into the vector's spare room without zeroing it first.
+            let want = target.saturating_sub(v.len());
+            v.reserve(want);
+            let res = (&mut self.reader).take(want as u64).read_to_end(&mut v);
+            if matches!(res, Ok(n) if n < want) {
+                self.eof = true;
+            }
+            self.buf = Arc::new(v);
+            return res.map(|_| ());
+        }
         let mut len = v.len();
         let res = loop {
             // Zero only the room for the next read (a pipe gives at most 64 KiB at a
@@ -509,27 +553,6 @@ impl Stream {
 
 /// Most bytes asked of a stream in one read.
 const READ_STEP: usize = 256 << 10;
-
-/// Bytes of the map populated at a time, ahead of the reader.
-const POPULATE_WINDOW: usize = 8 << 20;
-
-/// Fills the page tables of the next window of the map in one call
-/// (`MADV_POPULATE_READ`, Linux 5.14) before the reader walks it, instead of taking a
-/// page fault every 16 pages: a tenth of tapstat's CPU time on a 100 MB capture went
-/// to those faults. Only a window at a time, so a capture larger than memory is not
-/// pulled in whole. Where the kernel does not know the advice, nothing changes.
-fn populate_ahead(map: &Mmap, pos: usize, populated: &mut usize) {
-    if pos + POPULATE_WINDOW / 2 < *populated || *populated >= map.len() {
-        return;
-    }
-    let start = (*populated).max(pos) & !4095;
-    let len = POPULATE_WINDOW.min(map.len() - start);
-    #[cfg(target_os = "linux")]
-    {
-        let _ = map.advise_range(memmap2::Advice::PopulateRead, start, len);
-    }
-    *populated = start + len;
-}
 
 fn not_a_capture(path: &Path, reason: String) -> CaptureError {
     CaptureError::NotACapture { path: path.to_path_buf(), reason }
@@ -578,7 +601,7 @@ mod tests {
     }
 
     /// The same bytes as a stream trickling `step` bytes per read into `fill`-byte
-    /// blocks: must give exactly what the mapped file gives.
+    /// blocks: must give exactly what the file gives.
     fn read_stream(bytes: &[u8], step: usize, fill: usize, max: usize) -> Got {
         let src = open_reader("s", Trickle::new(bytes.to_vec(), step)).unwrap();
         drain(src.with_fill(fill), max)
@@ -624,12 +647,13 @@ mod tests {
             let (f0, d0) = &g.frames[0];
             assert_eq!(f0.ts_ns, ts(1_700_000_000, 123_456_000));
             assert_eq!((f0.orig_len, f0.caplen, f0.link), (60, 60, LinkType::ETHERNET));
-            assert_eq!(f0.offset, 24 + 16);
+            // Offsets are into the block read after the file header.
+            assert_eq!(f0.offset, 16);
             assert_eq!(d0, &vec![0xaa; 60]);
             let (f1, d1) = &g.frames[1];
             assert_eq!(f1.ts_ns, ts(1_700_000_001, 999_999_000));
             assert_eq!((f1.orig_len, f1.caplen), (1514, 96));
-            assert_eq!(f1.offset, 24 + 16 + 60 + 16);
+            assert_eq!(f1.offset, 16 + 60 + 16);
             assert_eq!(d1[..4], [0, 1, 2, 3]);
             let (f2, d2) = &g.frames[2];
             assert_eq!(f2.ts_ns, ts(1_700_000_002, 0));
@@ -1087,7 +1111,35 @@ mod tests {
         assert_eq!((g.frames.len(), g.stats.truncated_files), (2, 0));
     }
 
-    /// Random damage: no panic, and the stream reader agrees with the mapped one.
+    /// A file cut short by another process after it was opened (tcpdump `-C/-W`
+    /// reusing the name, logrotate): the packets before the cut, a warning, and no
+    /// SIGBUS (a memory map of the file would fault on the lost pages).
+    #[test]
+    fn a_file_truncated_while_open_ends_with_a_warning() {
+        let recs: Vec<_> = (0..100u32).map(|i| (i, 0, 1000, vec![i as u8; 1000])).collect();
+        let b = pcap_bytes(PcapKind::Micro, false, 1, 65535, &recs);
+        let dir = TempDir::new();
+        let p = dir.file("rotating.pcap", &b);
+        let mut src = open_files(std::slice::from_ref(&p)).unwrap();
+        // Cut inside record 31 (each record is 16 + 1000 bytes).
+        let cut = 24 + 30 * 1016 + 500;
+        std::fs::OpenOptions::new().write(true).open(&p).unwrap().set_len(cut as u64).unwrap();
+        let mut n = 0u32;
+        while let Some(c) = src.next_chunk(7).unwrap() {
+            for f in &c.frames {
+                assert_eq!(c.data(f), &vec![n as u8; 1000][..]);
+                n += 1;
+            }
+        }
+        assert_eq!(n, 30);
+        let w = src.take_warnings();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("last record truncated"), "{w:?}");
+        assert!(w[1].contains("shrank while it was read") && w[1].contains("30 packets read"), "{w:?}");
+        assert_eq!(src.stats().truncated_files, 1);
+    }
+
+    /// Random damage: no panic, and the stream reader agrees with the file reader.
     #[test]
     fn random_damage_never_panics() {
         let mut rng = 0x9e37_79b9_7f4a_7c15u64;

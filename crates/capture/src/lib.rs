@@ -55,7 +55,7 @@ pub struct FrameMeta {
     pub link: LinkType,
 }
 
-/// Bytes that frames point into: a memory-mapped file, or a buffer read from a stream.
+/// Bytes that frames point into: a block read from a file or a stream (or a memory map).
 pub trait Backing: Send + Sync {
     fn bytes(&self) -> &[u8];
 }
@@ -155,7 +155,7 @@ pub trait PacketSource: Send {
     /// Warnings (one line each, naming the file) collected since the last call.
     fn take_warnings(&mut self) -> Vec<String>;
     /// Whether `next_chunk` can wait for the outside world (a pipe, a socket), as
-    /// opposed to memory-mapped files, which it only walks. The engine reads a
+    /// opposed to regular files, which are read to their end without waiting. The engine reads a
     /// source that may block on a thread of its own, so Ctrl-C is never held up.
     fn may_block(&self) -> bool {
         true

@@ -177,6 +177,11 @@ pub struct RunArgs {
     /// Time the processing of 1 packet in K in the workers (summary.json `packet_time`); 0 = off
     #[arg(long, value_name = "K", default_value_t = 64)]
     pub time_sample: u32,
+    /// Write into an output directory that holds an earlier run's output: tapstat's
+    /// own files there (log_*, summary.json, stats.jsonl, interval directories) are
+    /// removed first; other files are left alone
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

@@ -19,9 +19,11 @@ pub fn run(b: &BenchArgs) -> Result<()> {
         b.workers.clone()
     };
     let dir = std::env::temp_dir().join(format!("tapstat-bench-{}", std::process::id()));
-    // The same defaults as a plain `tapstat -r FILE` run, from the one declaration.
+    // The same defaults as a plain `tapstat -r FILE` run, from the one declaration;
+    // every run replaces the previous one's output (`--force`).
     let files: Vec<String> = b.read.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-    let mut argv = vec!["tapstat".to_string(), "-q".into(), "--hash-seed".into(), "1".into(), "-o".into()];
+    let mut argv =
+        vec!["tapstat".to_string(), "-q".into(), "--force".into(), "--hash-seed".into(), "1".into(), "-o".into()];
     argv.push(dir.to_string_lossy().into_owned());
     argv.push("-r".into());
     argv.extend(files);

@@ -139,17 +139,45 @@ fn lookup_user(name: &str) -> Result<(libc::uid_t, libc::gid_t)> {
     Ok(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
 }
 
+/// Gives the output directory and what is in it to the user `--user` becomes.
+///
+/// Ownership changes through descriptors opened without following a symbolic link
+/// (`fchown`), never by path: the user may have planted `out/x -> /etc/shadow` in an
+/// earlier run, and a path `chown` as root would hand the target over.
+fn drop_privileges_chown(out: &std::path::Path, uid: libc::uid_t, gid: libc::gid_t) -> Result<(), String> {
+    // The directory itself is named by root's command line, whose parents the user
+    // does not own: follow its links once, then no further.
+    let out = &std::fs::canonicalize(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    chown_nofollow(out, uid, gid).map_err(|e| format!("chown {}: {e}", out.display()))?;
+    for e in std::fs::read_dir(out).map_err(|e| e.to_string())?.flatten() {
+        let _ = chown_nofollow(&e.path(), uid, gid);
+    }
+    Ok(())
+}
+
+/// Gives `path` to `uid:gid` if it is a directory or a regular file with one name,
+/// opened with `O_NOFOLLOW` (a symbolic link fails to open; a hard link to a file
+/// elsewhere is refused, since its inode is that file's).
+pub(crate) fn chown_nofollow(path: &std::path::Path, uid: libc::uid_t, gid: libc::gid_t) -> std::io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)?;
+    let m = f.metadata()?;
+    if !(m.is_dir() || (m.is_file() && m.nlink() == 1)) {
+        return Err(std::io::Error::other("not a directory or a regular file with a single name"));
+    }
+    std::os::unix::fs::fchown(&f, Some(uid), Some(gid))
+}
+
 /// Gives up root: supplementary groups, group, then user (in that order, since
 /// setgid needs the privilege setuid gives up). Without PR_SET_KEEPCAPS, setuid to a
 /// non-zero uid clears every capability; the open sockets stay usable.
 fn drop_privileges(uid: libc::uid_t, gid: libc::gid_t, out: &std::path::Path) -> Result<(), String> {
     // The output directory and what is in it stay writable for the new user (rotation
     // creates directories, SIGHUP reopens files).
-    let chown = |p: &std::path::Path| std::os::unix::fs::chown(p, Some(uid), Some(gid));
-    chown(out).map_err(|e| format!("chown {}: {e}", out.display()))?;
-    for e in std::fs::read_dir(out).map_err(|e| e.to_string())?.flatten() {
-        let _ = chown(&e.path());
-    }
+    drop_privileges_chown(out, uid, gid)?;
     // SAFETY: plain system calls on the whole process (glibc applies set*id to every
     // thread); each result is checked.
     unsafe {
@@ -239,6 +267,7 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
     let l = &a.live;
     let mut cfg = a.engine_config();
     let user = l.user.as_deref().map(lookup_user).transpose()?;
+    let _claim = crate::outdir::claim(&cfg.out_dir, a.force)?;
     let opened = match &l.dpdk {
         Some(eal) => open_dpdk(l, eal, cfg.workers, a.workers.is_some(), a.quiet)?,
         None => open_afpacket(l, l.interface.as_deref().expect("is_live() checked"), cfg.workers)?,
@@ -285,10 +314,8 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
             live.acquire.name()
         );
     }
-    let summary = tapstat_pipeline::run_live(sources, &cfg, live, stop, Arc::new(Progress::default()))?;
-    let path = cfg.out_dir.join("summary.json");
-    let json = serde_json::to_string_pretty(&summary).context("serializing the summary")?;
-    std::fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+    let mut summary = tapstat_pipeline::run_live(sources, &cfg, live, stop, Arc::new(Progress::default()))?;
+    crate::finish_summary(&mut summary, &cfg, vec![what.clone()])?;
     for w in &summary.warnings {
         eprintln!("tapstat: warning: {w}");
     }
@@ -306,12 +333,39 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
         }
         eprintln!("  output: {}", cfg.out_dir.display());
     }
+    crate::write_failed(&summary)?;
     Ok(summary)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--user`'s hand-over of the output directory changes the owner of what is
+    /// there, never of what a planted link (soft or hard) points to (issue 13).
+    #[test]
+    fn chown_never_follows_planted_links() {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: chown to another user needs root");
+            return;
+        }
+        let d = std::env::temp_dir().join(format!("tapstat-chown-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let out = d.join("out");
+        std::fs::create_dir_all(&out).unwrap();
+        let target = d.join("shadow");
+        std::fs::write(&target, "x").unwrap();
+        std::os::unix::fs::symlink(&target, out.join("log_tcp_complete")).unwrap();
+        std::fs::hard_link(&target, out.join("log_udp_complete")).unwrap();
+        std::fs::write(out.join("log_other"), "").unwrap();
+        drop_privileges_chown(&out, 65534, 65534).unwrap();
+        assert_eq!(std::fs::metadata(&target).unwrap().uid(), 0, "the target must stay root's");
+        assert_eq!(std::fs::metadata(out.join("log_other")).unwrap().uid(), 65534);
+        assert_eq!(std::fs::metadata(&out).unwrap().uid(), 65534);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     #[test]
     fn sizes_and_durations() {

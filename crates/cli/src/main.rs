@@ -4,6 +4,7 @@
 mod args;
 mod bench;
 mod live;
+mod outdir;
 
 use anyhow::{bail, Context, Result};
 use args::{Cli, Command, RunArgs};
@@ -68,6 +69,7 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
     }
     let cfg = a.engine_config();
     let source = tapstat_capture::open_files(&a.read)?;
+    let _claim = outdir::claim(&cfg.out_dir, a.force)?;
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();
@@ -87,10 +89,9 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
         done.store(true, Ordering::SeqCst);
         let _ = h.join();
     }
-    let summary = result?;
-    let path = cfg.out_dir.join("summary.json");
-    let json = serde_json::to_string_pretty(&summary).context("serializing the summary")?;
-    std::fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+    let mut summary = result?;
+    let inputs = a.read.iter().map(|p| p.display().to_string()).collect();
+    finish_summary(&mut summary, &cfg, inputs)?;
     for w in &summary.warnings {
         eprintln!("tapstat: warning: {w}");
     }
@@ -98,7 +99,32 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
         eprint!("{}", summary.human());
         eprintln!("  output: {}", cfg.out_dir.display());
     }
+    write_failed(&summary)?;
     Ok(summary)
+}
+
+/// Fills in what only the binary knows (the command line, the inputs, the options)
+/// and writes summary.json.
+pub(crate) fn finish_summary(
+    summary: &mut Summary,
+    cfg: &tapstat_pipeline::EngineConfig,
+    inputs: Vec<String>,
+) -> Result<()> {
+    summary.command_line = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    summary.inputs = inputs;
+    // A random seed is not written among the options (`hash_seed` has the value).
+    summary.options = format!("{cfg:?}").replace("hash_seed: None", "hash_seed: random");
+    let json = serde_json::to_string_pretty(summary).context("serializing the summary")?;
+    outdir::write_summary(&cfg.out_dir, &(json + "\n"))
+}
+
+/// A run stopped by a write error fails, after its summary (which says what was lost)
+/// is written.
+pub(crate) fn write_failed(summary: &Summary) -> Result<()> {
+    if let Some(e) = &summary.write_error {
+        bail!("{e}; the run stopped, {} record(s) were not written", summary.records_not_written);
+    }
+    Ok(())
 }
 
 fn spawn_progress(p: Arc<Progress>) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) {

@@ -125,7 +125,7 @@ struct Pkt {
 }
 
 /// Packets for one worker that share one backing buffer (the bytes stay where the
-/// source put them: for a file, in its memory map).
+/// source put them: for a file, in the block read).
 struct Batch {
     backing: Arc<dyn Backing>,
     pkts: Vec<Pkt>,
@@ -342,20 +342,16 @@ pub fn run(
 
     // Output files first: an unwritable directory is an error before any work.
     let (names, headers) = log_files(cfg);
-    let mut out = OutputDir::create(&cfg.out_dir, &names, &headers)?;
+    let out = OutputDir::create(&cfg.out_dir, &names, &headers)?;
     let (block_tx, block_rx) = crossbeam_channel::bounded::<Block>(64);
     let (free_tx, free_rx) = crossbeam_channel::bounded::<Vec<u8>>(16);
-    let writer = std::thread::Builder::new()
-        .name("tapstat-writer".into())
-        .spawn(move || -> Result<(), SinkError> {
-            for (i, mut b) in block_rx {
-                out.append(i, &b)?;
-                b.clear();
-                let _ = free_tx.try_send(b);
-            }
-            out.finish()
-        })
-        .expect("spawning a thread succeeds");
+    let writer = {
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("tapstat-writer".into())
+            .spawn(move || write_blocks(out, block_rx, free_tx, &stop))
+            .expect("spawning a thread succeeds")
+    };
 
     let p0 = source.progress();
     progress.bytes_total.store(p0.bytes_total.unwrap_or(0), Ordering::Relaxed);
@@ -370,7 +366,7 @@ pub fn run(
         rout: RecordOut::new(cfg, tx.clone(), free_rx.clone()),
     };
     let (dispatcher, workers) = if n == 1 && !reader.source.may_block() {
-        // One worker reading memory-mapped files: it reads, decodes and analyzes in
+        // One worker reading regular files: it reads, decodes and analyzes in
         // one pass, so each packet's bytes are brought into the cache once. (A
         // separate reader thread would take that miss, and the worker a second one.)
         let work = new_work(&block_tx);
@@ -454,8 +450,8 @@ pub fn run(
             *total += n;
         }
     }
-    writer.join().map_err(|_| EngineError::Thread("writer"))??;
-    let interrupted = stop.load(Ordering::Relaxed);
+    let written = writer.join().map_err(|_| EngineError::Thread("writer"))?;
+    let interrupted = stop.load(Ordering::Relaxed) && written.error.is_none();
     // After a normal end the reader has finished; after Ctrl-C it may be blocked in
     // a read that will never return, and is left behind.
     let wait = if interrupted { std::time::Duration::from_millis(200) } else { std::time::Duration::from_secs(3600) };
@@ -487,10 +483,52 @@ pub fn run(
         started.elapsed().as_secs_f64(),
         cpu_seconds() - cpu0,
     );
+    if let Some(e) = written.error {
+        summary.write_error = Some(format!("{e}: {}", e.source));
+        summary.records_not_written = written.lost;
+    }
     summary.flow_table = cfg.tracker.index.name();
     summary.flow_hash = cfg.flow_hash.name();
     summary.packet_time = PacketTimeSummary::of(&timers);
     Ok(summary)
+}
+
+/// What the writer thread did: the first write error, and the records it could not
+/// write (those of the block that failed, and of every block after it).
+struct Written {
+    error: Option<SinkError>,
+    lost: u64,
+}
+
+/// The writer thread: blocks to files. At the first error (a full disk) it sets
+/// `stop`, which the reader and the dispatcher watch, so the run ends promptly
+/// instead of analyzing the rest of the input for nothing; it then drains what the
+/// workers still send, counting the records lost, so that the summary can say.
+fn write_blocks(
+    mut out: OutputDir,
+    blocks: crossbeam_channel::Receiver<Block>,
+    free: crossbeam_channel::Sender<Vec<u8>>,
+    stop: &AtomicBool,
+) -> Written {
+    let mut w = Written { error: None, lost: 0 };
+    let lines = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count() as u64;
+    for (i, mut b) in blocks {
+        if w.error.is_none() {
+            if let Err(e) = out.append(i, &b) {
+                stop.store(true, Ordering::SeqCst);
+                w.error = Some(e);
+            }
+        }
+        if w.error.is_some() {
+            w.lost += lines(&b);
+        }
+        b.clear();
+        let _ = free.try_send(b);
+    }
+    if let Err(e) = out.finish() {
+        w.error.get_or_insert(e);
+    }
+    w
 }
 
 /// The dispatcher's work on a frame: decode it once, key it, hash it, and pick the
@@ -725,4 +763,30 @@ fn random_seed() -> u64 {
         return t.as_nanos() as u64 ^ 0x5DEE_CE66_D1CE_5EED;
     }
     u64::from_le_bytes(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A full disk (`/dev/full` fails every write with ENOSPC): the writer sets the stop
+    /// flag at the first failure, so the reader and the dispatcher end the run, and
+    /// counts every record it could not write, the failed block's and the later ones.
+    #[test]
+    fn a_write_error_stops_the_run_and_counts_what_was_lost() {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full exists");
+        let out = OutputDir::from_files(std::path::Path::new("/dev"), vec![("/dev/full".into(), full)]);
+        let (tx, rx) = crossbeam_channel::bounded::<Block>(8);
+        let (free_tx, _free_rx) = crossbeam_channel::bounded::<Vec<u8>>(8);
+        for b in [&b"a\nb\n"[..], b"c\nd\ne\n", b"f\ng\nh\ni\n"] {
+            tx.send((0, b.to_vec())).unwrap();
+        }
+        drop(tx);
+        let stop = AtomicBool::new(false);
+        let w = write_blocks(out, rx, free_tx, &stop);
+        assert!(stop.load(Ordering::SeqCst), "a write error must stop the run");
+        let e = w.error.expect("the error is kept");
+        assert_eq!(e.source.raw_os_error(), Some(libc::ENOSPC));
+        assert_eq!(w.lost, 9);
+    }
 }

@@ -151,11 +151,8 @@ pub fn run_live(
     };
     let reopen_stats = Arc::new(AtomicBool::new(false));
     let jsonl_path = cfg.out_dir.join("stats.jsonl");
-    let jsonl = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&jsonl_path)
-        .map_err(|source| SinkError { path: jsonl_path, source })?;
+    let jsonl =
+        tapstat_sink::open_append_nofollow(&jsonl_path).map_err(|source| SinkError { path: jsonl_path, source })?;
     let prom = match live.metrics {
         Some(addr) => {
             let l = std::net::TcpListener::bind(addr)
@@ -189,9 +186,18 @@ pub fn run_live(
             reopen_stats: reopen_stats.clone(),
             warnings: Vec::new(),
         };
+        let stop = stop.clone();
         std::thread::Builder::new()
             .name("tapstat-writer".into())
-            .spawn(move || w.run(rxs, free_tx))
+            .spawn(move || {
+                // A write error (a full disk) ends the capture at once: analyzing
+                // traffic whose records can no longer be written helps nobody.
+                let r = w.run(rxs, free_tx);
+                if r.is_err() {
+                    stop.store(true, Ordering::SeqCst);
+                }
+                r
+            })
             .expect("spawning a thread succeeds")
     };
 

@@ -11,6 +11,13 @@ use tapstat_decode::{Anomalies, Anomaly};
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
     pub tapstat_version: &'static str,
+    /// The command line (argv) and the inputs (capture files, or interfaces), as the
+    /// binary filled them in.
+    pub command_line: Vec<String>,
+    pub inputs: Vec<String>,
+    /// The engine's effective configuration, every option with its default filled
+    /// in; a random hash seed is `random` here (its value is `hash_seed`).
+    pub options: String,
     pub workers: usize,
     pub format: &'static str,
     pub hash_seed: u64,
@@ -49,6 +56,12 @@ pub struct Summary {
     /// Live capture: sources, drops, buffers (absent for files).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub live: Option<crate::LiveSummary>,
+    /// The first error writing the logs (a full disk, say), which stopped the run;
+    /// the records formatted but not written are `records_not_written` (the `records`
+    /// counts include them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_error: Option<String>,
+    pub records_not_written: u64,
     /// The flow table's index structure and the flow hash function.
     pub flow_table: &'static str,
     pub flow_hash: &'static str,
@@ -60,6 +73,9 @@ pub struct Summary {
 /// from this list; a test checks that a run's summary.json has no key missing here).
 pub const SUMMARY_KEYS: &[(&str, &str)] = &[
     ("tapstat_version", "the version of tapstat that wrote the file"),
+    ("command_line", "the command line (argv) of the run"),
+    ("inputs", "the capture files read (or the live sources)"),
+    ("options", "the engine's effective configuration, every default filled in (a random hash seed shows as `random`)"),
     ("workers", "worker threads of the run"),
     ("format", "record format: tsv or jsonl"),
     ("hash_seed", "seed of the flow hash"),
@@ -76,6 +92,8 @@ pub const SUMMARY_KEYS: &[(&str, &str)] = &[
     ("anomalies", "decoding anomalies by name (the table below); only those seen"),
     ("capture", "damage in the input files: truncated_files, corrupt_records, skipped_blocks, bad_packet_blocks"),
     ("warnings", "what the run warns about (also printed on stderr)"),
+    ("write_error", "only when writing failed (a full disk): the error; the run stopped there"),
+    ("records_not_written", "records formatted but not written because of `write_error` (counted in `records` too)"),
     ("interrupted", "true when SIGINT/SIGTERM stopped the run (a file run: before the end of its input)"),
     ("elapsed_s", "wall-clock seconds of the run"),
     ("cpu_s", "CPU seconds of the process (user + system, every thread)"),
@@ -129,6 +147,9 @@ impl Summary {
         }
         Summary {
             tapstat_version: env!("CARGO_PKG_VERSION"),
+            command_line: Vec::new(),
+            inputs: Vec::new(),
+            options: String::new(),
             workers,
             format: match cfg.format {
                 tapstat_sink::Format::Tsv => "tsv",
@@ -170,6 +191,8 @@ impl Summary {
             gbit_per_s: per(bytes as f64 * 8.0 / 1e9, elapsed_s),
             pkts_per_cpu_s: per(packets as f64, cpu_s),
             live: None,
+            write_error: None,
+            records_not_written: 0,
             flow_table: "",
             flow_hash: "",
             packet_time: Default::default(),
@@ -207,6 +230,12 @@ impl Summary {
             s += &format!(
                 "  anomalies: {}\n",
                 self.anomalies.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+            );
+        }
+        if let Some(e) = &self.write_error {
+            s += &format!(
+                "  write error: {e}; the run stopped there, {} record(s) were not written\n",
+                self.records_not_written
             );
         }
         if self.interrupted {

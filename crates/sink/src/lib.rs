@@ -148,6 +148,57 @@ fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
     }
 }
 
+/// Creates `path` afresh: whatever entry has that name is unlinked first (a symbolic
+/// link or a hard link is removed, its target untouched), and the file is created
+/// with `O_EXCL`, which refuses to follow a symbolic link planted in between. The
+/// output directory may belong to another user (`--user`): a root process must never
+/// truncate or write through a name that user can point elsewhere (issue 13).
+pub fn create_fresh(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| explain_link(path, e))
+}
+
+/// Opens `path` for appending, creating it if missing, without following a symbolic
+/// link (`O_NOFOLLOW`) and refusing anything but a regular file with one name (a hard
+/// link to another file would be written through).
+pub fn open_append_nofollow(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| explain_link(path, e))?;
+    let m = f.metadata()?;
+    if !m.is_file() || m.nlink() != 1 {
+        return Err(io::Error::other("not a regular file with a single name; refusing to write to it"));
+    }
+    Ok(f)
+}
+
+/// ELOOP from `O_NOFOLLOW` (or EEXIST from `O_EXCL` racing a new link) says little
+/// to a user; name the cause.
+fn explain_link(path: &Path, e: io::Error) -> io::Error {
+    let is_link = std::fs::symlink_metadata(path).map(|m| m.file_type().is_symlink()).unwrap_or(false);
+    if e.raw_os_error() == Some(libc::ELOOP) || is_link {
+        io::Error::other(format!("is a symbolic link; refusing to follow it ({e})"))
+    } else {
+        e
+    }
+}
+
 /// Errors of the output directory.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write {path}")]
@@ -177,11 +228,24 @@ impl OutputDir {
         let mut files = Vec::new();
         for (name, header) in names.iter().zip(headers) {
             let path = dir.join(name);
-            let mut f = File::create(&path).map_err(err(&path))?;
+            let mut f = create_fresh(&path).map_err(err(&path))?;
             f.write_all(header).map_err(err(&path))?;
             files.push((path, f));
         }
         Ok(OutputDir { dir: dir.to_path_buf(), files })
+    }
+
+    /// An output directory over files opened elsewhere (tests inject failing ones,
+    /// such as `/dev/full`).
+    #[doc(hidden)]
+    pub fn from_files(dir: &Path, files: Vec<(PathBuf, File)>) -> OutputDir {
+        OutputDir { dir: dir.to_path_buf(), files }
+    }
+
+    /// The open files, for `fchown` after a privilege drop: changing the owner of
+    /// what tapstat opened, never of what a path names now.
+    pub fn files(&self) -> impl Iterator<Item = &File> {
+        self.files.iter().map(|(_, f)| f)
     }
 
     pub fn dir(&self) -> &Path {
@@ -228,6 +292,54 @@ mod tests {
                 Column { field: f("n"), get: |r: &R| r.n.map_or(Value::None, Value::U64) },
             ],
         }
+    }
+
+    fn scratch(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("tapstat-sink-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// A link named like a log, planted to point outside (issue 13): the log replaces
+    /// the link, and the file it pointed to is neither truncated nor written.
+    #[test]
+    fn create_replaces_a_planted_link_and_leaves_its_target_alone() {
+        let d = scratch("link");
+        let target = d.join("precious");
+        std::fs::write(&target, "secret\n").unwrap();
+        let out = d.join("out");
+        std::fs::create_dir_all(&out).unwrap();
+        std::os::unix::fs::symlink(&target, out.join("log_a")).unwrap();
+        std::fs::hard_link(&target, out.join("log_b")).unwrap();
+        let names = vec!["log_a".to_string(), "log_b".to_string()];
+        let mut o = OutputDir::create(&out, &names, &[b"#a\n".to_vec(), b"#b\n".to_vec()]).unwrap();
+        o.append(0, b"1\n").unwrap();
+        o.append(1, b"2\n").unwrap();
+        o.finish().unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "secret\n");
+        assert!(std::fs::symlink_metadata(out.join("log_a")).unwrap().file_type().is_file());
+        assert_eq!(std::fs::read_to_string(out.join("log_a")).unwrap(), "#a\n1\n");
+        assert_eq!(std::fs::read_to_string(out.join("log_b")).unwrap(), "#b\n2\n");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// Appending (SIGHUP, stats.jsonl) refuses a link rather than writing through it.
+    #[test]
+    fn append_refuses_links() {
+        let d = scratch("append");
+        let target = d.join("precious");
+        std::fs::write(&target, "secret\n").unwrap();
+        std::os::unix::fs::symlink(&target, d.join("soft")).unwrap();
+        std::fs::hard_link(&target, d.join("hard")).unwrap();
+        let e = open_append_nofollow(&d.join("soft")).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        let e = open_append_nofollow(&d.join("hard")).unwrap_err();
+        assert!(e.to_string().contains("single name"), "{e}");
+        let names = vec!["soft".to_string()];
+        assert!(OutputDir::open_append(&d, &names, &[b"#h\n".to_vec()]).is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "secret\n");
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

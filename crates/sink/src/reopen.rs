@@ -2,7 +2,6 @@
 //! (SIGHUP) to reopen its files, e.g. after logrotate moved them away.
 
 use crate::{OutputDir, SinkError};
-use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
 
@@ -18,7 +17,7 @@ impl OutputDir {
         let mut files = Vec::new();
         for (name, header) in names.iter().zip(headers) {
             let path = dir.join(name);
-            let mut f = OpenOptions::new().create(true).append(true).open(&path).map_err(err(&path))?;
+            let mut f = crate::open_append_nofollow(&path).map_err(err(&path))?;
             if f.metadata().map_err(err(&path))?.len() == 0 {
                 f.write_all(header).map_err(err(&path))?;
             }

@@ -1,0 +1,200 @@
+//! The output directory as a hostile or careless world leaves it (issue 13): planted
+//! links, earlier runs' files, concurrent runs, a full disk.
+
+mod common;
+use common::*;
+use tapstat_lab::synth::{synthesize, SynthConfig};
+
+fn small_sample(dir: &std::path::Path) -> std::path::PathBuf {
+    let cfg = SynthConfig { seed: 5, tcp_flows: 20, udp_dns_flows: 10, bulk_flows: 0, ..Default::default() };
+    let (bytes, _) = synthesize(&cfg);
+    let p = dir.join("small.pcap");
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// A link named like a log, pointing to a file outside: the run writes its log in
+/// place of the link and never truncates or writes the target.
+#[test]
+fn a_planted_link_is_replaced_and_its_target_untouched() {
+    let d = tempdir("planted-link");
+    let pcap = small_sample(&d);
+    let out = d.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let target = d.join("shadow");
+    std::fs::write(&target, "root:x:0:0\n").unwrap();
+    std::os::unix::fs::symlink(&target, out.join("log_tcp_complete")).unwrap();
+    // A name like a log is an earlier run's output: refused without --force.
+    let o = tapstat(&["-r", pcap.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q"]);
+    assert!(!o.status.success());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "root:x:0:0\n");
+    analyze(&pcap, &out, 1, &["--force"]);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "root:x:0:0\n");
+    let m = std::fs::symlink_metadata(out.join("log_tcp_complete")).unwrap();
+    assert!(m.file_type().is_file());
+    assert_eq!(read_log(&out, "log_tcp_complete").len(), 20);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A rerun into a directory holding an earlier run's output is refused, and leaves
+/// that output as it was; `--force` removes tapstat's own files first (the earlier
+/// run's JSON lines logs do not survive beside the new TSV ones) and nothing else.
+#[test]
+fn a_rerun_needs_force_and_force_removes_only_tapstats_files() {
+    let d = tempdir("rerun");
+    let pcap = small_sample(&d);
+    let out = d.join("out");
+    analyze(&pcap, &out, 1, &["--format", "jsonl", "--periodic", "1"]);
+    std::fs::write(out.join("notes.txt"), "mine\n").unwrap();
+    let before = std::fs::read(out.join("log_tcp_complete.jsonl")).unwrap();
+    let o = tapstat(&["-r", pcap.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("holds the output of an earlier run") && err.contains("--force"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(std::fs::read(out.join("log_tcp_complete.jsonl")).unwrap(), before);
+    assert!(!out.join("log_tcp_complete").exists());
+    analyze(&pcap, &out, 1, &["--force"]);
+    let mut names: Vec<String> =
+        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            ".tapstat.lock",
+            "log_dns_complete",
+            "log_http_complete",
+            "log_other",
+            "log_tcp_complete",
+            "log_tcp_nocomplete",
+            "log_udp_complete",
+            "notes.txt",
+            "summary.json"
+        ]
+    );
+    assert_eq!(std::fs::read_to_string(out.join("notes.txt")).unwrap(), "mine\n");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A second run on a directory another run is writing to fails at once.
+#[test]
+fn a_concurrent_run_on_the_same_directory_fails_at_once() {
+    use std::os::fd::AsRawFd;
+    let d = tempdir("concurrent");
+    let pcap = small_sample(&d);
+    let out = d.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    // The test holds the lock as a running tapstat would.
+    let lock = std::fs::OpenOptions::new().create(true).append(true).open(out.join(".tapstat.lock")).unwrap();
+    // SAFETY: flock on an open descriptor.
+    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }, 0);
+    let o = tapstat(&["-r", pcap.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("another tapstat run is writing to this directory"), "{err}");
+    assert!(!out.join("log_tcp_complete").exists(), "nothing may be written");
+    drop(lock);
+    // Released: the run goes ahead. (A child that another test forks in this process
+    // shares the descriptor until it execs; wait out that instant.)
+    for _ in 0..100 {
+        let o = tapstat(&["-r", pcap.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q"]);
+        if o.status.success() {
+            break;
+        }
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("another tapstat run"), "{err}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(read_log(&out, "log_tcp_complete").len(), 20);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// summary.json says which tapstat ran, how, on what, with which options; a random
+/// hash seed is not among the options.
+#[test]
+fn summary_records_version_command_line_inputs_and_options() {
+    let d = tempdir("provenance");
+    let pcap = small_sample(&d);
+    let out = d.join("out");
+    analyze(&pcap, &out, 1, &["--udp-timeout", "33"]);
+    let s = summary(&out);
+    assert_eq!(s["tapstat_version"], env!("CARGO_PKG_VERSION"));
+    let argv: Vec<&str> = s["command_line"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(argv.windows(2).any(|w| w == ["--udp-timeout", "33"]), "{argv:?}");
+    assert_eq!(s["inputs"], serde_json::json!([pcap.to_str().unwrap()]));
+    let opts = s["options"].as_str().unwrap();
+    assert!(opts.contains("udp_idle_ns: 33000000000") && opts.contains("hash_seed: Some(7)"), "{opts}");
+    let out2 = d.join("out2");
+    let o = tapstat(&["-r", pcap.to_str().unwrap(), "-o", out2.to_str().unwrap(), "-q"]);
+    assert!(o.status.success());
+    let opts = summary(&out2)["options"].as_str().unwrap().to_string();
+    assert!(opts.contains("hash_seed: random"), "{opts}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A killed run leaves no summary.json: an earlier run's is removed (`--force`)
+/// before the run starts, and a run writes its own only at the end.
+#[test]
+fn a_killed_run_leaves_no_stale_summary() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let d = tempdir("killed");
+    let pcap = small_sample(&d);
+    let out = d.join("out");
+    analyze(&pcap, &out, 1, &[]);
+    assert!(out.join("summary.json").exists());
+    let mut child = Command::new(bin())
+        .args(["-r", "-", "-o", out.to_str().unwrap(), "-q", "--force"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let bytes = std::fs::read(&pcap).unwrap();
+    // The header and some records; the pipe stays open, so the run goes on.
+    stdin.write_all(&bytes[..bytes.len() / 2]).unwrap();
+    let mut waited = 0;
+    while out.join("summary.json").exists() && waited < 600 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        waited += 1;
+    }
+    assert!(child.try_wait().unwrap().is_none(), "the run must still be going when it is killed");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!out.join("summary.json").exists(), "a killed run must leave no summary");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A write error (here EFBIG from a file size limit, as ENOSPC from a full disk)
+/// stops the run with an error, and summary.json says what was lost.
+#[test]
+fn a_write_error_fails_the_run_and_the_summary_says_what_was_lost() {
+    use std::os::unix::process::CommandExt;
+    let d = tempdir("efbig");
+    let pcap = small_sample(&d);
+    let out = d.join("out");
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(["-r", pcap.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q", "-w", "1"]);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            // Logs larger than 16 KiB fail to write; the headers and summary.json fit.
+            let lim = libc::rlimit { rlim_cur: 16 << 10, rlim_max: 16 << 10 };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+            // Without this the kernel kills the writer with SIGXFSZ.
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let o = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("were not written"), "{err}");
+    let s = summary(&out);
+    assert!(s["write_error"].as_str().unwrap().contains("log_tcp_complete"), "{s}");
+    let lost = s["records_not_written"].as_u64().unwrap();
+    let tcp = s["records"]["log_tcp_complete"].as_u64().unwrap();
+    assert!(lost > 0 && lost <= s["records"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum());
+    assert!(tcp > 0);
+    std::fs::remove_dir_all(&d).unwrap();
+}

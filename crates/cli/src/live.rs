@@ -32,26 +32,26 @@ pub struct LiveArgs {
     /// Capture through DPDK with these EAL arguments (needs a build with `--features dpdk`)
     #[arg(long, value_name = "EAL ARGS", allow_hyphen_values = true, conflicts_with_all = ["read", "interface"])]
     pub dpdk: Option<String>,
-    /// Size of each worker's packet buffer between acquisition and analysis (e.g. 256MiB, 1GiB)
-    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size)]
+    /// Size of each worker's packet buffer between acquisition and analysis (e.g. 256MiB, 1GiB) [1MiB..=64GiB]
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = buffer_size)]
     pub buffer: u64,
-    /// Size of each socket's kernel ring (blocks of 1 MiB)
-    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
+    /// Size of each socket's kernel ring (blocks of 1 MiB) [2MiB..=16GiB]
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = ring_size)]
     pub kernel_ring: u64,
     /// Acquisition policy
     #[arg(long, value_enum, default_value = "periodic")]
     pub acquire: AcquireArg,
-    /// Period of periodic acquisition (e.g. 500us, 1ms)
-    #[arg(long, value_name = "DUR", default_value = "500us", value_parser = parse_duration)]
+    /// Period of periodic acquisition (e.g. 500us, 1ms) [1us..=1s]
+    #[arg(long, value_name = "DUR", default_value = "500us", value_parser = period_dur)]
     pub period: Duration,
-    /// How often each worker's figures go to stderr and stats.jsonl
-    #[arg(long, value_name = "DUR", default_value = "1s", value_parser = parse_duration)]
+    /// How often each worker's figures go to stderr and stats.jsonl [10ms..=1d]
+    #[arg(long, value_name = "DUR", default_value = "1s", value_parser = stats_dur)]
     pub stats_interval: Duration,
     /// Serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9100)
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<std::net::SocketAddr>,
-    /// Start a new output directory (YYYY_MM_DD_HH_MM.out, UTC) every DUR of packet time (e.g. 1h, 15m)
-    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    /// Start a new output directory (YYYY_MM_DD_HH_MM.out, UTC) every DUR of packet time (e.g. 1h, 15m) [1s..=366d]
+    #[arg(long, value_name = "DUR", value_parser = rotate_dur)]
     pub rotate: Option<Duration>,
     /// After opening the sockets, run as this user (and its group), with no capabilities
     #[arg(long, value_name = "NAME")]
@@ -100,8 +100,57 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if !(n * secs).is_finite() || n * secs <= 0.0 {
         return Err(format!("{s:?} must be positive"));
     }
-    Ok(Duration::from_secs_f64(n * secs))
+    Duration::try_from_secs_f64(n * secs).map_err(|_| format!("{s:?} is too long"))
 }
+
+/// A duration in `lo..=hi` (named as `lo_s`..=`hi_s` in the error).
+fn duration_in(s: &str, lo: Duration, hi: Duration, range: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < lo || d > hi {
+        return Err(format!("{s:?} is out of range {range}"));
+    }
+    Ok(d)
+}
+
+fn period_dur(s: &str) -> Result<Duration, String> {
+    duration_in(s, Duration::from_micros(1), Duration::from_secs(1), "1us..=1s")
+}
+
+fn stats_dur(s: &str) -> Result<Duration, String> {
+    duration_in(s, Duration::from_millis(10), Duration::from_secs(86_400), "10ms..=1d")
+}
+
+fn rotate_dur(s: &str) -> Result<Duration, String> {
+    duration_in(s, Duration::from_secs(1), Duration::from_secs(366 * 86_400), "1s..=366d")
+}
+
+fn size_in(s: &str, lo: u64, hi: u64, range: &str) -> Result<u64, String> {
+    let n = parse_size(s)?;
+    if n < lo || n > hi {
+        return Err(format!("{s:?} is out of range {range}"));
+    }
+    Ok(n)
+}
+
+fn buffer_size(s: &str) -> Result<u64, String> {
+    size_in(s, 1 << 20, 64 << 30, "1MiB..=64GiB")
+}
+
+fn ring_size(s: &str) -> Result<u64, String> {
+    size_in(s, 2 << 20, 16 << 30, "2MiB..=16GiB")
+}
+
+/// The flags that only mean something for live capture, by clap id and as typed.
+pub const LIVE_ONLY: [(&str, &str); 8] = [
+    ("user", "--user"),
+    ("metrics", "--metrics"),
+    ("rotate", "--rotate"),
+    ("buffer", "--buffer"),
+    ("kernel_ring", "--kernel-ring"),
+    ("acquire", "--acquire"),
+    ("period", "--period"),
+    ("stats_interval", "--stats-interval"),
+];
 
 static REOPEN: AtomicBool = AtomicBool::new(false);
 
@@ -173,10 +222,10 @@ struct Opened {
     _backend: Option<Box<dyn std::any::Any>>,
 }
 
-fn open_afpacket(l: &LiveArgs, iface: &str, workers: usize) -> Result<Opened> {
+fn open_afpacket(l: &LiveArgs, filter: Option<&str>, iface: &str, workers: usize) -> Result<Opened> {
     let mut ac = AfPacketConfig::new(iface);
     ac.blocks = (l.kernel_ring >> 20).clamp(2, 1 << 14) as u32;
-    if let Some(expr) = &l.filter {
+    if let Some(expr) = filter {
         // The link type is the interface's: compile against what the sockets see.
         let link = std::fs::read_to_string(format!("/sys/class/net/{iface}/type"))
             .ok()
@@ -210,9 +259,13 @@ fn open_dpdk(l: &LiveArgs, eal_args: &str, workers: usize, quiet: bool) -> Resul
                 n => format!("symmetric RSS, {n}-byte key, functions {:#x}", p.rss_hf),
             };
             let ts = if p.stamps { "frames stamped by the PMD" } else { "batch timestamps" };
-            eprintln!(
+            crate::say!(
                 "tapstat: DPDK port {} {} ({}): {} RX queue(s) of {} descriptors, {rss}, {ts}",
-                p.id, p.name, p.driver, p.rx_queues, p.rx_desc
+                p.id,
+                p.name,
+                p.driver,
+                p.rx_queues,
+                p.rx_desc
             );
         }
     }
@@ -223,11 +276,21 @@ fn open_dpdk(l: &LiveArgs, eal_args: &str, workers: usize, quiet: bool) -> Resul
 /// Runs a live capture until SIGINT/SIGTERM; writes summary.json.
 pub fn analyze(a: &RunArgs) -> Result<Summary> {
     let l = &a.live;
-    let cfg = a.engine_config();
+    if a.count.is_some() {
+        bail!("-c works on files only: a live capture runs until SIGINT/SIGTERM");
+    }
+    let inputs = a.inputs().map_err(anyhow::Error::msg)?;
+    if l.dpdk.is_some() && inputs.filter.is_some() {
+        bail!("a filter works with -i and -r only: DPDK frames never pass through the kernel's filter");
+    }
+    let mut cfg = a.engine_config();
+    cfg.workers = a.workers().map_err(anyhow::Error::msg)?;
     let user = l.user.as_deref().map(lookup_user).transpose()?;
     let opened = match &l.dpdk {
         Some(eal) => open_dpdk(l, eal, cfg.workers, a.quiet)?,
-        None => open_afpacket(l, l.interface.as_deref().expect("is_live() checked"), cfg.workers)?,
+        None => {
+            open_afpacket(l, inputs.filter.as_deref(), l.interface.as_deref().expect("is_live() checked"), cfg.workers)?
+        }
     };
     let Opened { sources, what, _backend } = opened;
 
@@ -240,7 +303,7 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
             if stop.swap(true, Ordering::SeqCst) {
                 std::process::exit(130);
             }
-            eprintln!("\ntapstat: stopping: writing the live flows (again to quit at once)");
+            crate::say!("\ntapstat: stopping: writing the live flows (again to quit at once)");
         });
     }
     catch_sighup();
@@ -262,7 +325,7 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
         }),
     };
     if !a.quiet {
-        eprintln!(
+        crate::say!(
             "tapstat: capturing on {what} with {} worker(s), {} acquisition; SIGINT/SIGTERM to stop, SIGHUP to reopen files",
             cfg.workers,
             live.acquire.name()
@@ -273,12 +336,12 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
     let json = serde_json::to_string_pretty(&summary).context("serializing the summary")?;
     std::fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
     for w in &summary.warnings {
-        eprintln!("tapstat: warning: {w}");
+        crate::say!("tapstat: warning: {w}");
     }
     if !a.quiet {
-        eprint!("{}", summary.human());
+        crate::say!("{}", summary.human().trim_end());
         if let Some(ls) = &summary.live {
-            eprintln!(
+            crate::say!(
                 "  live: {} received, {} kernel drops, {} buffer drops, buffer max {:.1}% ({})",
                 ls.received_packets,
                 ls.kernel_drops,
@@ -287,7 +350,7 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
                 ls.pacing.join(",")
             );
         }
-        eprintln!("  output: {}", cfg.out_dir.display());
+        crate::say!("  output: {}", cfg.out_dir.display());
     }
     Ok(summary)
 }
@@ -308,5 +371,11 @@ mod tests {
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("1 fortnight").is_err());
+        // Beyond what a Duration holds: an error, not a panic.
+        assert!(parse_duration("1e20s").is_err());
+        assert!(parse_duration("99999999999999999999999d").is_err());
+        assert!(period_dur("1e20s").is_err());
+        assert!(rotate_dur("367d").is_err() && rotate_dur("1h").is_ok());
+        assert!(buffer_size("100GiB").is_err() && ring_size("1MiB").is_err());
     }
 }

@@ -1,13 +1,23 @@
 //! The `tapstat` binary: flags are parsed in one step ([`args`]) and turned into the
 //! engine's configuration in the next; no analysis logic lives here.
 
+/// `eprintln!` that never panics: with stderr closed (`tapstat ... 2>&-`, or a pipe
+/// whose reader left) the message is lost and the run goes on.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($t)*);
+    }};
+}
+pub(crate) use say;
+
 mod args;
 mod bench;
 mod live;
 
 use anyhow::{bail, Context, Result};
 use args::{Cli, Command, RunArgs};
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -25,18 +35,28 @@ use tapstat_pipeline::{Progress, Summary};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // Which live-only flags were typed, as opposed to left at their defaults: on a
+    // file run they are refused rather than ignored.
+    cli.run.given_live_flags = live::LIVE_ONLY
+        .iter()
+        .filter(|(id, _)| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|(_, flag)| *flag)
+        .collect();
     let result = match cli.command {
         Some(Command::Bench(b)) => bench::run(&b),
         Some(Command::Synth(s)) => synth(&s),
         Some(Command::Schema { markdown }) => {
-            print!("{}", if markdown { metrics_markdown() } else { schema_text() });
+            use std::io::Write as _;
+            // A closed stdout (`| head`) ends the listing, not the process with a panic.
+            let _ = write!(std::io::stdout().lock(), "{}", if markdown { metrics_markdown() } else { schema_text() });
             Ok(())
         }
         None => analyze(&cli.run).map(|_| ()),
     };
     if let Err(e) = result {
-        eprintln!("tapstat: error: {e:#}");
+        say!("tapstat: error: {e:#}");
         std::process::exit(1);
     }
 }
@@ -46,11 +66,41 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
     if a.live.is_live() {
         return live::analyze(a);
     }
-    if a.read.is_empty() {
+    if !a.given_live_flags.is_empty() {
+        bail!(
+            "{} only for live capture (-i or --dpdk); a file run has no socket, buffer or acquisition to set (rotate with several -o runs, or filter with -f)",
+            a.given_live_flags.join(", ") + if a.given_live_flags.len() > 1 { " apply" } else { " applies" }
+        );
+    }
+    let inputs = a.inputs().map_err(anyhow::Error::msg)?;
+    if inputs.files.is_empty() {
+        if inputs.filter_from_read {
+            bail!("no such capture file: {:?}", a.read[0]);
+        }
         bail!("no input: give capture files with -r FILE (or -r - for stdin); see --help");
     }
-    let cfg = a.engine_config();
-    let source = tapstat_capture::open_files(&a.read)?;
+    let mut cfg = a.engine_config();
+    cfg.workers = a.workers().map_err(anyhow::Error::msg)?;
+    let files = tapstat_capture::open_files(&inputs.files)?;
+    let source: Box<dyn tapstat_capture::PacketSource> = if inputs.filter.is_some() || a.count.is_some() {
+        // The expression is checked for Ethernet at once (an invalid one stops the run
+        // before any output), then compiled for each link type the files show.
+        match tapstat_capture::FilteredSource::new(
+            files,
+            inputs.filter.as_deref(),
+            a.count,
+            tapstat_capture::LinkType::ETHERNET,
+        ) {
+            Ok(s) => Box::new(s),
+            Err(e) if inputs.filter_from_read => {
+                let first = inputs.filter.as_deref().unwrap_or_default().split(' ').next().unwrap_or_default();
+                bail!("no such capture file {first:?}, and what follows the files is not a filter either: {e}")
+            }
+            Err(e) => return Err(e.into()),
+        }
+    } else {
+        Box::new(files)
+    };
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();
@@ -60,12 +110,12 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
             if stop.swap(true, Ordering::SeqCst) {
                 std::process::exit(130);
             }
-            eprintln!("\ntapstat: interrupted: writing the live flows (Ctrl-C again to quit at once)");
+            say!("\ntapstat: interrupted: writing the live flows (Ctrl-C again to quit at once)");
         });
     }
     let progress = Arc::new(Progress::default());
     let bar = (!a.quiet && std::io::stderr().is_terminal()).then(|| spawn_progress(progress.clone()));
-    let result = tapstat_pipeline::run(Box::new(source), &cfg, stop, progress);
+    let result = tapstat_pipeline::run(source, &cfg, stop, progress);
     if let Some((done, h)) = bar {
         done.store(true, Ordering::SeqCst);
         let _ = h.join();
@@ -75,11 +125,10 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
     let json = serde_json::to_string_pretty(&summary).context("serializing the summary")?;
     std::fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
     for w in &summary.warnings {
-        eprintln!("tapstat: warning: {w}");
+        say!("tapstat: warning: {w}");
     }
     if !a.quiet {
-        eprint!("{}", summary.human());
-        eprintln!("  output: {}", cfg.out_dir.display());
+        say!("{}  output: {}", summary.human(), cfg.out_dir.display());
     }
     Ok(summary)
 }
@@ -131,7 +180,7 @@ fn synth(s: &args::SynthArgs) -> Result<()> {
     let truth =
         tapstat_lab::synth::write_pcap(&s.output, &cfg).with_context(|| format!("writing {}", s.output.display()))?;
     let pkts: u64 = truth.iter().map(|t| t.c_pkts + t.s_pkts).sum();
-    eprintln!("tapstat: wrote {} ({} flows, {} packets)", s.output.display(), truth.len(), pkts);
+    say!("tapstat: wrote {} ({} flows, {} packets)", s.output.display(), truth.len(), pkts);
     Ok(())
 }
 

@@ -61,6 +61,8 @@ pub struct CaptureSummary {
     pub corrupt_records: u64,
     pub skipped_blocks: u64,
     pub bad_packet_blocks: u64,
+    /// Frames the filter expression (`-f`) rejected; they are not in `packets`.
+    pub filtered_out: u64,
 }
 
 impl Summary {
@@ -117,6 +119,7 @@ impl Summary {
                 corrupt_records: cap.corrupt_records,
                 skipped_blocks: cap.skipped_blocks,
                 bad_packet_blocks: cap.bad_packet_blocks,
+                filtered_out: cap.filtered_out,
             },
             warnings,
             interrupted,

@@ -11,6 +11,8 @@ Examples:
   tapstat -r trace.pcap -o out/                 analyze a capture into out/
   tapstat -r a.pcap b.pcap -o out/ -w 4         rotated captures as one stream, 4 workers
   tapstat -r - -o out/ --format jsonl < x.pcap  read stdin, write JSON lines
+  tapstat -r trace.pcap -o out/ tcp port 443    only what the filter keeps (as -f; see -r)
+  tapstat -r trace.pcap -o out/ -c 1000         the first 1000 packets
   tcpdump -i eth0 -w - | tapstat -r - -o out/   analyze a live capture through a pipe
   tapstat -i eth0 -w 2 -f 'tcp port 443' -o out/ capture live (AF_PACKET fanout), 2 workers
   tapstat --dpdk '-a 0000:3b:00.0' -w 2 -o out/ capture through DPDK (--features dpdk builds)
@@ -106,19 +108,19 @@ pub struct RunArgs {
     /// No progress bar and no summary on stderr (warnings and errors still show)
     #[arg(short = 'q', long)]
     pub quiet: bool,
-    /// TCP idle timeout, seconds of packet time [0..=315360000, ten years]
+    /// TCP idle timeout, seconds of packet time [0..=1e10]
     #[arg(long, value_name = "S", default_value_t = 300.0, allow_negative_numbers = true, value_parser = timeout_secs)]
     pub tcp_timeout: f64,
-    /// UDP idle timeout, seconds of packet time [0..=315360000, ten years]
+    /// UDP idle timeout, seconds of packet time [0..=1e10]
     #[arg(long, value_name = "S", default_value_t = 200.0, allow_negative_numbers = true, value_parser = timeout_secs)]
     pub udp_timeout: f64,
-    /// ICMP / other IP protocols idle timeout, seconds of packet time [0..=315360000, ten years]
+    /// ICMP / other IP protocols idle timeout, seconds of packet time [0..=1e10]
     #[arg(long, value_name = "S", default_value_t = 200.0, allow_negative_numbers = true, value_parser = timeout_secs)]
     pub other_timeout: f64,
-    /// Idle timeout of flows of a single packet, seconds [0..=315360000, ten years]
+    /// Idle timeout of flows of a single packet, seconds [0..=1e10]
     #[arg(long, value_name = "S", default_value_t = 10.0, allow_negative_numbers = true, value_parser = timeout_secs)]
     pub singleton_timeout: f64,
-    /// Idle time after which a closed TCP flow (FIN both ways, or RST) is written, seconds [0..=315360000, ten years]
+    /// Idle time after which a closed TCP flow (FIN both ways, or RST) is written, seconds [0..=1e10]
     #[arg(long, value_name = "S", default_value_t = 10.0, allow_negative_numbers = true, value_parser = timeout_secs)]
     pub closed_timeout: f64,
     /// Most flows per worker; beyond it the flow idle the longest is evicted (counted) [1..=2^28]
@@ -127,8 +129,8 @@ pub struct RunArgs {
     /// Garbage collection period ΔT: the whole flow table is scanned once per ΔT, seconds of packet time [0.001..=86400]
     #[arg(long, value_name = "S", default_value_t = GcConfig::default().period_ns as f64 / 1e9, allow_negative_numbers = true, value_parser = gc_secs)]
     pub gc_period: f64,
-    /// Garbage collection steps M: every ΔT/M, 1/M of the table is scanned [1..=65536]
-    #[arg(long, value_name = "M", default_value_t = GcConfig::default().steps, allow_negative_numbers = true, value_parser = int_in::<u32, 1, 65536>)]
+    /// Garbage collection steps M: every ΔT/M, 1/M of the table is scanned [1..=1000000]
+    #[arg(long, value_name = "M", default_value_t = GcConfig::default().steps, allow_negative_numbers = true, value_parser = int_in::<u32, 1, 1_000_000>)]
     pub gc_steps: u32,
     /// TCP sets: `core` (volumes, sequence accounting, timing, state) or `full` (core +
     /// RTT and TTL, options and windows, retransmission causes, and for TCP and UDP the
@@ -140,7 +142,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 10, allow_negative_numbers = true, value_parser = int_in::<usize, 0, 1000>)]
     pub first_n: usize,
     /// Also write, every S seconds of packet time, a row per live TCP and UDP flow with
-    /// what it did in the interval (log_tcp_periodic, log_udp_periodic) [0.001..=315360000]
+    /// what it did in the interval (log_tcp_periodic, log_udp_periodic) [0.001..=1e10]
     #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = periodic_secs)]
     pub periodic: Option<f64>,
     /// Application layer: classification (`app`), TLS/QUIC server names and
@@ -230,8 +232,8 @@ fn secs_in(s: &str, lo: f64, hi: f64) -> Result<f64, String> {
     Ok(n)
 }
 
-/// Idle timeouts: 0 to ten years.
-pub const MAX_TIMEOUT_S: f64 = 315_360_000.0;
+/// Idle timeouts: 0 to 1e10 s (317 years), whose nanoseconds fit a u64.
+pub const MAX_TIMEOUT_S: f64 = 1e10;
 
 pub fn timeout_secs(s: &str) -> Result<f64, String> {
     secs_in(s, 0.0, MAX_TIMEOUT_S)

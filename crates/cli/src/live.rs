@@ -26,7 +26,8 @@ pub struct LiveArgs {
     /// Capture live from this interface (AF_PACKET, one socket per worker in one fanout group)
     #[arg(short = 'i', long = "interface", value_name = "IFACE", conflicts_with = "read")]
     pub interface: Option<String>,
-    /// Capture filter, tcpdump syntax (compiled by libpcap, run in the kernel), e.g. 'tcp port 443'
+    /// Filter, tcpdump syntax (compiled by libpcap; run in the kernel with -i, on each
+    /// packet of the files with -r), e.g. 'tcp port 443'; or give it after the options
     #[arg(short = 'f', long = "filter", value_name = "EXPR")]
     pub filter: Option<String>,
     /// Capture through DPDK with these EAL arguments (needs a build with `--features dpdk`)

@@ -101,7 +101,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if !(n * secs).is_finite() || n * secs <= 0.0 {
         return Err(format!("{s:?} must be positive"));
     }
-    Duration::try_from_secs_f64(n * secs).map_err(|_| format!("{s:?} is too long"))
+    Duration::try_from_secs_f64(n * secs).map_err(|_| format!("{s:?} is out of range (longer than a Duration holds)"))
 }
 
 /// A duration in `lo..=hi` (named as `lo_s`..=`hi_s` in the error).

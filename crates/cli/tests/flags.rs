@@ -207,59 +207,85 @@ fn live_only_flags_are_refused_on_files() {
     assert!(ok, "{err}");
 }
 
-/// The flags and values of issue 13's list of panics and silent changes: each is a
-/// clear error now, naming the flag.
-#[test]
-fn out_of_range_values_are_errors_not_panics() {
-    let f = tempdir("bounds").join("sample.pcap");
+/// A sample capture for the bounds tests, written once per test.
+fn sample(tag: &str) -> String {
+    let f = tempdir(tag).join("sample.pcap");
     let o = tapstat(&["synth", "-o", f.to_str().unwrap(), "--tcp-flows", "2", "--udp-flows", "1"]);
     assert!(o.status.success());
-    let f = f.to_str().unwrap();
-    let max = "18446744073709551615";
-    let mut cases: Vec<Vec<&str>> = vec![
-        vec!["-w", max],
-        vec!["-w", "0"],
-        vec!["-w", "-1"],
-        vec!["-w", "1025"],
-        vec!["--max-flows", "0"],
-        vec!["--first-n", max],
-        vec!["--period", "1e20s"],
-        vec!["--period", "100000000000000000000s"],
-        vec!["--rotate", "99999999999999999999999d"],
-        vec!["--stats-interval", "1e400s"],
-        vec!["--gc-period", "0"],
-        vec!["--gc-steps", "0"],
-        vec!["--periodic", "NaN"],
-        vec!["--l7-budget", "-5"],
-        vec!["--dns-cache", max],
-        vec!["--hash-seed", "-1"],
-        vec!["--buffer", "1KiB"],
-        vec!["--kernel-ring", "1TiB"],
-    ];
+    f.to_str().unwrap().to_string()
+}
+
+/// Runs `tapstat -r SAMPLE <case>` and checks it is refused with an error naming the
+/// flag or the range, not a panic.
+fn refused(tag: &str, case: &[&str]) {
+    let f = sample(tag);
+    let mut args = vec!["-r", f.as_str()];
+    args.extend_from_slice(case);
+    let (ok, _, err) = run(&args, tag);
+    assert!(!ok, "{case:?} accepted");
+    assert!(!err.contains("panicked"), "{case:?}: {err}");
+    let flag = case[case.len() - 2];
+    let first = err.lines().next().unwrap_or_default();
+    assert!(first.contains(flag) && first.contains("range"), "{case:?}: {err}");
+}
+
+const MAX: &str = "18446744073709551615";
+
+/// One test per value of issue 13's list of panics and silent changes: each is a
+/// clear error now, naming the flag and its range.
+macro_rules! refused {
+    ($($name:ident: [$($a:expr),*];)*) => {$(
+        #[test]
+        fn $name() {
+            refused(stringify!($name), &[$($a),*]);
+        }
+    )*};
+}
+
+refused! {
+    workers_2_64_minus_1: ["-w", MAX];
+    workers_0: ["-w", "0"];
+    workers_negative: ["-w", "-1"];
+    workers_beyond_1024: ["-w", "1025"];
+    max_flows_0: ["--max-flows", "0"];
+    first_n_2_64_minus_1: ["--first-n", MAX];
+    period_1e20s: ["--period", "100000000000000000000s"];
+    rotate_99999999999999999999999d: ["--rotate", "99999999999999999999999d"];
+    stats_interval_huge: ["--stats-interval", "1000000000000000000000000s"];
+    flow_slots_2_64_minus_1_lists: ["--flow-table", "lists", "--flow-slots", MAX];
+    flow_slots_2_64_minus_1_trees: ["--flow-table", "trees", "--flow-slots", MAX];
+    flow_slots_2_64_minus_1_swiss: ["--flow-table", "swiss", "--flow-slots", MAX];
+    flow_slots_2_64_minus_1_cuckoo: ["--flow-table", "cuckoo", "--flow-slots", MAX];
+    flow_slots_2_64_minus_1_chunks: ["--flow-table", "chunks", "--flow-slots", MAX];
+    flow_slots_1e9: ["--flow-slots", "1000000000"];
+    gc_period_0: ["--gc-period", "0"];
+    gc_steps_0: ["--gc-steps", "0"];
+    periodic_nan: ["--periodic", "NaN"];
+    l7_budget_negative: ["--l7-budget", "-5"];
+    dns_cache_2_64_minus_1: ["--dns-cache", MAX];
+    hash_seed_negative: ["--hash-seed", "-1"];
+    buffer_1kib: ["--buffer", "1KiB"];
+    kernel_ring_1024gib: ["--kernel-ring", "1024GiB"];
+}
+
+/// NaN used to become 0 s, negatives "unexpected argument '-1'", infinities a
+/// saturated time: every timeout refuses them, naming its range.
+#[test]
+fn timeouts_refuse_nan_negative_and_infinite() {
     for t in ["--tcp-timeout", "--udp-timeout", "--other-timeout", "--singleton-timeout", "--closed-timeout"] {
         for v in ["NaN", "-1", "inf", "-inf", "1e300"] {
-            cases.push(vec![t, v]);
+            refused("timeouts", &[t, v]);
         }
     }
-    for table in ["lists", "trees", "swiss", "cuckoo", "chunks"] {
-        cases.push(vec!["--flow-table", table, "--flow-slots", max]);
-        cases.push(vec!["--flow-table", table, "--flow-slots", "1000000000"]);
-    }
-    for case in &cases {
-        let mut args = vec!["-r", f];
-        args.extend_from_slice(case);
-        let (ok, _, err) = run(&args, "b");
-        assert!(!ok, "{case:?} accepted");
-        assert!(!err.contains("panicked"), "{case:?}: {err}");
-        let flag = case[case.len() - 2];
-        let first = err.lines().next().unwrap_or_default();
-        assert!(first.contains(flag) || first.contains("range"), "{case:?}: {err}");
-    }
-    // The bench subcommand checks its counts too.
-    let o = tapstat(&["bench", "-r", f, "-w", "0"]);
-    assert!(!o.status.success());
-    let o = tapstat(&["bench", "-r", f, "--runs", max]);
-    assert!(!o.status.success());
+}
+
+#[test]
+fn bench_counts_are_checked() {
+    let f = sample("bench");
+    assert!(!tapstat(&["bench", "-r", &f, "-w", "0"]).status.success());
+    assert!(!tapstat(&["bench", "-r", &f, "-w", "1,2000"]).status.success());
+    let o = tapstat(&["bench", "-r", &f, "--runs", MAX]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("range"));
 }
 
 /// `-w` within the parser's range but beyond what the machine can use: refused

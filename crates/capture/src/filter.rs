@@ -147,10 +147,17 @@ pub struct FilteredSource<S> {
 
 impl<S: PacketSource> FilteredSource<S> {
     /// Wraps `inner`: `expr` (tcpdump syntax) selects frames, `limit` stops after that
-    /// many selected frames. The expression is checked at once against `check_link`
-    /// (an invalid one is an error before any packet is read); it is compiled again
-    /// for each link type the input shows.
-    pub fn new(inner: S, expr: Option<&str>, limit: Option<u64>, check_link: LinkType) -> Result<Self, CaptureError> {
+    /// many selected frames. The expression is checked at once (an invalid one is an
+    /// error before any packet is read): it must compile for one of `check_links` at
+    /// least, since some expressions hold for some link types only (`vlan` is no
+    /// expression on raw IP). It is compiled again for each link type the input
+    /// shows, and one that fails then stops the run with the error.
+    pub fn new(
+        inner: S,
+        expr: Option<&str>,
+        limit: Option<u64>,
+        check_links: &[LinkType],
+    ) -> Result<Self, CaptureError> {
         let mut s = FilteredSource {
             inner,
             expr: expr.map(str::to_string),
@@ -162,7 +169,18 @@ impl<S: PacketSource> FilteredSource<S> {
             beyond_bytes: 0,
         };
         if s.expr.is_some() {
-            s.program(check_link)?;
+            let mut first_err = None;
+            for &link in check_links {
+                match s.program(link) {
+                    Ok(_) => return Ok(s),
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                    }
+                }
+            }
+            if let Some(e) = first_err {
+                return Err(e);
+            }
         }
         Ok(s)
     }
@@ -186,8 +204,10 @@ impl<S: PacketSource> FilteredSource<S> {
 }
 
 impl<S: PacketSource> PacketSource for FilteredSource<S> {
+    /// May return an empty chunk: after 16 chunks in a row that the filter emptied,
+    /// so that the engine looks at its stop flag and progress between them.
     fn next_chunk(&mut self, max_frames: usize) -> Result<Option<Chunk>, CaptureError> {
-        loop {
+        for _ in 0..16 {
             if self.left == Some(0) {
                 return Ok(None);
             }
@@ -215,11 +235,11 @@ impl<S: PacketSource> PacketSource for FilteredSource<S> {
                 }
                 *left -= chunk.frames.len() as u64;
             }
-            // The engine expects no empty chunk: read on.
             if !chunk.frames.is_empty() {
                 return Ok(Some(chunk));
             }
         }
+        Ok(Some(Chunk { backing: std::sync::Arc::new(Vec::<u8>::new()), frames: Vec::new() }))
     }
 
     fn progress(&self) -> Progress {
@@ -248,6 +268,89 @@ impl<S: PacketSource> PacketSource for FilteredSource<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::Ng;
+
+    fn libpcap_present() -> bool {
+        compile_filter("ip", LinkType::ETHERNET).is_ok()
+    }
+
+    /// An IPv4 header of protocol `proto` (20 bytes, no payload).
+    fn ipv4(proto: u8) -> Vec<u8> {
+        let mut v = vec![0u8; 20];
+        v[0] = 0x45;
+        v[9] = proto;
+        v
+    }
+
+    fn ether(proto: u8) -> Vec<u8> {
+        let mut v = vec![0u8; 12];
+        v.extend_from_slice(&[0x08, 0x00]);
+        v.extend(ipv4(proto));
+        v
+    }
+
+    /// A pcapng with an Ethernet and a raw IP interface: 20 TCP frames, then on each
+    /// interface a UDP and a TCP frame.
+    fn two_links() -> crate::FileSource {
+        let mut ng = Ng::new(false);
+        ng.shb(false).idb(1, 0, None, None).idb(101, 0, None, None);
+        for i in 0..20 {
+            ng.epb(0, i, 34, &ether(6));
+        }
+        ng.epb(0, 100, 34, &ether(17)).epb(0, 101, 34, &ether(6));
+        ng.epb(1, 102, 20, &ipv4(17)).epb(1, 103, 20, &ipv4(6));
+        crate::open_reader("t", std::io::Cursor::new(ng.bytes())).expect("a pcapng")
+    }
+
+    fn drain(src: &mut impl PacketSource) -> Result<Vec<(u64, LinkType)>, CaptureError> {
+        let mut got = Vec::new();
+        let mut empty = 0;
+        while let Some(c) = src.next_chunk(1)? {
+            empty += usize::from(c.frames.is_empty());
+            got.extend(c.frames.iter().map(|f| (f.ts_ns, f.link)));
+        }
+        // 20 rejected frames in chunks of 1: the engine got to look at its stop flag.
+        assert!(empty <= 2);
+        Ok(got)
+    }
+
+    #[test]
+    fn each_link_type_gets_its_program_and_the_count_applies_after_the_filter() {
+        if !libpcap_present() {
+            eprintln!("skipped: libpcap.so.0.8 is not installed");
+            return;
+        }
+        let mut f = FilteredSource::new(two_links(), Some("udp"), None, &[LinkType::ETHERNET]).expect("compiles");
+        let got = drain(&mut f).expect("no error");
+        assert_eq!(got, vec![(100_000, LinkType::ETHERNET), (102_000, LinkType::RAW)]);
+        let st = f.stats();
+        assert_eq!((st.frames, st.filtered_out, st.wire_bytes), (2, 22, 54));
+
+        let mut f = FilteredSource::new(two_links(), Some("tcp"), Some(3), &[LinkType::ETHERNET]).expect("compiles");
+        assert_eq!(drain(&mut f).expect("no error").len(), 3);
+        assert_eq!((f.stats().frames, f.stats().filtered_out), (3, 0));
+
+        let mut f = FilteredSource::new(two_links(), None, Some(21), &[]).expect("no filter");
+        assert_eq!(drain(&mut f).expect("no error").last(), Some(&(100_000, LinkType::ETHERNET)));
+    }
+
+    #[test]
+    fn invalid_expressions_fail_at_once_and_link_specific_ones_when_met() {
+        if !libpcap_present() {
+            eprintln!("skipped: libpcap.so.0.8 is not installed");
+            return;
+        }
+        let e = FilteredSource::new(two_links(), Some("not bpf(("), None, &[LinkType::ETHERNET, LinkType::RAW]);
+        assert!(matches!(e, Err(CaptureError::Filter { .. })));
+        // `vlan` means nothing on raw IP: accepted for Ethernet, an error at the first
+        // raw IP frame.
+        let mut f = FilteredSource::new(two_links(), Some("vlan"), None, &[LinkType::RAW, LinkType::ETHERNET])
+            .expect("valid for Ethernet");
+        match drain(&mut f) {
+            Err(CaptureError::Filter { link, .. }) => assert_eq!(link, 101),
+            other => panic!("{other:?}"),
+        }
+    }
 
     fn ins(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
         libc::sock_filter { code, jt, jf, k }

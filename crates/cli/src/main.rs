@@ -21,6 +21,7 @@ use clap::{CommandFactory, FromArgMatches};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use tapstat_capture::LinkType;
 use tapstat_pipeline::{Progress, Summary};
 
 /// mimalloc rather than glibc malloc: each worker allocates its flows' boxed state
@@ -83,13 +84,14 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
     cfg.workers = a.workers().map_err(anyhow::Error::msg)?;
     let files = tapstat_capture::open_files(&inputs.files)?;
     let source: Box<dyn tapstat_capture::PacketSource> = if inputs.filter.is_some() || a.count.is_some() {
-        // The expression is checked for Ethernet at once (an invalid one stops the run
-        // before any output), then compiled for each link type the files show.
+        // The expression is checked at once (an invalid one stops the run before any
+        // output) for the common link types, then compiled for each link type the
+        // files show.
         match tapstat_capture::FilteredSource::new(
             files,
             inputs.filter.as_deref(),
             a.count,
-            tapstat_capture::LinkType::ETHERNET,
+            &[LinkType::ETHERNET, LinkType::RAW, LinkType::LINUX_SLL2, LinkType::LINUX_SLL],
         ) {
             Ok(s) => Box::new(s),
             Err(e) if inputs.filter_from_read => {

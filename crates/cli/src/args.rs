@@ -87,7 +87,7 @@ pub struct RunArgs {
     pub read: Vec<PathBuf>,
     /// A trailing filter expression (tcpdump syntax; after `--`, or after options
     /// when no -r precedes it); the same as -f, which it may not be given with
-    #[arg(value_name = "EXPR", trailing_var_arg = true, allow_hyphen_values = true)]
+    #[arg(value_name = "EXPR", trailing_var_arg = true)]
     pub expr: Vec<String>,
     /// Stop after N packets (after the filter, as tcpdump's -c) [1..=2^64-1; files only]
     #[arg(short = 'c', long = "count", value_name = "N", allow_negative_numbers = true, value_parser = int_in::<u64, 1, { u64::MAX }>)]
@@ -109,25 +109,25 @@ pub struct RunArgs {
     #[arg(short = 'q', long)]
     pub quiet: bool,
     /// TCP idle timeout, seconds of packet time [0..=1e10]
-    #[arg(long, value_name = "S", default_value_t = 300.0, allow_negative_numbers = true, value_parser = timeout_secs)]
+    #[arg(long, value_name = "S", default_value_t = 300.0, allow_hyphen_values = true, value_parser = timeout_secs)]
     pub tcp_timeout: f64,
     /// UDP idle timeout, seconds of packet time [0..=1e10]
-    #[arg(long, value_name = "S", default_value_t = 200.0, allow_negative_numbers = true, value_parser = timeout_secs)]
+    #[arg(long, value_name = "S", default_value_t = 200.0, allow_hyphen_values = true, value_parser = timeout_secs)]
     pub udp_timeout: f64,
     /// ICMP / other IP protocols idle timeout, seconds of packet time [0..=1e10]
-    #[arg(long, value_name = "S", default_value_t = 200.0, allow_negative_numbers = true, value_parser = timeout_secs)]
+    #[arg(long, value_name = "S", default_value_t = 200.0, allow_hyphen_values = true, value_parser = timeout_secs)]
     pub other_timeout: f64,
     /// Idle timeout of flows of a single packet, seconds [0..=1e10]
-    #[arg(long, value_name = "S", default_value_t = 10.0, allow_negative_numbers = true, value_parser = timeout_secs)]
+    #[arg(long, value_name = "S", default_value_t = 10.0, allow_hyphen_values = true, value_parser = timeout_secs)]
     pub singleton_timeout: f64,
     /// Idle time after which a closed TCP flow (FIN both ways, or RST) is written, seconds [0..=1e10]
-    #[arg(long, value_name = "S", default_value_t = 10.0, allow_negative_numbers = true, value_parser = timeout_secs)]
+    #[arg(long, value_name = "S", default_value_t = 10.0, allow_hyphen_values = true, value_parser = timeout_secs)]
     pub closed_timeout: f64,
     /// Most flows per worker; beyond it the flow idle the longest is evicted (counted) [1..=2^28]
     #[arg(long, value_name = "N", default_value_t = 1 << 20, allow_negative_numbers = true, value_parser = int_in::<usize, 1, { 1 << 28 }>)]
     pub max_flows: usize,
     /// Garbage collection period ΔT: the whole flow table is scanned once per ΔT, seconds of packet time [0.001..=86400]
-    #[arg(long, value_name = "S", default_value_t = GcConfig::default().period_ns as f64 / 1e9, allow_negative_numbers = true, value_parser = gc_secs)]
+    #[arg(long, value_name = "S", default_value_t = GcConfig::default().period_ns as f64 / 1e9, allow_hyphen_values = true, value_parser = gc_secs)]
     pub gc_period: f64,
     /// Garbage collection steps M: every ΔT/M, 1/M of the table is scanned [1..=1000000]
     #[arg(long, value_name = "M", default_value_t = GcConfig::default().steps, allow_negative_numbers = true, value_parser = int_in::<u32, 1, 1_000_000>)]
@@ -143,7 +143,7 @@ pub struct RunArgs {
     pub first_n: usize,
     /// Also write, every S seconds of packet time, a row per live TCP and UDP flow with
     /// what it did in the interval (log_tcp_periodic, log_udp_periodic) [0.001..=1e10]
-    #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = periodic_secs)]
+    #[arg(long, value_name = "S", allow_hyphen_values = true, value_parser = periodic_secs)]
     pub periodic: Option<f64>,
     /// Application layer: classification (`app`), TLS/QUIC server names and
     /// fingerprints, HTTP and DNS transactions (log_http_complete, log_dns_complete),

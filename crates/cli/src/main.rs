@@ -36,7 +36,7 @@ use tapstat_pipeline::{Progress, Summary};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    let matches = Cli::command().get_matches();
+    let matches = Cli::command().try_get_matches().unwrap_or_else(|e| usage_error(e));
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // Which live-only flags were typed, as opposed to left at their defaults: on a
     // file run they are refused rather than ignored.
@@ -60,6 +60,22 @@ fn main() {
         say!("tapstat: error: {e:#}");
         std::process::exit(1);
     }
+}
+
+/// A flag clap refused, as one line (`tapstat: error: invalid value ... out of range
+/// ...`), exit status 2; help and version go out as clap writes them.
+fn usage_error(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or_default().trim_start_matches("error: ");
+    say!("tapstat: error: {first} (see --help)");
+    std::process::exit(2);
 }
 
 /// Runs the engine as the flags say; writes summary.json; prints the summary.

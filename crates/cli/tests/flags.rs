@@ -135,6 +135,10 @@ fn a_trailing_expression_filters_as_f_does() {
         assert!(ok, "{args:?}: {err}");
         assert_eq!(s["packets"], with_f["packets"], "{args:?}");
     }
+    // An unknown flag is not taken for a filter word.
+    let (ok, _, err) = run(&["-r", f, "--bogus"], "bogus");
+    assert!(!ok && err.contains("unexpected argument '--bogus'"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     // Given twice: refused.
     let (ok, _, err) = run(&["-r", f, "-f", "udp", "tcp"], "twice");
     assert!(!ok && err.contains("twice"), "{err}");
@@ -225,8 +229,8 @@ fn refused(tag: &str, case: &[&str]) {
     assert!(!ok, "{case:?} accepted");
     assert!(!err.contains("panicked"), "{case:?}: {err}");
     let flag = case[case.len() - 2];
-    let first = err.lines().next().unwrap_or_default();
-    assert!(first.contains(flag) && first.contains("range"), "{case:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{case:?}: {err}");
+    assert!(err.contains(flag) && err.contains("range"), "{case:?}: {err}");
 }
 
 const MAX: &str = "18446744073709551615";

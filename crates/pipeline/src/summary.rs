@@ -168,6 +168,9 @@ impl Summary {
                 self.anomalies.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
             );
         }
+        if self.capture.filtered_out > 0 {
+            s += &format!("  filter: {} packets filtered out (not analysed)\n", self.capture.filtered_out);
+        }
         if self.interrupted {
             s += "  interrupted: the input was not read to its end; every live flow was written\n";
         }

@@ -84,10 +84,11 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
         return live::analyze(a);
     }
     if !a.given_live_flags.is_empty() {
-        bail!(
-            "{} only for live capture (-i or --dpdk); a file run has no socket, buffer or acquisition to set (rotate with several -o runs, or filter with -f)",
-            a.given_live_flags.join(", ") + if a.given_live_flags.len() > 1 { " apply" } else { " applies" }
-        );
+        // A file run has no socket, buffer, acquisition thread or privileges to
+        // drop; --rotate and --metrics are written for the live path only. Refused
+        // rather than ignored (issue 13).
+        let verb = if a.given_live_flags.len() > 1 { "apply" } else { "applies" };
+        bail!("{} {verb} only to live capture (-i or --dpdk), not to -r files", a.given_live_flags.join(", "));
     }
     let inputs = a.inputs().map_err(anyhow::Error::msg)?;
     if inputs.files.is_empty() {

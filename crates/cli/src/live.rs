@@ -43,16 +43,16 @@ pub struct LiveArgs {
     #[arg(long, value_enum, default_value = "periodic")]
     pub acquire: AcquireArg,
     /// Period of periodic acquisition (e.g. 500us, 1ms) [1us..=1s]
-    #[arg(long, value_name = "DUR", default_value = "500us", value_parser = period_dur)]
+    #[arg(long, value_name = "DUR", default_value = "500us", allow_hyphen_values = true, value_parser = period_dur)]
     pub period: Duration,
     /// How often each worker's figures go to stderr and stats.jsonl [10ms..=1d]
-    #[arg(long, value_name = "DUR", default_value = "1s", value_parser = stats_dur)]
+    #[arg(long, value_name = "DUR", default_value = "1s", allow_hyphen_values = true, value_parser = stats_dur)]
     pub stats_interval: Duration,
     /// Serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9100)
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<std::net::SocketAddr>,
     /// Start a new output directory (YYYY_MM_DD_HH_MM.out, UTC) every DUR of packet time (e.g. 1h, 15m) [1s..=366d]
-    #[arg(long, value_name = "DUR", value_parser = rotate_dur)]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true, value_parser = rotate_dur)]
     pub rotate: Option<Duration>,
     /// After opening the sockets, run as this user (and its group), with no capabilities
     #[arg(long, value_name = "NAME")]
@@ -82,24 +82,32 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     n.checked_mul(mult).ok_or_else(|| format!("{s:?} is too large"))
 }
 
-/// `500us`, `1ms`, `2s`, `15m`, `1h`, `250ns`.
+/// `500us`, `1ms`, `2s`, `15m`, `1h`, `250ns`, `1e-3s`: a number (exponent allowed)
+/// and a unit (seconds without one).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration (e.g. 500us, 1s, 1h)"))?;
-    let secs = match unit.trim() {
-        "ns" => 1e-9,
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "" | "s" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        "d" => 86400.0,
-        _ => return Err(format!("{s:?}: unknown unit (ns, us, ms, s, m, h, d)")),
-    };
-    if !(n * secs).is_finite() || n * secs <= 0.0 {
-        return Err(format!("{s:?} must be positive"));
+    // Longest units first, so `ms` is not read as `m` after a number ending in `s`.
+    const UNITS: [(&str, f64); 9] = [
+        ("min", 60.0),
+        ("ns", 1e-9),
+        ("us", 1e-6),
+        ("µs", 1e-6),
+        ("ms", 1e-3),
+        ("s", 1.0),
+        ("m", 60.0),
+        ("h", 3600.0),
+        ("d", 86400.0),
+    ];
+    let (num, secs) = UNITS.iter().find_map(|(u, f)| t.strip_suffix(u).map(|n| (n.trim(), *f))).unwrap_or((t, 1.0));
+    let n: f64 = num.parse().map_err(|_| {
+        if num.ends_with(|c: char| c.is_ascii_digit() || c == '.') {
+            format!("{s:?} is not a duration (e.g. 500us, 1s, 1h)")
+        } else {
+            format!("{s:?}: unknown unit (ns, us, ms, s, m, h, d)")
+        }
+    })?;
+    if n.is_nan() || n * secs <= 0.0 {
+        return Err(format!("{s:?} is out of range (must be positive)"));
     }
     Duration::try_from_secs_f64(n * secs).map_err(|_| format!("{s:?} is out of range (longer than a Duration holds)"))
 }
@@ -373,7 +381,10 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("1 fortnight").is_err());
         // Beyond what a Duration holds: an error, not a panic.
-        assert!(parse_duration("1e20s").is_err());
+        assert!(parse_duration("1e20s").is_err_and(|e| e.contains("range")));
+        assert_eq!(parse_duration("1e-3s"), Ok(Duration::from_millis(1)));
+        assert_eq!(parse_duration("2min"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("infs").is_err() && parse_duration("NaN").is_err() && parse_duration("-1s").is_err());
         assert!(parse_duration("99999999999999999999999d").is_err());
         assert!(period_dur("1e20s").is_err());
         assert!(rotate_dur("367d").is_err() && rotate_dur("1h").is_ok());

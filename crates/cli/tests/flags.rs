@@ -253,7 +253,9 @@ refused! {
     workers_beyond_1024: ["-w", "1025"];
     max_flows_0: ["--max-flows", "0"];
     first_n_2_64_minus_1: ["--first-n", MAX];
-    period_1e20s: ["--period", "100000000000000000000s"];
+    period_1e20s: ["--period", "1e20s"];
+    period_100000000000000000000s: ["--period", "100000000000000000000s"];
+    period_negative: ["--period", "-1ms"];
     rotate_99999999999999999999999d: ["--rotate", "99999999999999999999999d"];
     stats_interval_huge: ["--stats-interval", "1000000000000000000000000s"];
     flow_slots_2_64_minus_1_lists: ["--flow-table", "lists", "--flow-slots", MAX];

@@ -291,7 +291,7 @@ impl RunArgs {
                 workers_bound()
             )),
             Some(w) => Ok(w.max(1)),
-            None => Ok(cores),
+            None => Ok(cores.min(MAX_WORKERS as usize)),
         }
     }
 

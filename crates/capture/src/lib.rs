@@ -128,6 +128,8 @@ pub struct CaptureStats {
     /// length beyond the block, an interface no description block declared). The
     /// framing is intact, so reading goes on with the next block.
     pub bad_packet_blocks: u64,
+    /// Frames a filter expression rejected (`-f` on files; see [`FilteredSource`]).
+    pub filtered_out: u64,
 }
 
 /// Errors that stop a source: the input cannot be opened or is not a capture.
@@ -142,6 +144,9 @@ pub enum CaptureError {
     },
     #[error("{path}: not a pcap or pcapng capture ({reason})")]
     NotACapture { path: PathBuf, reason: String },
+    /// The filter expression does not compile for a link type of the input.
+    #[error("filter {expr:?} (link type {link}): {reason}")]
+    Filter { expr: String, link: u16, reason: String },
 }
 
 /// The one interface the engine reads packets from.
@@ -163,6 +168,7 @@ pub trait PacketSource: Send {
 }
 
 mod file;
+mod filter;
 mod format;
 pub mod live;
 mod pcap;
@@ -171,3 +177,4 @@ mod pcapng;
 mod testutil;
 
 pub use file::{open_files, open_reader, FileSource, STREAM_FILL};
+pub use filter::{run_bpf, FilteredSource};

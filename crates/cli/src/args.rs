@@ -11,6 +11,8 @@ Examples:
   tapstat -r trace.pcap -o out/                 analyze a capture into out/
   tapstat -r a.pcap b.pcap -o out/ -w 4         rotated captures as one stream, 4 workers
   tapstat -r - -o out/ --format jsonl < x.pcap  read stdin, write JSON lines
+  tapstat -r trace.pcap -o out/ tcp port 443    only what the filter keeps (as -f; see -r)
+  tapstat -r trace.pcap -o out/ -c 1000         the first 1000 packets
   tcpdump -i eth0 -w - | tapstat -r - -o out/   analyze a live capture through a pipe
   tapstat -i eth0 -w 2 -f 'tcp port 443' -o out/ capture live (AF_PACKET fanout), 2 workers
   tapstat --dpdk '-a 0000:3b:00.0' -w 2 -o out/ capture through DPDK (--features dpdk builds)
@@ -94,14 +96,29 @@ pub enum FormatArg {
 
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Capture files (pcap or pcapng) to read, in order, as one stream; `-` is stdin
+    /// Capture files (pcap or pcapng) to read, in order, as one stream; `-` is stdin.
+    /// A filter expression may follow the files, as with tcpdump: the values of -r
+    /// from the first one that is neither an existing file nor `-` on are the
+    /// expression, joined by spaces (`-r a.pcap b.pcap tcp port 80`); `--` ends the
+    /// files explicitly (`-r a.pcap -- tcp port 80`)
     #[arg(short = 'r', long = "read", value_name = "FILE", num_args = 1..)]
     pub read: Vec<PathBuf>,
+    /// A trailing filter expression (tcpdump syntax; after `--`, or after options
+    /// when no -r precedes it); the same as -f, which it may not be given with
+    #[arg(value_name = "EXPR", trailing_var_arg = true)]
+    pub expr: Vec<String>,
+    /// Stop after N packets (after the filter, as tcpdump's -c) [1..=2^64-1; files only]
+    #[arg(short = 'c', long = "count", value_name = "N", allow_negative_numbers = true, value_parser = int_in::<u64, 1, { u64::MAX }>)]
+    pub count: Option<u64>,
+    /// Live-only flags given on the command line (filled in by main, for the refusal
+    /// of those that mean nothing on files).
+    #[arg(skip)]
+    pub given_live_flags: Vec<&'static str>,
     /// Output directory (created if missing)
     #[arg(short = 'o', long = "out", value_name = "DIR", default_value = "tapstat.out")]
     pub out: PathBuf,
-    /// Worker threads [default: available cores]
-    #[arg(short = 'w', long = "workers", value_name = "N")]
+    /// Worker threads [default: available cores; 1..=max(16, 4 × cores), at most 1024]
+    #[arg(short = 'w', long = "workers", value_name = "N", allow_negative_numbers = true, value_parser = int_in::<usize, 1, MAX_WORKERS>)]
     pub workers: Option<usize>,
     /// Record format
     #[arg(long, value_enum, default_value = "tsv")]
@@ -109,29 +126,29 @@ pub struct RunArgs {
     /// No progress bar and no summary on stderr (warnings and errors still show)
     #[arg(short = 'q', long)]
     pub quiet: bool,
-    /// TCP idle timeout, seconds of packet time
-    #[arg(long, value_name = "S", default_value_t = 300.0)]
+    /// TCP idle timeout, seconds of packet time [0..=1e10]
+    #[arg(long, value_name = "S", default_value_t = 300.0, allow_hyphen_values = true, value_parser = timeout_secs)]
     pub tcp_timeout: f64,
-    /// UDP idle timeout, seconds of packet time
-    #[arg(long, value_name = "S", default_value_t = 200.0)]
+    /// UDP idle timeout, seconds of packet time [0..=1e10]
+    #[arg(long, value_name = "S", default_value_t = 200.0, allow_hyphen_values = true, value_parser = timeout_secs)]
     pub udp_timeout: f64,
-    /// ICMP / other IP protocols idle timeout, seconds of packet time
-    #[arg(long, value_name = "S", default_value_t = 200.0)]
+    /// ICMP / other IP protocols idle timeout, seconds of packet time [0..=1e10]
+    #[arg(long, value_name = "S", default_value_t = 200.0, allow_hyphen_values = true, value_parser = timeout_secs)]
     pub other_timeout: f64,
-    /// Idle timeout of flows of a single packet, seconds
-    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    /// Idle timeout of flows of a single packet, seconds [0..=1e10]
+    #[arg(long, value_name = "S", default_value_t = 10.0, allow_hyphen_values = true, value_parser = timeout_secs)]
     pub singleton_timeout: f64,
-    /// Idle time after which a closed TCP flow (FIN both ways, or RST) is written, seconds
-    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    /// Idle time after which a closed TCP flow (FIN both ways, or RST) is written, seconds [0..=1e10]
+    #[arg(long, value_name = "S", default_value_t = 10.0, allow_hyphen_values = true, value_parser = timeout_secs)]
     pub closed_timeout: f64,
-    /// Most flows per worker; beyond it the flow idle the longest is evicted (counted)
-    #[arg(long, value_name = "N", default_value_t = 1 << 20)]
+    /// Most flows per worker; beyond it the flow idle the longest is evicted (counted) [1..=2^28]
+    #[arg(long, value_name = "N", default_value_t = 1 << 20, allow_negative_numbers = true, value_parser = int_in::<usize, 1, { 1 << 28 }>)]
     pub max_flows: usize,
-    /// Garbage collection period ΔT: the whole flow table is scanned once per ΔT, seconds of packet time
-    #[arg(long, value_name = "S", default_value_t = GcConfig::default().period_ns as f64 / 1e9)]
+    /// Garbage collection period ΔT: the whole flow table is scanned once per ΔT, seconds of packet time [0.001..=86400]
+    #[arg(long, value_name = "S", default_value_t = GcConfig::default().period_ns as f64 / 1e9, allow_hyphen_values = true, value_parser = gc_secs)]
     pub gc_period: f64,
-    /// Garbage collection steps M: every ΔT/M, 1/M of the table is scanned
-    #[arg(long, value_name = "M", default_value_t = GcConfig::default().steps)]
+    /// Garbage collection steps M: every ΔT/M, 1/M of the table is scanned [1..=1000000]
+    #[arg(long, value_name = "M", default_value_t = GcConfig::default().steps, allow_negative_numbers = true, value_parser = int_in::<u32, 1, 1_000_000>)]
     pub gc_steps: u32,
     /// TCP sets: `core` (volumes, sequence accounting, timing, state) or `full` (core +
     /// RTT and TTL, options and windows, retransmission causes, and for TCP and UDP the
@@ -139,29 +156,29 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "full")]
     pub tcp_sets: TcpSetsArg,
     /// Packets per flow whose direction, size and gap are recorded (`first_dirs`,
-    /// `first_ps`, `first_piat`; full sets)
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    /// `first_ps`, `first_piat`; full sets) [0..=1000]
+    #[arg(long, value_name = "N", default_value_t = 10, allow_negative_numbers = true, value_parser = int_in::<usize, 0, 1000>)]
     pub first_n: usize,
     /// Also write, every S seconds of packet time, a row per live TCP and UDP flow with
-    /// what it did in the interval (log_tcp_periodic, log_udp_periodic)
-    #[arg(long, value_name = "S")]
+    /// what it did in the interval (log_tcp_periodic, log_udp_periodic) [0.001..=1e10]
+    #[arg(long, value_name = "S", allow_hyphen_values = true, value_parser = periodic_secs)]
     pub periodic: Option<f64>,
     /// Application layer: classification (`app`), TLS/QUIC server names and
     /// fingerprints, HTTP and DNS transactions (log_http_complete, log_dns_complete),
     /// DNS names of the servers (`fqdn`)
     #[arg(long, value_enum, default_value = "on")]
     pub l7: OnOff,
-    /// Payload bytes per flow direction the application layer may inspect
-    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024)]
+    /// Payload bytes per flow direction the application layer may inspect [0..=2^24]
+    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024, allow_negative_numbers = true, value_parser = int_in::<u32, 0, { 1 << 24 }>)]
     pub l7_budget: u32,
     /// How much of an HTTP request's URL log_http_complete keeps (privacy)
     #[arg(long, value_enum, default_value = "full")]
     pub http_url: UrlArg,
-    /// DNS answers (client, address → name) each worker remembers for `fqdn`
-    #[arg(long, value_name = "N", default_value_t = 1 << 16)]
+    /// DNS answers (client, address → name) each worker remembers for `fqdn` [0..=2^24]
+    #[arg(long, value_name = "N", default_value_t = 1 << 16, allow_negative_numbers = true, value_parser = int_in::<usize, 0, { 1 << 24 }>)]
     pub dns_cache: usize,
-    /// Seed of the flow hash (default: random at start-up, so crafted traffic cannot aim at buckets)
-    #[arg(long, value_name = "N")]
+    /// Seed of the flow hash (default: random at start-up, so crafted traffic cannot aim at buckets) [0..=2^64-1]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = int_in::<u64, 0, { u64::MAX }>)]
     pub hash_seed: Option<u64>,
     #[command(flatten)]
     pub live: crate::live::LiveArgs,
@@ -171,11 +188,11 @@ pub struct RunArgs {
     /// Flow hash function, computed once per packet by the dispatcher (coralreef and toeplitz are not keyed)
     #[arg(long, value_enum, default_value = "foldhash")]
     pub flow_hash: FlowHashArg,
-    /// Index size per worker: buckets (lists, trees) or slots (swiss, cuckoo, chunks); 0 = start small and grow
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    /// Index size per worker: buckets (lists, trees) or slots (swiss, cuckoo, chunks); 0 = start small and grow [0..=2^24]
+    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true, value_parser = int_in::<usize, 0, { 1 << 24 }>)]
     pub flow_slots: usize,
-    /// Time the processing of 1 packet in K in the workers (summary.json `packet_time`); 0 = off
-    #[arg(long, value_name = "K", default_value_t = 64)]
+    /// Time the processing of 1 packet in K in the workers (summary.json `packet_time`); 0 = off [0..=2^32-1]
+    #[arg(long, value_name = "K", default_value_t = 64, allow_negative_numbers = true, value_parser = int_in::<u32, 0, { u32::MAX as u64 }>)]
     pub time_sample: u32,
     /// Write into an output directory that holds an earlier run's output: tapstat's
     /// own files there (log_*, summary.json, stats.jsonl, interval directories) are
@@ -206,11 +223,101 @@ pub enum FlowHashArg {
     Toeplitz,
 }
 
+/// The most workers `-w` takes whatever the machine; below it, [`workers_bound`].
+pub const MAX_WORKERS: u64 = 1024;
+
+/// The most workers that make sense here: 4 per core (at least 16, so tests and
+/// small machines can oversubscribe a little), at most [`MAX_WORKERS`]. Beyond it
+/// threads only wait for cores, and each holds a flow table and a buffer.
+pub fn workers_bound() -> usize {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    cores.saturating_mul(4).max(16).min(MAX_WORKERS as usize)
+}
+
+/// A whole number in `LO..=HI`, as a `T`: anything else (negative, fractional, too
+/// large) is a one-line error that names the range.
+pub fn int_in<T: TryFrom<u64>, const LO: u64, const HI: u64>(s: &str) -> Result<T, String> {
+    let range = || if HI == u64::MAX { format!("{LO}..=2^64-1") } else { format!("{LO}..={HI}") };
+    let n: i128 = s.trim().parse().map_err(|_| format!("{s:?} is not a whole number in {}", range()))?;
+    if n < LO as i128 || n > HI as i128 {
+        return Err(format!("{n} is out of range {}", range()));
+    }
+    T::try_from(n as u64).map_err(|_| format!("{n} is out of range {}", range()))
+}
+
+/// A finite number of seconds in `lo..=hi` (NaN, infinities and negatives refused,
+/// rather than turned into 0 s or a saturated time).
+fn secs_in(s: &str, lo: f64, hi: f64) -> Result<f64, String> {
+    let n: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !n.is_finite() || n < lo || n > hi {
+        return Err(format!("{s} is out of range: seconds in {lo}..={hi}"));
+    }
+    Ok(n)
+}
+
+/// Idle timeouts: 0 to 1e10 s (317 years), whose nanoseconds fit a u64.
+pub const MAX_TIMEOUT_S: f64 = 1e10;
+
+pub fn timeout_secs(s: &str) -> Result<f64, String> {
+    secs_in(s, 0.0, MAX_TIMEOUT_S)
+}
+
+pub fn gc_secs(s: &str) -> Result<f64, String> {
+    secs_in(s, 0.001, 86_400.0)
+}
+
+pub fn periodic_secs(s: &str) -> Result<f64, String> {
+    secs_in(s, 0.001, MAX_TIMEOUT_S)
+}
+
 fn ns(s: f64) -> u64 {
     (s.max(0.0) * 1e9) as u64
 }
 
+/// The inputs of a run: the capture files and the filter expression.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Inputs {
+    pub files: Vec<PathBuf>,
+    pub filter: Option<String>,
+    /// The expression was taken from values of -r that are not files (so a failed
+    /// compile may be a mistyped file name).
+    pub filter_from_read: bool,
+}
+
 impl RunArgs {
+    /// Splits -r's values into files and a trailing expression (the rule of -r's
+    /// help: from the first value that is neither an existing file nor `-`), joins it
+    /// with the words after `--`, and checks it is not given twice.
+    pub fn inputs(&self) -> Result<Inputs, String> {
+        let split = self.read.iter().position(|p| p.as_os_str() != "-" && !p.exists()).unwrap_or(self.read.len());
+        let (files, words) = self.read.split_at(split);
+        let mut expr: Vec<String> = words.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        let filter_from_read = !expr.is_empty();
+        expr.extend(self.expr.iter().cloned());
+        let trailing = (!expr.is_empty()).then(|| expr.join(" "));
+        let filter = match (&self.live.filter, trailing) {
+            (Some(f), Some(t)) => {
+                return Err(format!("the filter is given twice: -f {f:?} and the trailing expression {t:?}; keep one"))
+            }
+            (Some(f), None) => Some(f.clone()),
+            (None, t) => t,
+        };
+        Ok(Inputs { files: files.to_vec(), filter, filter_from_read })
+    }
+
+    /// The worker count, checked against [`workers_bound`].
+    pub fn workers(&self) -> Result<usize, String> {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        match self.workers {
+            Some(w) if w > workers_bound() => Err(format!(
+                "-w {w}: at most {} workers here (4 per core for {cores} core(s), at least 16, at most {MAX_WORKERS})",
+                workers_bound()
+            )),
+            Some(w) => Ok(w.max(1)),
+            None => Ok(cores.min(MAX_WORKERS as usize)),
+        }
+    }
+
     pub fn engine_config(&self) -> EngineConfig {
         let workers =
             self.workers.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
@@ -277,11 +384,11 @@ pub struct BenchArgs {
     /// Capture to measure on
     #[arg(short = 'r', long = "read", value_name = "FILE", required = true, num_args = 1..)]
     pub read: Vec<PathBuf>,
-    /// Worker counts to measure, comma-separated [default: 1 and available cores]
-    #[arg(short = 'w', long = "workers", value_delimiter = ',')]
+    /// Worker counts to measure, comma-separated [default: 1 and available cores; each as tapstat's -w]
+    #[arg(short = 'w', long = "workers", value_delimiter = ',', allow_negative_numbers = true, value_parser = int_in::<usize, 1, MAX_WORKERS>)]
     pub workers: Vec<usize>,
-    /// Timed runs per worker count (the median is reported), after one warm-up
-    #[arg(long, default_value_t = 3)]
+    /// Timed runs per worker count (the median is reported), after one warm-up [1..=1000]
+    #[arg(long, default_value_t = 3, allow_negative_numbers = true, value_parser = int_in::<usize, 1, 1000>)]
     pub runs: usize,
 }
 
@@ -290,14 +397,14 @@ pub struct SynthArgs {
     /// The pcap file to write
     #[arg(short = 'o', long = "out", value_name = "FILE", default_value = "sample/sample.pcap")]
     pub output: PathBuf,
-    /// Random seed (same seed, same bytes)
-    #[arg(long, default_value_t = 42)]
+    /// Random seed (same seed, same bytes) [0..=2^64-1]
+    #[arg(long, default_value_t = 42, allow_negative_numbers = true, value_parser = int_in::<u64, 0, { u64::MAX }>)]
     pub seed: u64,
-    /// TCP connections
-    #[arg(long)]
+    /// TCP connections [0..=10000000]
+    #[arg(long, allow_negative_numbers = true, value_parser = int_in::<usize, 0, 10_000_000>)]
     pub tcp_flows: Option<usize>,
-    /// DNS transactions over UDP
-    #[arg(long)]
+    /// DNS transactions over UDP [0..=10000000]
+    #[arg(long, allow_negative_numbers = true, value_parser = int_in::<usize, 0, 10_000_000>)]
     pub udp_flows: Option<usize>,
     /// Write a flood instead: N TCP SYNs from random sources to random destinations,
     /// each a new flow (a stress test of the flow tables; see docs/BENCHMARKS.md)

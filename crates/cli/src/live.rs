@@ -26,36 +26,37 @@ pub struct LiveArgs {
     /// Capture live from this interface (AF_PACKET, one socket per worker in one fanout group)
     #[arg(short = 'i', long = "interface", value_name = "IFACE", conflicts_with = "read")]
     pub interface: Option<String>,
-    /// Capture filter, tcpdump syntax (compiled by libpcap, run in the kernel), e.g. 'tcp port 443'
+    /// Filter, tcpdump syntax (compiled by libpcap; run in the kernel with -i, on each
+    /// packet of the files with -r), e.g. 'tcp port 443'; or give it after the options
     #[arg(short = 'f', long = "filter", value_name = "EXPR")]
     pub filter: Option<String>,
     /// Capture through DPDK with these EAL arguments (needs a build with `--features dpdk`)
     #[arg(long, value_name = "EAL ARGS", allow_hyphen_values = true, conflicts_with_all = ["read", "interface"])]
     pub dpdk: Option<String>,
-    /// Size of each worker's packet buffer between acquisition and analysis (e.g. 256MiB, 1GiB)
-    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size)]
+    /// Size of each worker's packet buffer between acquisition and analysis (e.g. 256MiB, 1GiB) [1MiB..=64GiB]
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = buffer_size)]
     pub buffer: u64,
-    /// Size of each socket's kernel ring (blocks of 1 MiB)
-    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
+    /// Size of each socket's kernel ring (blocks of 1 MiB) [2MiB..=16GiB]
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = ring_size)]
     pub kernel_ring: u64,
     /// Acquisition policy
     #[arg(long, value_enum, default_value = "periodic")]
     pub acquire: AcquireArg,
-    /// Period of periodic acquisition (e.g. 500us, 1ms)
-    #[arg(long, value_name = "DUR", default_value = "500us", value_parser = parse_duration)]
+    /// Period of periodic acquisition (e.g. 500us, 1ms) [1us..=1s]
+    #[arg(long, value_name = "DUR", default_value = "500us", allow_hyphen_values = true, value_parser = period_dur)]
     pub period: Duration,
-    /// How often each worker's figures go to stderr and stats.jsonl
-    #[arg(long, value_name = "DUR", default_value = "1s", value_parser = parse_duration)]
+    /// How often each worker's figures go to stderr and stats.jsonl [10ms..=1d]
+    #[arg(long, value_name = "DUR", default_value = "1s", allow_hyphen_values = true, value_parser = stats_dur)]
     pub stats_interval: Duration,
     /// Serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9100)
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<std::net::SocketAddr>,
-    /// Start a new output directory (YYYY_MM_DD_HH_MM.out, UTC) every DUR of packet time (e.g. 1h, 15m)
-    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    /// Start a new output directory (YYYY_MM_DD_HH_MM.out, UTC) every DUR of packet time (e.g. 1h, 15m) [1s..=366d]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true, value_parser = rotate_dur)]
     pub rotate: Option<Duration>,
-    /// Live: write each log's pending records at least this often (wall time), so the
-    /// logs can be followed while the capture runs
-    #[arg(long, value_name = "DUR", default_value = "1s", value_parser = parse_duration)]
+    /// Write each log's pending records at least this often (wall time), so the logs can
+    /// be followed while the capture runs [10ms..=1d]
+    #[arg(long, value_name = "DUR", default_value = "1s", allow_hyphen_values = true, value_parser = stats_dur)]
     pub flush: Duration,
     /// After opening the sockets, run as this user (and its group), with no capabilities
     #[arg(long, value_name = "NAME")]
@@ -85,27 +86,85 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     n.checked_mul(mult).ok_or_else(|| format!("{s:?} is too large"))
 }
 
-/// `500us`, `1ms`, `2s`, `15m`, `1h`, `250ns`.
+/// `500us`, `1ms`, `2s`, `15m`, `1h`, `250ns`, `1e-3s`: a number (exponent allowed)
+/// and a unit (seconds without one).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration (e.g. 500us, 1s, 1h)"))?;
-    let secs = match unit.trim() {
-        "ns" => 1e-9,
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "" | "s" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        "d" => 86400.0,
-        _ => return Err(format!("{s:?}: unknown unit (ns, us, ms, s, m, h, d)")),
-    };
-    if !(n * secs).is_finite() || n * secs <= 0.0 {
-        return Err(format!("{s:?} must be positive"));
+    // Longest units first, so `ms` is not read as `m` after a number ending in `s`.
+    const UNITS: [(&str, f64); 9] = [
+        ("min", 60.0),
+        ("ns", 1e-9),
+        ("us", 1e-6),
+        ("µs", 1e-6),
+        ("ms", 1e-3),
+        ("s", 1.0),
+        ("m", 60.0),
+        ("h", 3600.0),
+        ("d", 86400.0),
+    ];
+    let (num, secs) = UNITS.iter().find_map(|(u, f)| t.strip_suffix(u).map(|n| (n.trim(), *f))).unwrap_or((t, 1.0));
+    let n: f64 = num.parse().map_err(|_| {
+        if num.ends_with(|c: char| c.is_ascii_digit() || c == '.') {
+            format!("{s:?} is not a duration (e.g. 500us, 1s, 1h)")
+        } else {
+            format!("{s:?}: unknown unit (ns, us, ms, s, m, h, d)")
+        }
+    })?;
+    if n.is_nan() || n * secs <= 0.0 {
+        return Err(format!("{s:?} is out of range (must be positive)"));
     }
-    Ok(Duration::from_secs_f64(n * secs))
+    Duration::try_from_secs_f64(n * secs).map_err(|_| format!("{s:?} is out of range (longer than a Duration holds)"))
 }
+
+/// A duration in `lo..=hi` (named as `lo_s`..=`hi_s` in the error).
+fn duration_in(s: &str, lo: Duration, hi: Duration, range: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < lo || d > hi {
+        return Err(format!("{s:?} is out of range {range}"));
+    }
+    Ok(d)
+}
+
+fn period_dur(s: &str) -> Result<Duration, String> {
+    duration_in(s, Duration::from_micros(1), Duration::from_secs(1), "1us..=1s")
+}
+
+fn stats_dur(s: &str) -> Result<Duration, String> {
+    duration_in(s, Duration::from_millis(10), Duration::from_secs(86_400), "10ms..=1d")
+}
+
+fn rotate_dur(s: &str) -> Result<Duration, String> {
+    duration_in(s, Duration::from_secs(1), Duration::from_secs(366 * 86_400), "1s..=366d")
+}
+
+fn size_in(s: &str, lo: u64, hi: u64, range: &str) -> Result<u64, String> {
+    let n = parse_size(s)?;
+    if n < lo || n > hi {
+        return Err(format!("{s:?} is out of range {range}"));
+    }
+    Ok(n)
+}
+
+fn buffer_size(s: &str) -> Result<u64, String> {
+    size_in(s, 1 << 20, 64 << 30, "1MiB..=64GiB")
+}
+
+fn ring_size(s: &str) -> Result<u64, String> {
+    size_in(s, 2 << 20, 16 << 30, "2MiB..=16GiB")
+}
+
+/// The flags that only mean something for live capture, by clap id and as typed.
+pub const LIVE_ONLY: [(&str, &str); 9] = [
+    ("user", "--user"),
+    ("metrics", "--metrics"),
+    ("rotate", "--rotate"),
+    ("buffer", "--buffer"),
+    ("kernel_ring", "--kernel-ring"),
+    ("acquire", "--acquire"),
+    ("period", "--period"),
+    ("stats_interval", "--stats-interval"),
+    ("flush", "--flush"),
+];
 
 static REOPEN: AtomicBool = AtomicBool::new(false);
 
@@ -205,10 +264,10 @@ struct Opened {
     _backend: Option<Box<dyn std::any::Any>>,
 }
 
-fn open_afpacket(l: &LiveArgs, iface: &str, workers: usize) -> Result<Opened> {
+fn open_afpacket(l: &LiveArgs, filter: Option<&str>, iface: &str, workers: usize) -> Result<Opened> {
     let mut ac = AfPacketConfig::new(iface);
     ac.blocks = (l.kernel_ring >> 20).clamp(2, 1 << 14) as u32;
-    if let Some(expr) = &l.filter {
+    if let Some(expr) = filter {
         // The link type is the interface's: compile against what the sockets see.
         let link = std::fs::read_to_string(format!("/sys/class/net/{iface}/type"))
             .ok()
@@ -252,9 +311,13 @@ fn open_dpdk(l: &LiveArgs, eal_args: &str, mut workers: usize, chosen: bool, qui
                 n => format!("symmetric RSS, {n}-byte key, functions {:#x}", p.rss_hf),
             };
             let ts = if p.stamps { "frames stamped by the PMD" } else { "batch timestamps" };
-            eprintln!(
+            crate::say!(
                 "tapstat: DPDK port {} {} ({}): {} RX queue(s) of {} descriptors, {rss}, {ts}",
-                p.id, p.name, p.driver, p.rx_queues, p.rx_desc
+                p.id,
+                p.name,
+                p.driver,
+                p.rx_queues,
+                p.rx_desc
             );
         }
     }
@@ -265,12 +328,22 @@ fn open_dpdk(l: &LiveArgs, eal_args: &str, mut workers: usize, chosen: bool, qui
 /// Runs a live capture until SIGINT/SIGTERM; writes summary.json.
 pub fn analyze(a: &RunArgs) -> Result<Summary> {
     let l = &a.live;
+    if a.count.is_some() {
+        bail!("-c works on files only: a live capture runs until SIGINT/SIGTERM");
+    }
+    let inputs = a.inputs().map_err(anyhow::Error::msg)?;
+    if l.dpdk.is_some() && inputs.filter.is_some() {
+        bail!("a filter works with -i and -r only: DPDK frames never pass through the kernel's filter");
+    }
     let mut cfg = a.engine_config();
+    cfg.workers = a.workers().map_err(anyhow::Error::msg)?;
     let user = l.user.as_deref().map(lookup_user).transpose()?;
     let _claim = crate::outdir::claim(&cfg.out_dir, a.force)?;
     let opened = match &l.dpdk {
         Some(eal) => open_dpdk(l, eal, cfg.workers, a.workers.is_some(), a.quiet)?,
-        None => open_afpacket(l, l.interface.as_deref().expect("is_live() checked"), cfg.workers)?,
+        None => {
+            open_afpacket(l, inputs.filter.as_deref(), l.interface.as_deref().expect("is_live() checked"), cfg.workers)?
+        }
     };
     let Opened { sources, what, _backend } = opened;
     // One worker per source (DPDK without -w: per queue the ports have).
@@ -285,7 +358,7 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
             if stop.swap(true, Ordering::SeqCst) {
                 std::process::exit(130);
             }
-            eprintln!("\ntapstat: stopping: writing the live flows (again to quit at once)");
+            crate::say!("\ntapstat: stopping: writing the live flows (again to quit at once)");
         });
     }
     catch_sighup();
@@ -308,7 +381,7 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
         }),
     };
     if !a.quiet {
-        eprintln!(
+        crate::say!(
             "tapstat: capturing on {what} with {} worker(s), {} acquisition; SIGINT/SIGTERM to stop, SIGHUP to reopen files",
             cfg.workers,
             live.acquire.name()
@@ -317,12 +390,12 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
     let mut summary = tapstat_pipeline::run_live(sources, &cfg, live, stop, Arc::new(Progress::default()))?;
     crate::finish_summary(&mut summary, &cfg, vec![what.clone()])?;
     for w in &summary.warnings {
-        eprintln!("tapstat: warning: {w}");
+        crate::say!("tapstat: warning: {w}");
     }
     if !a.quiet {
-        eprint!("{}", summary.human());
+        crate::say!("{}", summary.human().trim_end());
         if let Some(ls) = &summary.live {
-            eprintln!(
+            crate::say!(
                 "  live: {} received, {} kernel drops, {} buffer drops, buffer max {:.1}% ({})",
                 ls.received_packets,
                 ls.kernel_drops,
@@ -331,7 +404,7 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
                 ls.pacing.join(",")
             );
         }
-        eprintln!("  output: {}", cfg.out_dir.display());
+        crate::say!("  output: {}", cfg.out_dir.display());
     }
     crate::write_failed(&summary)?;
     Ok(summary)
@@ -379,5 +452,14 @@ mod tests {
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("1 fortnight").is_err());
+        // Beyond what a Duration holds: an error, not a panic.
+        assert!(parse_duration("1e20s").is_err_and(|e| e.contains("range")));
+        assert_eq!(parse_duration("1e-3s"), Ok(Duration::from_millis(1)));
+        assert_eq!(parse_duration("2min"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("infs").is_err() && parse_duration("NaN").is_err() && parse_duration("-1s").is_err());
+        assert!(parse_duration("99999999999999999999999d").is_err());
+        assert!(period_dur("1e20s").is_err());
+        assert!(rotate_dur("367d").is_err() && rotate_dur("1h").is_ok());
+        assert!(buffer_size("100GiB").is_err() && ring_size("1MiB").is_err());
     }
 }

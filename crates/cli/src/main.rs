@@ -1,6 +1,16 @@
 //! The `tapstat` binary: flags are parsed in one step ([`args`]) and turned into the
 //! engine's configuration in the next; no analysis logic lives here.
 
+/// `eprintln!` that never panics: with stderr closed (`tapstat ... 2>&-`, or a pipe
+/// whose reader left) the message is lost and the run goes on.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($t)*);
+    }};
+}
+pub(crate) use say;
+
 mod args;
 mod bench;
 mod live;
@@ -8,10 +18,11 @@ mod outdir;
 
 use anyhow::{bail, Context, Result};
 use args::{Cli, Command, RunArgs};
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use tapstat_capture::LinkType;
 use tapstat_pipeline::{Progress, Summary};
 
 /// mimalloc rather than glibc malloc: each worker allocates its flows' boxed state
@@ -29,19 +40,27 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const EXIT_INTERRUPTED: i32 = 130;
 
 fn main() {
-    let cli = Cli::parse();
+    let matches = Cli::command().try_get_matches().unwrap_or_else(|e| usage_error(e));
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // Which live-only flags were typed, as opposed to left at their defaults: on a
+    // file run they are refused rather than ignored.
+    cli.run.given_live_flags = live::LIVE_ONLY
+        .iter()
+        .filter(|(id, _)| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|(_, flag)| *flag)
+        .collect();
     let result = match cli.command {
         Some(Command::Bench(b)) => bench::run(&b),
         Some(Command::Synth(s)) => synth(&s),
         Some(Command::Schema { format, markdown }) => {
-            print!(
-                "{}",
-                match (format, markdown) {
-                    (_, true) | (args::SchemaFormat::Markdown, _) => metrics_markdown(),
-                    (args::SchemaFormat::Json, _) => schema_json(),
-                    (args::SchemaFormat::Text, _) => schema_text(),
-                }
-            );
+            use std::io::Write as _;
+            let text = match (format, markdown) {
+                (_, true) | (args::SchemaFormat::Markdown, _) => metrics_markdown(),
+                (args::SchemaFormat::Json, _) => schema_json(),
+                (args::SchemaFormat::Text, _) => schema_text(),
+            };
+            // A closed stdout (`| head`) ends the listing, not the process with a panic.
+            let _ = write!(std::io::stdout().lock(), "{text}");
             Ok(())
         }
         None => analyze(&cli.run).map(|s| {
@@ -54,9 +73,25 @@ fn main() {
         }),
     };
     if let Err(e) = result {
-        eprintln!("tapstat: error: {e:#}");
+        say!("tapstat: error: {e:#}");
         std::process::exit(1);
     }
+}
+
+/// A flag clap refused, as one line (`tapstat: error: invalid value ... out of range
+/// ...`), exit status 2; help and version go out as clap writes them.
+fn usage_error(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or_default().trim_start_matches("error: ");
+    say!("tapstat: error: {first} (see --help)");
+    std::process::exit(2);
 }
 
 /// Runs the engine as the flags say; writes summary.json; prints the summary.
@@ -64,40 +99,73 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
     if a.live.is_live() {
         return live::analyze(a);
     }
-    if a.read.is_empty() {
+    if !a.given_live_flags.is_empty() {
+        // A file run has no socket, buffer, acquisition thread or privileges to
+        // drop; --rotate and --metrics are written for the live path only. Refused
+        // rather than ignored (issue 13).
+        let verb = if a.given_live_flags.len() > 1 { "apply" } else { "applies" };
+        bail!("{} {verb} only to live capture (-i or --dpdk), not to -r files", a.given_live_flags.join(", "));
+    }
+    let inputs = a.inputs().map_err(anyhow::Error::msg)?;
+    if inputs.files.is_empty() {
+        if inputs.filter_from_read {
+            bail!("no such capture file: {:?}", a.read[0]);
+        }
         bail!("no input: give capture files with -r FILE (or -r - for stdin); see --help");
     }
-    let cfg = a.engine_config();
-    let source = tapstat_capture::open_files(&a.read)?;
+    let mut cfg = a.engine_config();
+    cfg.workers = a.workers().map_err(anyhow::Error::msg)?;
+    let files = tapstat_capture::open_files(&inputs.files)?;
+    let source: Box<dyn tapstat_capture::PacketSource> = if inputs.filter.is_some() || a.count.is_some() {
+        // The expression is checked at once (an invalid one stops the run before any
+        // output) for the common link types, then compiled for each link type the
+        // files show.
+        match tapstat_capture::FilteredSource::new(
+            files,
+            inputs.filter.as_deref(),
+            a.count,
+            &[LinkType::ETHERNET, LinkType::RAW, LinkType::LINUX_SLL2, LinkType::LINUX_SLL],
+        ) {
+            Ok(s) => Box::new(s),
+            Err(e) if inputs.filter_from_read => {
+                let first = inputs.filter.as_deref().unwrap_or_default().split(' ').next().unwrap_or_default();
+                bail!("no such capture file {first:?}, and what follows the files is not a filter either: {e}")
+            }
+            Err(e) => return Err(e.into()),
+        }
+    } else {
+        Box::new(files)
+    };
+    // The directory is claimed once the inputs and the filter are known good, so a
+    // mistyped command line leaves an earlier run's output as it was.
     let _claim = outdir::claim(&cfg.out_dir, a.force)?;
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();
-        // Ctrl-C stops reading; every live flow is still written (end_of_input). A
+        // Ctrl-C stops reading; every live flow is still written (`interrupted`). A
         // second Ctrl-C leaves at once.
         let _ = ctrlc::set_handler(move || {
             if stop.swap(true, Ordering::SeqCst) {
                 std::process::exit(130);
             }
-            eprintln!("\ntapstat: interrupted: writing the live flows (Ctrl-C again to quit at once)");
+            say!("\ntapstat: interrupted: writing the live flows (Ctrl-C again to quit at once)");
         });
     }
     let progress = Arc::new(Progress::default());
     let bar = (!a.quiet && std::io::stderr().is_terminal()).then(|| spawn_progress(progress.clone()));
-    let result = tapstat_pipeline::run(Box::new(source), &cfg, stop, progress);
+    let result = tapstat_pipeline::run(source, &cfg, stop, progress);
     if let Some((done, h)) = bar {
         done.store(true, Ordering::SeqCst);
         let _ = h.join();
     }
     let mut summary = result?;
-    let inputs = a.read.iter().map(|p| p.display().to_string()).collect();
+    let inputs = inputs.files.iter().map(|p| p.display().to_string()).collect();
     finish_summary(&mut summary, &cfg, inputs)?;
     for w in &summary.warnings {
-        eprintln!("tapstat: warning: {w}");
+        say!("tapstat: warning: {w}");
     }
     if !a.quiet {
-        eprint!("{}", summary.human());
-        eprintln!("  output: {}", cfg.out_dir.display());
+        say!("{}  output: {}", summary.human(), cfg.out_dir.display());
     }
     write_failed(&summary)?;
     Ok(summary)
@@ -180,7 +248,7 @@ fn synth(s: &args::SynthArgs) -> Result<()> {
     let truth =
         tapstat_lab::synth::write_pcap(&s.output, &cfg).with_context(|| format!("writing {}", s.output.display()))?;
     let pkts: u64 = truth.iter().map(|t| t.c_pkts + t.s_pkts).sum();
-    eprintln!("tapstat: wrote {} ({} flows, {} packets)", s.output.display(), truth.len(), pkts);
+    say!("tapstat: wrote {} ({} flows, {} packets)", s.output.display(), truth.len(), pkts);
     Ok(())
 }
 

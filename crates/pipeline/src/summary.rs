@@ -112,6 +112,8 @@ pub struct CaptureSummary {
     pub corrupt_records: u64,
     pub skipped_blocks: u64,
     pub bad_packet_blocks: u64,
+    /// Frames the filter expression (`-f`) rejected; they are not in `packets`.
+    pub filtered_out: u64,
 }
 
 impl Summary {
@@ -182,6 +184,7 @@ impl Summary {
                 corrupt_records: cap.corrupt_records,
                 skipped_blocks: cap.skipped_blocks,
                 bad_packet_blocks: cap.bad_packet_blocks,
+                filtered_out: cap.filtered_out,
             },
             warnings,
             interrupted,
@@ -237,6 +240,9 @@ impl Summary {
                 "  write error: {e}; the run stopped there, {} record(s) were not written\n",
                 self.records_not_written
             );
+        }
+        if self.capture.filtered_out > 0 {
+            s += &format!("  filter: {} packets filtered out (not analysed)\n", self.capture.filtered_out);
         }
         if self.interrupted {
             s += "  interrupted: the input was not read to its end; every live flow was written\n";

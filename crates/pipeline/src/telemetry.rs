@@ -376,7 +376,8 @@ pub fn spawn_reporter(
                     for w in &stats {
                         let _ = writeln!(s, "tapstat: {}", line(w));
                     }
-                    eprint!("{s}");
+                    // A closed stderr loses the figures; it does not stop the capture.
+                    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), s.as_bytes());
                 }
                 if let Some((path, flag)) = &to.reopen_jsonl {
                     if flag.swap(false, Ordering::SeqCst) {

@@ -41,6 +41,19 @@ type Close = unsafe extern "C" fn(*mut c_void);
 const SONAMES: [&CStr; 3] = [c"libpcap.so.0.8", c"libpcap.so.1", c"libpcap.so"];
 const PCAP_NETMASK_UNKNOWN: u32 = 0xffff_ffff;
 
+/// The `DLT_*` value `pcap_open_dead` wants for a `LINKTYPE_*` value. They are the
+/// same number except for the few whose DLT differs between systems, for which
+/// pcap files use numbers of their own (libpcap's pcap-common.c, `linktype_to_dlt`):
+/// raw IP is LINKTYPE 101 in files and DLT 12 on Linux (without this, `-f` on a raw
+/// IP capture or a TUN interface fails with "unknown data link type 101").
+fn dlt_of(link: LinkType) -> c_int {
+    match link.0 {
+        100 => 11, // LINKTYPE_ATM_RFC1483 → DLT_ATM_RFC1483
+        101 => 12, // LINKTYPE_RAW → DLT_RAW
+        n => n as c_int,
+    }
+}
+
 /// Compiles `expr` for frames of `link` with libpcap's optimizer.
 pub fn compile_filter(expr: &str, link: LinkType) -> Result<BpfProgram, LiveError> {
     let fail = |reason: String| LiveError::Filter { expr: expr.to_string(), reason };
@@ -80,7 +93,7 @@ pub fn compile_filter(expr: &str, link: LinkType) -> Result<BpfProgram, LiveErro
     // used for one compile, and closed; the program is copied out before
     // pcap_freecode releases it; the error string is copied before pcap_close.
     unsafe {
-        let p = open_dead(link.0 as c_int, 262_144);
+        let p = open_dead(dlt_of(link), 262_144);
         if p.is_null() {
             return Err(fail("pcap_open_dead failed".into()));
         }

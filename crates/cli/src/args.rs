@@ -185,7 +185,7 @@ pub struct RunArgs {
     /// Flow table index structure (records do not depend on it; see docs/BENCHMARKS.md, issue 6)
     #[arg(long, value_enum, default_value = "chunks")]
     pub flow_table: FlowTableArg,
-    /// Flow hash function, computed once per packet by the dispatcher (coralreef and toeplitz are not keyed)
+    /// Flow hash function, computed once per packet by the dispatcher; only foldhash and ahash are keyed (the others warn: crafted traffic can collide whatever the seed)
     #[arg(long, value_enum, default_value = "foldhash")]
     pub flow_hash: FlowHashArg,
     /// Index size per worker: buckets (lists, trees) or slots (swiss, cuckoo, chunks); 0 = start small and grow [0..=2^24]

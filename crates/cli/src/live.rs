@@ -337,6 +337,7 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
     }
     let mut cfg = a.engine_config();
     cfg.workers = a.workers().map_err(anyhow::Error::msg)?;
+    let hash_warning = crate::warn_unkeyed_hash(&cfg);
     let user = l.user.as_deref().map(lookup_user).transpose()?;
     let _claim = crate::outdir::claim(&cfg.out_dir, a.force)?;
     let opened = match &l.dpdk {
@@ -389,7 +390,8 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
     }
     let mut summary = tapstat_pipeline::run_live(sources, &cfg, live, stop, Arc::new(Progress::default()))?;
     crate::finish_summary(&mut summary, &cfg, vec![what.clone()])?;
-    for w in &summary.warnings {
+    // The unkeyed hash's warning was printed at start-up.
+    for w in summary.warnings.iter().filter(|w| Some(*w) != hash_warning.as_ref()) {
         crate::say!("tapstat: warning: {w}");
     }
     if !a.quiet {

@@ -115,6 +115,7 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
     }
     let mut cfg = a.engine_config();
     cfg.workers = a.workers().map_err(anyhow::Error::msg)?;
+    let hash_warning = crate::warn_unkeyed_hash(&cfg);
     let files = tapstat_capture::open_files(&inputs.files)?;
     let source: Box<dyn tapstat_capture::PacketSource> = if inputs.filter.is_some() || a.count.is_some() {
         // The expression is checked at once (an invalid one stops the run before any
@@ -161,7 +162,8 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
     let mut summary = result?;
     let inputs = inputs.files.iter().map(|p| p.display().to_string()).collect();
     finish_summary(&mut summary, &cfg, inputs)?;
-    for w in &summary.warnings {
+    // The unkeyed hash's warning was printed at start-up.
+    for w in summary.warnings.iter().filter(|w| Some(*w) != hash_warning.as_ref()) {
         say!("tapstat: warning: {w}");
     }
     if !a.quiet {
@@ -169,6 +171,14 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
     }
     write_failed(&summary)?;
     Ok(summary)
+}
+
+/// Warns at start-up, on stderr, when the flow hash is not keyed (summary.json keeps
+/// the warning too); returns it.
+pub(crate) fn warn_unkeyed_hash(cfg: &tapstat_pipeline::EngineConfig) -> Option<String> {
+    let w = (!cfg.flow_hash.is_keyed()).then(|| tapstat_pipeline::unkeyed_hash_warning(cfg.flow_hash))?;
+    say!("tapstat: warning: {w}");
+    Some(w)
 }
 
 /// Fills in what only the binary knows (the command line, the inputs, the options)

@@ -127,8 +127,30 @@ fn summary_records_version_command_line_inputs_and_options() {
     let out2 = d.join("out2");
     let o = tapstat(&["-r", pcap.to_str().unwrap(), "-o", out2.to_str().unwrap(), "-q"]);
     assert!(o.status.success());
-    let opts = summary(&out2)["options"].as_str().unwrap().to_string();
+    let s2 = summary(&out2);
+    let opts = s2["options"].as_str().unwrap().to_string();
     assert!(opts.contains("hash_seed: random"), "{opts}");
+    // The seed the user gave is theirs to publish; a random one is published nowhere.
+    assert_eq!(s["hash_seed"], 7);
+    assert!(s2["hash_seed"].is_null(), "{}", s2["hash_seed"]);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A flow hash that is not keyed (crc32: its collisions hold under every seed) is
+/// chosen with a warning, on stderr at start-up and in summary.json; the default is not.
+#[test]
+fn an_unkeyed_flow_hash_warns() {
+    let d = tempdir("unkeyed");
+    let pcap = small_sample(&d);
+    for (hash, warned) in [("crc32", true), ("toeplitz", true), ("foldhash", false), ("ahash", false)] {
+        let out = d.join(hash);
+        let o = tapstat(&["-r", pcap.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q", "--flow-hash", hash]);
+        assert!(o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.matches("is not keyed").count(), warned as usize, "{hash}: {err}");
+        let w = summary(&out)["warnings"].to_string();
+        assert_eq!(w.contains("is not keyed"), warned, "{hash}: {w}");
+    }
     std::fs::remove_dir_all(&d).unwrap();
 }
 

@@ -26,7 +26,7 @@ mod timing;
 pub use acquire::Acquire;
 pub use live::{interval_dir_name, run_live, LiveConfig, LiveSummary};
 pub use ring::{ring, Receiver, Sender};
-pub use summary::{cpu_seconds, Summary, SUMMARY_KEYS};
+pub use summary::{cpu_seconds, unkeyed_hash_warning, Summary, SUMMARY_KEYS};
 pub use telemetry::{Gauges, WorkerStats};
 pub use timing::{PacketTimeSummary, PacketTimer};
 
@@ -468,7 +468,6 @@ pub fn run(
     let mut summary = Summary::new(
         cfg,
         n,
-        seed,
         &disp.anomalies,
         disp.non_ip,
         disp.frames,

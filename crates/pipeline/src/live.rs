@@ -336,7 +336,6 @@ pub fn run_live(
     let mut s = Summary::new(
         cfg,
         n,
-        seed,
         &disp.anomalies,
         disp.non_ip,
         disp.frames,

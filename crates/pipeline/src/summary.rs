@@ -16,11 +16,14 @@ pub struct Summary {
     pub command_line: Vec<String>,
     pub inputs: Vec<String>,
     /// The engine's effective configuration, every option with its default filled
-    /// in; a random hash seed is `random` here (its value is `hash_seed`).
+    /// in; a random hash seed is `random` here, and nowhere in the summary.
     pub options: String,
     pub workers: usize,
     pub format: &'static str,
-    pub hash_seed: u64,
+    /// The flow hash's seed when the user gave it (`--hash-seed`); `None` (null) for a
+    /// random one, which is never published: whoever reads the summary could aim
+    /// crafted traffic at the run's buckets (the point of a keyed hash).
+    pub hash_seed: Option<u64>,
     /// Frames read from the input.
     pub packets: u64,
     /// Sum of the frames' original lengths.
@@ -75,10 +78,10 @@ pub const SUMMARY_KEYS: &[(&str, &str)] = &[
     ("tapstat_version", "the version of tapstat that wrote the file"),
     ("command_line", "the command line (argv) of the run"),
     ("inputs", "the capture files read (or the live sources)"),
-    ("options", "the engine's effective configuration, every default filled in (a random hash seed shows as `random`)"),
+    ("options", "the engine's effective configuration, every default filled in (a random hash seed shows as `random`, its value is not published)"),
     ("workers", "worker threads of the run"),
     ("format", "record format: tsv or jsonl"),
-    ("hash_seed", "seed of the flow hash"),
+    ("hash_seed", "seed of the flow hash when given with --hash-seed; null when random (never published)"),
     ("packets", "frames read from the input"),
     ("bytes", "sum of the frames' original lengths"),
     ("non_ip_frames", "frames without IP (ARP, LLDP...): counted, in no flow"),
@@ -121,7 +124,6 @@ impl Summary {
     pub(crate) fn new(
         cfg: &EngineConfig,
         workers: usize,
-        seed: u64,
         anomalies: &Anomalies,
         non_ip: u64,
         packets: u64,
@@ -138,6 +140,9 @@ impl Summary {
     ) -> Summary {
         let per = |x: f64, s: f64| if s > 0.0 { x / s } else { 0.0 };
         let mut warnings = warnings;
+        if !cfg.flow_hash.is_keyed() {
+            warnings.push(unkeyed_hash_warning(cfg.flow_hash));
+        }
         let unsupported = anomalies.get(Anomaly::LinkUnsupported);
         if unsupported > 0 {
             // Frames of a link type that is not decoded are in no flow: without a word
@@ -157,7 +162,7 @@ impl Summary {
                 tapstat_sink::Format::Tsv => "tsv",
                 tapstat_sink::Format::Jsonl => "jsonl",
             },
-            hash_seed: seed,
+            hash_seed: cfg.hash_seed,
             packets,
             bytes,
             non_ip_frames: non_ip,
@@ -261,4 +266,14 @@ pub fn cpu_seconds() -> f64 {
     }
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
     tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// The warning for a flow hash that is not keyed (see `HashKind::is_keyed`): the binary
+/// prints it at start-up and summary.json keeps it.
+pub fn unkeyed_hash_warning(kind: tapstat_flow::HashKind) -> String {
+    format!(
+        "--flow-hash {} is not keyed: traffic crafted to collide in the flow table does so \
+         whatever the seed (use foldhash, the default, or ahash where traffic may be hostile)",
+        kind.name()
+    )
 }

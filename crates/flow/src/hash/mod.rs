@@ -77,8 +77,22 @@ impl HashKind {
         HashKind::ALL.into_iter().find(|k| k.name() == s)
     }
 
-    /// Keyed by the seed, so traffic crafted against one run's buckets misses the next.
+    /// Keyed: built so that without the seed nobody can predict which keys collide, so
+    /// traffic crafted against one run's buckets misses the next (foldhash and aHash,
+    /// made for hash-flooding resistance). The others take a seed but their collisions
+    /// do not depend on it, or not enough: CRC-32C is linear (two keys of one length
+    /// that collide under one start value collide under every one, see the test
+    /// `crc32_collisions_hold_under_every_seed`), MurmurHash3 has seed-independent
+    /// multicollisions (Aumasson, Bernstein and Boßlet, "Hash-flooding DoS reloaded",
+    /// 2012), and XXH3, lookup3 and FNV-1a were never meant to resist a chosen input;
+    /// CoralReef and Toeplitz take no seed at all. The binary warns when one of these
+    /// is chosen.
     pub fn is_keyed(self) -> bool {
+        matches!(self, HashKind::Foldhash | HashKind::Ahash)
+    }
+
+    /// Takes a seed at all (the keyed functions and the seeded ones).
+    pub fn is_seeded(self) -> bool {
         !matches!(self, HashKind::Coralreef | HashKind::Toeplitz)
     }
 }
@@ -257,6 +271,35 @@ mod tests {
         }
     }
 
+    /// A collision of CRC-32C found under one seed holds under every other seed (CRC is
+    /// linear in its start value), so `crc32` must not be called keyed; the same pair
+    /// does not collide under foldhash with another seed.
+    #[test]
+    fn crc32_collisions_hold_under_every_seed() {
+        let h = FlowHasher::with_kind(HashKind::Crc32, 1);
+        // Random keys (splitmix64): structured ones differ in few bits, which a CRC
+        // never maps to the same value.
+        let key = |i: u32| {
+            let mut z = (i as u64).wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            FlowKey::new(4, 6, (z >> 32) as u128, z as u16, z as u32 as u128, (z >> 16) as u16).0
+        };
+        let mut seen = std::collections::HashMap::new();
+        let (a, b) = (0..400_000u32)
+            .find_map(|i| seen.insert(h.hash(&key(i)), i).map(|j| (key(j), key(i))))
+            .expect("a 32-bit collision among 400,000 keys (birthday bound)");
+        for seed in [0, 2, 0xdead_beef, u64::MAX] {
+            let h = FlowHasher::with_kind(HashKind::Crc32, seed);
+            assert_eq!(h.hash(&a), h.hash(&b), "seed {seed:#x}");
+        }
+        assert!(!HashKind::Crc32.is_keyed());
+        let f1 = FlowHasher::with_kind(HashKind::Foldhash, 1);
+        let f2 = FlowHasher::with_kind(HashKind::Foldhash, 2);
+        assert!(f1.hash(&a) != f1.hash(&b) || f2.hash(&a) != f2.hash(&b));
+    }
+
     proptest! {
         /// Every function, both directions, IPv4 and IPv6: one hash.
         #[test]
@@ -270,12 +313,12 @@ mod tests {
             }
         }
 
-        /// Keyed functions change with the seed.
+        /// Seeded functions change with the seed.
         #[test]
-        fn keyed_hashes_follow_the_seed(a: u32, b: u32, s1: u64, s2: u64) {
+        fn seeded_hashes_follow_the_seed(a: u32, b: u32, s1: u64, s2: u64) {
             prop_assume!(s1 as u32 != s2 as u32);
             let (k, _) = FlowKey::new(4, 17, a as u128, 53, b as u128, 4000);
-            for kind in HashKind::ALL.into_iter().filter(|k| k.is_keyed()) {
+            for kind in HashKind::ALL.into_iter().filter(|k| k.is_seeded()) {
                 prop_assert_ne!(
                     FlowHasher::with_kind(kind, s1).hash(&k),
                     FlowHasher::with_kind(kind, s2).hash(&k),

@@ -38,7 +38,17 @@ pub enum ClientRule {
     SynAck,
     /// No handshake opened the flow: the client is the sender of the first packet.
     FirstPacket,
+    /// A UDP flow whose first packet comes from the port of a service queried by
+    /// multicast or broadcast (NBNS 137, mDNS 5353, LLMNR 5355) to another port: an
+    /// answer, whose query went to the group address and is a flow of its own, so the
+    /// client is the receiver (RFC 4795 §2.1 and RFC 6762 §6.7 answer by unicast to
+    /// the querier's port; RFC 1002 §4.2.1.1 likewise).
+    AnswerPort,
 }
+
+/// The UDP ports of services queried by multicast or broadcast, whose answers come
+/// back as a flow of their own ([`ClientRule::AnswerPort`]).
+const MULTICAST_QUERY_PORTS: [u16; 3] = [137, 5353, 5355];
 
 impl ClientRule {
     pub fn name(self) -> &'static str {
@@ -46,6 +56,7 @@ impl ClientRule {
             ClientRule::Syn => "syn",
             ClientRule::SynAck => "synack",
             ClientRule::FirstPacket => "first_packet",
+            ClientRule::AnswerPort => "answer_port",
         }
     }
 }
@@ -371,6 +382,8 @@ impl Flow {
                 (true, true) => (ClientRule::SynAck, false),
                 _ => (ClientRule::FirstPacket, true),
             }
+        } else if kind == Kind::Udp && d.sport != d.dport && MULTICAST_QUERY_PORTS.contains(&d.sport) {
+            (ClientRule::AnswerPort, false)
         } else {
             (ClientRule::FirstPacket, true)
         };

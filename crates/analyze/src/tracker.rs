@@ -741,6 +741,41 @@ mod tests {
         assert_eq!(flows[0].tcp.conn_state(), "OTH");
     }
 
+    /// An LLMNR, mDNS or NBNS answer sent by unicast to the querier's port is a flow of
+    /// its own (the query went to the group address): its receiver, the querier, is the
+    /// client. A datagram between two equal ports, or from another port, keeps its
+    /// sender as client.
+    #[test]
+    fn a_multicast_query_answer_names_the_querier_as_client() {
+        let h = tapstat_flow::FlowHasher::new(1);
+        for (sport, dport, client_port, rule) in [
+            (5355, 50000, 50000, ClientRule::AnswerPort),
+            (5353, 50001, 50001, ClientRule::AnswerPort),
+            (137, 50002, 50002, ClientRule::AnswerPort),
+            (137, 137, 137, ClientRule::FirstPacket),
+            (53, 50003, 53, ClientRule::FirstPacket),
+            (50004, 5355, 50004, ClientRule::FirstPacket),
+        ] {
+            let d =
+                Decoded { l4: L4::Udp, ip_version: 4, proto: 17, src: SRV, dst: C, sport, dport, ..Default::default() };
+            let (key, src_is_lo) = tapstat_flow::FlowKey::new(4, 17, d.src, d.sport, d.dst, d.dport);
+            let p =
+                Packet { ts_ns: S, now_ns: S, wire_len: 60, key, hash: h.hash(&key), src_is_lo, dec: &d, payload: &[] };
+            let mut t = Tracker::new(TrackerConfig::default());
+            let mut out = Vec::new();
+            t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
+            t.finish(S, false, &mut |f: &Flow| out.push(f.clone()));
+            assert_eq!(out.len(), 1);
+            assert_eq!((out[0].client_rule, out[0].dir[0].port), (rule, client_port), "{sport} -> {dport}");
+            assert_eq!(out[0].dir[0].ip, if rule == ClientRule::AnswerPort { C } else { SRV });
+            assert_eq!(
+                out[0].dir[1].pkts_all,
+                (rule == ClientRule::AnswerPort) as u64,
+                "the answer counts for the server side"
+            );
+        }
+    }
+
     /// A segment with an ACK number, at a time in ms.
     fn ack_seg(from_client: bool, flags: u8, seq: u32, ack: u32, payload: u32) -> Decoded {
         let mut d = seg(from_client, flags, seq, payload);

@@ -31,6 +31,10 @@ struct tapstat_pkt {
 	uint32_t pad;
 };
 
+/* Bytes of frame an mbuf holds for a PMD without scattered RX: jumbo frames (9216)
+ * with room to spare; src/port.rs's AF_PACKET_FRAMESZ matches it. */
+#define TAPSTAT_BIG_FRAME 16384
+
 /* What tapstat_port_setup did (struct PortInfo in src/ffi.rs). */
 struct tapstat_port_info {
 	char name[64];
@@ -41,7 +45,8 @@ struct tapstat_port_info {
 	uint16_t rss_key_len; /* 0: RSS off (one queue, or the PMD has none) */
 	uint64_t rss_hf;      /* hash functions actually enabled */
 	int32_t socket;
-	uint32_t pad;
+	uint16_t mbuf_room;   /* bytes of frame one mbuf holds */
+	uint16_t pad;
 	char step[32]; /* what failed, when something did */
 };
 
@@ -188,6 +193,13 @@ int tapstat_port_setup(uint16_t port, uint16_t nq, uint16_t nb_rxd, struct tapst
 	info->nb_rxd = rxd;
 
 	int socket = info->socket >= 0 ? info->socket : (int)rte_socket_id();
+	/* A PMD that can chain mbufs (scattered RX) takes any frame in 2 KiB buffers.
+	 * One that cannot (net_af_packet) cuts a frame at the buffer's end, so its
+	 * buffers hold TAPSTAT_BIG_FRAME bytes (jumbo frames and more). */
+	uint16_t room = (di.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER)
+		? RTE_MBUF_DEFAULT_BUF_SIZE
+		: RTE_PKTMBUF_HEADROOM + TAPSTAT_BIG_FRAME;
+	info->mbuf_room = room - RTE_PKTMBUF_HEADROOM;
 	if (pools[port] == NULL) {
 		char name[RTE_MEMPOOL_NAMESIZE];
 		/* Every descriptor of every queue holds an mbuf, and each queue's burst in
@@ -197,7 +209,7 @@ int tapstat_port_setup(uint16_t port, uint16_t nq, uint16_t nb_rxd, struct tapst
 		STEP("rte_pktmbuf_pool_create");
 		/* No per-lcore cache: acquisition threads are not EAL threads, which
 		 * bypass it anyway. */
-		pools[port] = rte_pktmbuf_pool_create(name, n, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+		pools[port] = rte_pktmbuf_pool_create(name, n, 0, 0, room, socket);
 		if (pools[port] == NULL)
 			return rte_errno > 0 ? -rte_errno : -ENOMEM;
 	}

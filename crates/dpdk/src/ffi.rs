@@ -32,7 +32,9 @@ pub(crate) struct PortInfo {
     pub rss_key_len: u16,
     pub rss_hf: u64,
     pub socket: i32,
-    pub pad: u32,
+    /// Bytes of frame one mbuf holds.
+    pub mbuf_room: u16,
+    pub pad: u16,
     pub step: [c_char; 32],
 }
 
@@ -47,6 +49,7 @@ impl Default for PortInfo {
             rss_key_len: 0,
             rss_hf: 0,
             socket: 0,
+            mbuf_room: 0,
             pad: 0,
             step: [0; 32],
         }

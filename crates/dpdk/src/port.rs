@@ -76,6 +76,12 @@ pub struct PortDesc {
     pub rss_hf: u64,
     /// Frames carry their capture time (`net_pcap`: the file's, in µs).
     pub stamps: bool,
+    /// The PMD cuts a frame longer than its buffer and says nothing (`net_af_packet`:
+    /// the ring's frame size, `framesz`).
+    pub cuts_frames: bool,
+    /// Bytes of frame one mbuf holds (2 KiB where the PMD chains mbufs; more where it
+    /// cannot, see `AF_PACKET_FRAMESZ`).
+    pub mbuf_room: u16,
 }
 
 /// A started port; stopped and closed when the last queue of it is dropped.
@@ -101,7 +107,7 @@ impl Dpdk {
         }
         let bad = |reason: String| DpdkError::Args { args: args.to_string(), reason };
         let mut owned = vec![CString::new("tapstat").expect("no NUL in a literal")];
-        for a in args.split_whitespace() {
+        for a in with_af_packet_frames(args) {
             owned.push(CString::new(a).map_err(|_| bad("an argument holds a NUL byte".into()))?);
         }
         // The EAL keeps pointers into argv (and reorders it), so the strings live
@@ -214,6 +220,7 @@ impl Dpdk {
         // batch-stamped like those of a PMD without stamps.
         // SAFETY: plain lookup in the EAL's mbuf registry.
         let stamps = driver == "net_pcap" && unsafe { ffi::tapstat_has_timestamps() } != 0;
+        let driver_name = driver.clone();
         let desc = PortDesc {
             id,
             name: ffi::c_str(&info.name),
@@ -223,6 +230,8 @@ impl Dpdk {
             rss_key_len: info.rss_key_len,
             rss_hf: info.rss_hf,
             stamps,
+            cuts_frames: driver_name == "net_af_packet",
+            mbuf_room: info.mbuf_room,
         };
         Ok(Arc::new(Port { desc, _eal: self.eal.clone() }))
     }
@@ -292,13 +301,16 @@ impl LiveSource for DpdkQueue {
                     };
                     // net_pcap stamps in µs (pcap_open_offline's precision).
                     let ts_ns = if self.stamps && pk.has_ts != 0 { pk.ts.saturating_mul(1000) } else { 0 };
-                    let meta = FrameMeta {
-                        ts_ns,
-                        orig_len: pk.pkt_len,
-                        caplen: bytes.len() as u32,
-                        offset: 0,
-                        link: LinkType::ETHERNET,
+                    // net_af_packet hands over what fitted in its ring's frame, not the
+                    // kernel's length of it: a frame cut there is known by its IP
+                    // length, which then gives its wire length (the summary counts
+                    // such frames as `truncated_frames`).
+                    let orig_len = match self.ports[p].desc.cuts_frames {
+                        true => wire_len_from_ip(bytes).map_or(pk.pkt_len, |l| l.max(pk.pkt_len)),
+                        false => pk.pkt_len,
                     };
+                    let meta =
+                        FrameMeta { ts_ns, orig_len, caplen: bytes.len() as u32, offset: 0, link: LinkType::ETHERNET };
                     on_frame(&meta, bytes);
                 }
                 // SAFETY: the first k entries of `mbufs` are this burst's mbufs, and
@@ -354,5 +366,95 @@ impl LiveSource for DpdkQueue {
 
     fn stamps_frames(&self) -> bool {
         self.stamps
+    }
+}
+
+/// The ring frame size tapstat gives a `net_af_packet` vdev that names none: the
+/// PMD's default (2048) cuts every frame over ~2,000 bytes (jumbo frames, GRO/TSO
+/// segments on a host's own interfaces), and it cannot chain mbufs, so frames up to
+/// this size fit in one (the shim's `TAPSTAT_BIG_FRAME`). 512 frames of 16 KiB: an
+/// 8 MiB ring per queue.
+pub const AF_PACKET_FRAMESZ: u32 = 16384;
+
+/// The EAL arguments, split at white space, with `framesz` and `blocksz` added to
+/// each `net_af_packet` vdev that sets neither (a block must hold a frame).
+pub fn with_af_packet_frames(args: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for a in args.split_whitespace() {
+        let dev = a.strip_prefix("--vdev=").or_else(|| (out.last().map(String::as_str) == Some("--vdev")).then_some(a));
+        let is_afp = dev.is_some_and(|d| d.starts_with("net_af_packet") || d.starts_with("eth_af_packet"));
+        if is_afp && !a.contains("framesz=") && !a.contains("blocksz=") {
+            out.push(format!("{a},framesz={AF_PACKET_FRAMESZ},blocksz={AF_PACKET_FRAMESZ}"));
+        } else {
+            out.push(a.to_string());
+        }
+    }
+    out
+}
+
+/// The length on the wire of an Ethernet frame (up to two VLAN tags) as its IPv4 or
+/// IPv6 header says, when it has one.
+fn wire_len_from_ip(f: &[u8]) -> Option<u32> {
+    let be16 = |o: usize| f.get(o..o + 2).map(|b| u16::from_be_bytes([b[0], b[1]]) as u32);
+    let mut off = 12;
+    let mut ty = be16(off)?;
+    for _ in 0..2 {
+        if ty != 0x8100 && ty != 0x88a8 {
+            break;
+        }
+        off += 4;
+        ty = be16(off)?;
+    }
+    let ip = off + 2;
+    match ty {
+        0x0800 => Some(ip as u32 + be16(ip + 2)?),
+        0x86dd => Some(ip as u32 + 40 + be16(ip + 4)?),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A net_af_packet vdev gets ring frames big enough for jumbo frames unless its
+    /// user chose a size; other arguments are left as they are.
+    #[test]
+    fn af_packet_vdevs_get_big_frames() {
+        let big = format!("framesz={AF_PACKET_FRAMESZ},blocksz={AF_PACKET_FRAMESZ}");
+        assert_eq!(
+            with_af_packet_frames("--no-huge --vdev=net_af_packet0,iface=vb,qpairs=2 -m 512"),
+            [
+                "--no-huge".to_string(),
+                format!("--vdev=net_af_packet0,iface=vb,qpairs=2,{big}"),
+                "-m".into(),
+                "512".into()
+            ]
+        );
+        assert_eq!(
+            with_af_packet_frames("--vdev net_af_packet1,iface=x"),
+            ["--vdev".to_string(), format!("net_af_packet1,iface=x,{big}")]
+        );
+        assert_eq!(
+            with_af_packet_frames("--vdev=net_af_packet0,iface=vb,framesz=2048"),
+            ["--vdev=net_af_packet0,iface=vb,framesz=2048"]
+        );
+        assert_eq!(with_af_packet_frames("--vdev=net_pcap0,rx_pcap=a.pcap"), ["--vdev=net_pcap0,rx_pcap=a.pcap"]);
+    }
+
+    /// The wire length of a cut frame comes from its IP header (IPv4, IPv6, VLAN).
+    #[test]
+    fn wire_length_from_the_ip_header() {
+        let mut v4 = vec![0u8; 60];
+        v4[12..14].copy_from_slice(&[0x08, 0x00]);
+        v4[16..18].copy_from_slice(&9000u16.to_be_bytes());
+        assert_eq!(wire_len_from_ip(&v4), Some(14 + 9000));
+        let mut v6 = vec![0u8; 80];
+        v6[12..14].copy_from_slice(&[0x81, 0x00]);
+        v6[16..18].copy_from_slice(&[0x86, 0xdd]);
+        v6[22..24].copy_from_slice(&4000u16.to_be_bytes());
+        assert_eq!(wire_len_from_ip(&v6), Some(18 + 40 + 4000));
+        assert_eq!(wire_len_from_ip(&v4[..15]), None);
+        assert_eq!(wire_len_from_ip(&[0u8; 40]), None, "not IP");
     }
 }

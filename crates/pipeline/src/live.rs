@@ -89,6 +89,10 @@ pub struct LiveSummary {
     pub pacing: Vec<&'static str>,
     pub received_packets: u64,
     pub kernel_drops: u64,
+    /// Frames the source delivered shorter than they were on the wire (a driver's
+    /// buffer or frame size below the frame): counted with their wire length, but
+    /// the bytes past the cut were not analysed.
+    pub truncated_frames: u64,
     pub ring_freezes: u64,
     pub buffer_drops: u64,
     pub buffer_capacity_bytes: u64,
@@ -324,6 +328,7 @@ pub fn run_live(
         pacing: acq.iter().map(|a| a.pacing).collect(),
         received_packets: per_worker_packets.iter().sum(),
         kernel_drops: ld(|g| &g.kernel_drops).iter().sum(),
+        truncated_frames: ld(|g| &g.truncated).iter().sum(),
         ring_freezes: ld(|g| &g.freezes).iter().sum(),
         buffer_drops: ld(|g| &g.buffer_drops).iter().sum(),
         buffer_capacity_bytes: gauges[0].buffer_cap.load(Ordering::Relaxed),
@@ -332,6 +337,15 @@ pub fn run_live(
         acquisition_cpu_s: acq.iter().map(|a| a.cpu_s).collect(),
         analysis_cpu_s: ana_cpu,
     };
+    if ls.truncated_frames > 0 {
+        // Silent truncation would read as smaller payloads and lost headers.
+        warnings.push(format!(
+            "{} frame(s) arrived shorter than they were on the wire (the source's frame or \
+             buffer size: with DPDK's net_af_packet, raise its framesz); their bytes are \
+             counted, what was cut off is not analysed",
+            ls.truncated_frames
+        ));
+    }
     let cap = CaptureStats { frames: disp.frames, wire_bytes: disp.wire_bytes, ..CaptureStats::default() };
     let mut s = Summary::new(
         cfg,
@@ -371,12 +385,13 @@ fn acquire_loop(
     let stamps = src.stamps_frames();
     let mut last_poll_ns = wall_ns();
     let mut last_stats = Instant::now();
-    let (mut rx, mut bytes, mut drops) = (0u64, 0u64, 0u64);
+    let (mut rx, mut bytes, mut drops, mut truncated) = (0u64, 0u64, 0u64, 0u64);
     let mut err = None;
     loop {
         let stopping = stop.load(Ordering::Relaxed);
         let mark = prod.mark();
         let r = src.poll(&mut |m, b| {
+            truncated += (b.len() < m.orig_len as usize) as u64;
             if prod.push(m.ts_ns, m.orig_len, b) {
                 rx += 1;
                 bytes += m.orig_len as u64;
@@ -405,6 +420,7 @@ fn acquire_loop(
             g.rx_packets.store(rx, Ordering::Relaxed);
             g.rx_bytes.store(bytes, Ordering::Relaxed);
             g.buffer_drops.store(drops, Ordering::Relaxed);
+            g.truncated.store(truncated, Ordering::Relaxed);
             let (cur, max) = prod.occupancy();
             g.buffer_bytes.store(cur, Ordering::Relaxed);
             g.buffer_max.store(max, Ordering::Relaxed);
@@ -428,6 +444,7 @@ fn acquire_loop(
     g.rx_packets.store(rx, Ordering::Relaxed);
     g.rx_bytes.store(bytes, Ordering::Relaxed);
     g.buffer_drops.store(drops, Ordering::Relaxed);
+    g.truncated.store(truncated, Ordering::Relaxed);
     prod.close();
     AcqResult { err, warning, pacing: pacer.kind(), cpu_s: thread_cpu_s() }
 }

@@ -37,6 +37,8 @@ pub struct Gauges {
     pub rx_packets: AtomicU64,
     pub rx_bytes: AtomicU64,
     pub kernel_drops: AtomicU64,
+    /// Frames captured shorter than they were on the wire (`caplen < orig_len`).
+    pub truncated: AtomicU64,
     pub freezes: AtomicU64,
     pub buffer_drops: AtomicU64,
     pub buffer_bytes: AtomicU64,
@@ -59,6 +61,7 @@ impl Default for Gauges {
             rx_packets: AtomicU64::new(0),
             rx_bytes: AtomicU64::new(0),
             kernel_drops: AtomicU64::new(0),
+            truncated: AtomicU64::new(0),
             freezes: AtomicU64::new(0),
             buffer_drops: AtomicU64::new(0),
             buffer_bytes: AtomicU64::new(0),

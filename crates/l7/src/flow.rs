@@ -180,6 +180,11 @@ impl L7Flow {
             _ => None,
         };
         self.state = match (app, self.transport) {
+            // A budget of 0 inspects nothing past the signatures (`L7Config::budget`).
+            _ if cfg.budget == 0 => {
+                self.done = true;
+                State::Idle
+            }
             (App::Tls, Transport::Tcp) => State::Tls(Box::default()),
             (App::Dtls, Transport::Udp) => State::Dtls(Box::default()),
             (App::Quic, Transport::Udp) => State::Quic(Box::default()),
@@ -543,6 +548,60 @@ mod tests {
         assert_eq!((f.app(), f.app_source()), (Some(App::Smtp), AppSource::Payload));
         assert!(f.is_done());
         assert_eq!(f.heap_bytes(), 0);
+    }
+
+    /// Guards `--l7-budget 0`: the signatures still name the application, but no parser
+    /// runs (no SNI, no HTTP or DNS transactions, no QUIC hellos) and nothing is
+    /// allocated. Before, a budget of 0 changed nothing.
+    #[test]
+    fn budget_zero_classifies_and_parses_nothing() {
+        let cfg = L7Config { budget: 0, ..L7Config::default() };
+        let mut f = L7Flow::new(Transport::Tcp, 50000, 443);
+        feed(&mut f, &cfg, Dir::ClientToServer, &[&rfc8448_client_hello()]);
+        assert_eq!((f.app(), f.app_source()), (Some(App::Tls), AppSource::Payload));
+        assert_eq!((f.sni(), f.tls().is_some(), f.tls_times().is_some()), (None, false, false));
+        assert!(f.is_done());
+        assert_eq!(f.heap_bytes(), 0);
+
+        let mut f = L7Flow::new(Transport::Tcp, 50000, 8080);
+        feed(&mut f, &cfg, Dir::ClientToServer, &[b"GET / HTTP/1.1\r\nHost: x.example\r\n\r\n"]);
+        assert_eq!(f.app(), Some(App::Http));
+        assert!(f.http().is_none() && f.drain_http(true).is_empty() && f.is_done());
+
+        let mut q = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+        q.extend_from_slice(b"\x03www\x07example\x03com\x00\x00\x01\x00\x01");
+        let mut f = L7Flow::new(Transport::Udp, 40000, 53);
+        feed(&mut f, &cfg, Dir::ClientToServer, &[&q]);
+        assert_eq!(f.app(), Some(App::Dns));
+        assert!(f.drain_dns(true).is_empty() && f.is_done());
+
+        let mut f = L7Flow::new(Transport::Udp, 40000, 443);
+        let initial = crate::quic::crypto::tests::unhex(crate::quic::state::tests::RFC9001_A2_PACKET);
+        feed(&mut f, &cfg, Dir::ClientToServer, &[&initial]);
+        assert_eq!(f.app(), Some(App::Quic));
+        assert!(f.quic().is_none() && f.sni().is_none() && f.is_done());
+    }
+
+    /// Guards the budget of HTTP: heads that arrive whole in their segment count against
+    /// it too (before, it was checked only while a head was buffered across segments,
+    /// so a flow of small requests was parsed whole whatever the budget), and the search
+    /// for a head's end looks no further than the budget left.
+    #[test]
+    fn budget_bounds_http_heads() {
+        let cfg = L7Config { budget: 200, ..L7Config::default() };
+        let req: &[u8] = b"GET /0123456789 HTTP/1.1\r\nHost: x.example\r\n\r\n";
+        assert_eq!(req.len(), 45);
+        for one_segment in [false, true] {
+            let mut f = L7Flow::new(Transport::Tcp, 50000, 8080);
+            if one_segment {
+                feed(&mut f, &cfg, Dir::ClientToServer, &[&req.repeat(10)]);
+            } else {
+                feed(&mut f, &cfg, Dir::ClientToServer, &[req; 10]);
+            }
+            // 4 × 45 = 180 bytes fit in 200; the fifth head would end at 225.
+            assert_eq!(f.http().map(|h| h.requests), Some(4), "one segment: {one_segment}");
+            assert!(f.events().contains(Event::BudgetExhausted));
+        }
     }
 
     #[test]

@@ -174,8 +174,11 @@ impl Stream {
         events: &mut Events,
     ) -> Option<(usize, &'d [u8])> {
         let d: &'d [u8] = data;
+        // The budget bounds the bytes looked at (`L7Config::budget`), heads that arrive
+        // whole included: the search goes no further than what is left of it.
+        let left = budget.saturating_sub(self.inspected);
         if self.partial.is_empty() {
-            if let Some(n) = find(d) {
+            if let Some(n) = find(&d[..d.len().min(left)]) {
                 self.inspected += n;
                 *data = &d[n..];
                 return Some((n, d));
@@ -185,7 +188,7 @@ impl Stream {
             // straddle the segments.
             let old = self.partial.len();
             let from = old.saturating_sub(3);
-            let room = max.saturating_sub(old);
+            let room = max.min(left).saturating_sub(old);
             self.partial.extend_from_slice(&d[..d.len().min(room)]);
             // A delimiter is found only where it ends in the new bytes: the old ones
             // were searched before (`from` backs up by the longest delimiter less one).

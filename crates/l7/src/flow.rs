@@ -21,6 +21,9 @@ enum State {
     Dtls(Box<DtlsState>),
     Quic(Box<QuicState>),
     Http(Box<HttpState>),
+    /// HTTP whose CONNECT opened a tunnel (RFC 9110 §9.3.6): the HTTP state keeps its
+    /// transactions and counters, the tunnel's bytes go to TLS.
+    Tunnel(Box<HttpState>, Box<TlsState>),
     Dns(Box<DnsState>),
     /// Decided with nothing to parse, or undecided after the probes.
     Idle,
@@ -238,6 +241,11 @@ impl L7Flow {
                 s.on_data(dir, payload, ts_ns, &limits);
                 false
             }
+            State::Tunnel(_, s) => {
+                let hello_pending = !s.dir_done(dir);
+                records = s.on_data(dir, payload, ts_ns, cfg.reassembly_cap);
+                hello_pending
+            }
             State::Dns(s) => {
                 // DNS is bounded by its transaction count, not the byte budget: every
                 // message is parsed whole and small, and a resolver's long-lived 5-tuple
@@ -252,7 +260,7 @@ impl L7Flow {
             if self.used[d] as usize >= budget && !self.stopped[d] {
                 self.stopped[d] = true;
                 let stopped_early = match &mut self.state {
-                    State::Tls(s) => {
+                    State::Tls(s) | State::Tunnel(_, s) => {
                         let early = !s.dir_done(dir);
                         s.stop(dir);
                         early
@@ -273,8 +281,16 @@ impl L7Flow {
                 }
             }
         }
+        // A tunnel's bytes start after the head of the 2xx that answered CONNECT: the
+        // rest of the payload that carried it is lost to TLS (a proxy sends nothing of
+        // the tunnel before the client's ClientHello, which comes after the 2xx).
+        if matches!(&self.state, State::Http(s) if s.tunnel_established()) {
+            if let State::Http(http) = std::mem::replace(&mut self.state, State::Idle) {
+                self.state = State::Tunnel(http, Box::default());
+            }
+        }
         self.done = match &self.state {
-            State::Tls(s) => s.is_done(),
+            State::Tls(s) | State::Tunnel(_, s) => s.is_done(),
             State::Dtls(s) => s.is_done(),
             State::Quic(s) => s.is_done(),
             State::Http(s) => s.is_done(),
@@ -308,7 +324,7 @@ impl L7Flow {
     /// The hellos of a TLS, DTLS or QUIC flow.
     pub fn tls(&self) -> Option<&TlsInfo> {
         match &self.state {
-            State::Tls(s) => Some(&s.info),
+            State::Tls(s) | State::Tunnel(_, s) => Some(&s.info),
             State::Dtls(s) => Some(&s.info),
             State::Quic(s) => Some(&s.info.tls),
             _ => None,
@@ -336,7 +352,9 @@ impl L7Flow {
         Some(&self.tls()?.client.as_ref()?.ja4)
     }
 
-    /// Handshake and first Application Data times (TLS over TCP and DTLS).
+    /// Handshake and first Application Data times (TLS over TCP and DTLS). Not of a
+    /// CONNECT tunnel's TLS: its byte offsets would count from the tunnel's start, not
+    /// the connection's.
     pub fn tls_times(&self) -> Option<&TlsTimes> {
         match &self.state {
             State::Tls(s) => Some(&s.times),
@@ -355,7 +373,7 @@ impl L7Flow {
     /// Counters and first host/status of an HTTP flow.
     pub fn http(&self) -> Option<&HttpState> {
         match &self.state {
-            State::Http(s) => Some(s),
+            State::Http(s) | State::Tunnel(s, _) => Some(s),
             _ => None,
         }
     }
@@ -364,7 +382,7 @@ impl L7Flow {
     /// still without a response.
     pub fn drain_http(&mut self, flush: bool) -> Vec<HttpTransaction> {
         match &mut self.state {
-            State::Http(s) => s.drain(flush),
+            State::Http(s) | State::Tunnel(s, _) => s.drain(flush),
             _ => Vec::new(),
         }
     }
@@ -380,6 +398,13 @@ impl L7Flow {
     /// Every named event of the flow and of its parser.
     pub fn events(&self) -> Events {
         let inner = match &self.state {
+            State::Tunnel(h, t) => {
+                let mut e = h.events;
+                for x in t.events.iter() {
+                    e.insert(x);
+                }
+                e
+            }
             State::Tls(s) => s.events,
             State::Dtls(s) => s.events,
             State::Quic(s) => s.events,
@@ -402,6 +427,7 @@ impl L7Flow {
             State::Dtls(_) => size_of::<DtlsState>(),
             State::Quic(s) => size_of::<QuicState>() + s.heap_bytes(),
             State::Http(s) => size_of::<HttpState>() + s.heap_bytes(),
+            State::Tunnel(h, t) => size_of::<HttpState>() + h.heap_bytes() + size_of::<TlsState>() + t.heap_bytes(),
             State::Dns(s) => size_of::<DnsState>() + s.heap_bytes(),
             State::Held(_) => size_of::<Held>(),
             State::Probing(_) | State::Idle => 0,
@@ -602,6 +628,54 @@ mod tests {
             assert_eq!(f.http().map(|h| h.requests), Some(4), "one segment: {one_segment}");
             assert!(f.events().contains(Event::BudgetExhausted));
         }
+    }
+
+    /// Guards HTTP CONNECT (RFC 9110 §9.3.6): once a CONNECT has a 2xx response, the
+    /// TLS inside the tunnel gives the flow its SNI, JA3, JA4 and ServerHello, while the
+    /// flow stays `http` with its CONNECT transactions (a 407 first does not open the
+    /// tunnel). Before, the ClientHello was taken for a malformed request.
+    #[test]
+    fn connect_tunnel_carries_tls() {
+        let cfg = L7Config::default();
+        let ch = rfc8448_client_hello();
+        let mut direct = L7Flow::new(Transport::Tcp, 50000, 443);
+        feed(&mut direct, &cfg, Dir::ClientToServer, &[&ch]);
+
+        let mut f = L7Flow::new(Transport::Tcp, 50000, 3128);
+        let connect: &[u8] = b"CONNECT server:443 HTTP/1.1\r\nHost: server:443\r\n\r\n";
+        feed(&mut f, &cfg, Dir::ClientToServer, &[connect]);
+        feed(
+            &mut f,
+            &cfg,
+            Dir::ServerToClient,
+            &[b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n"],
+        );
+        assert!(f.tls().is_none(), "no tunnel after a 407");
+        feed(
+            &mut f,
+            &cfg,
+            Dir::ClientToServer,
+            &[b"CONNECT server:443 HTTP/1.1\r\nHost: server:443\r\nProxy-Authorization: Basic eDp5\r\n\r\n"],
+        );
+        feed(&mut f, &cfg, Dir::ServerToClient, &[b"HTTP/1.1 200 Connection established\r\n\r\n"]);
+        feed(&mut f, &cfg, Dir::ClientToServer, &[&ch[..3], &ch[3..]]);
+        let mut sh = vec![22, 3, 3, 0, 42, 2, 0, 0, 38, 3, 3];
+        sh.extend_from_slice(&[0; 32]);
+        sh.extend_from_slice(&[0, 0x13, 0x01, 0]);
+        feed(&mut f, &cfg, Dir::ServerToClient, &[&sh]);
+
+        assert_eq!((f.app(), f.app_source()), (Some(App::Http), AppSource::Payload));
+        assert_eq!((f.sni(), f.ja3(), f.ja4()), (Some("server"), direct.ja3(), direct.ja4()));
+        assert_eq!(f.tls().and_then(|t| t.server.as_ref()).map(|s| s.cipher_suite), Some(0x1301));
+        assert_eq!(f.http().map(|h| (h.requests, h.responses, h.first_status)), Some((2, 2, Some(407))));
+        let tx = f.drain_http(true);
+        let got: Vec<_> = tx
+            .iter()
+            .map(|t| (t.request.as_ref().map(|r| r.method.clone()), t.response.as_ref().map(|r| r.status)))
+            .collect();
+        assert_eq!(got, [(Some("CONNECT".to_string()), Some(407)), (Some("CONNECT".to_string()), Some(200))]);
+        assert!(!f.events().contains(Event::HttpMalformed), "{:?}", f.events());
+        assert!(f.heap_bytes() >= std::mem::size_of::<HttpState>() + std::mem::size_of::<TlsState>());
     }
 
     #[test]

@@ -237,6 +237,8 @@ pub struct HttpState {
     /// The status of the first response (Tstat's `http_res`).
     pub first_status: Option<u16>,
     pub(crate) events: Events,
+    /// A CONNECT request had a 2xx response: see `tunnel_established`.
+    tunnel: bool,
 }
 
 /// Limits of one flow's HTTP parsing.
@@ -294,12 +296,13 @@ impl HttpState {
                 });
             }
             Dir::ServerToClient => {
-                let (pending, methods, ready, responses, first_status) = (
+                let (pending, methods, ready, responses, first_status, tunnel) = (
                     &mut self.pending,
                     &mut self.pending_methods,
                     &mut self.ready,
                     &mut self.responses,
                     &mut self.first_status,
+                    &mut self.tunnel,
                 );
                 stream.on_data(data, limits.budget, &mut events, |head| {
                     let Some(r) = Response::parse(head) else {
@@ -319,6 +322,9 @@ impl HttpState {
                     }
                     *responses += 1;
                     first_status.get_or_insert(r.status);
+                    // RFC 9110 §9.3.6: a 2xx to CONNECT makes the connection a tunnel
+                    // right after this head.
+                    *tunnel |= method == Some(b"CONNECT") && (200..300).contains(&r.status);
                     methods.pop_front();
                     ready.push(HttpTransaction {
                         request: pending.pop_front(),
@@ -355,6 +361,13 @@ impl HttpState {
             self.ready.extend(pending.into_iter().map(|r| HttpTransaction { request: Some(r), response: None }));
         }
         std::mem::take(&mut self.ready)
+    }
+
+    /// True once a CONNECT request had a 2xx response (RFC 9110 §9.3.6): what follows
+    /// that response's head, and the client's bytes after its request, are the tunnel's,
+    /// not HTTP's (the response's body is unbounded, so this direction has stopped).
+    pub fn tunnel_established(&self) -> bool {
+        self.tunnel
     }
 
     pub fn dir_done(&self, dir: Dir) -> bool {

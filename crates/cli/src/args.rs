@@ -168,7 +168,12 @@ pub struct RunArgs {
     /// DNS names of the servers (`fqdn`)
     #[arg(long, value_enum, default_value = "on")]
     pub l7: OnOff,
-    /// Payload bytes per flow direction the application layer may inspect [0..=2^24]
+    /// Payload bytes per flow direction the application layer's parsers may inspect once
+    /// the flow is classified (TLS and QUIC hellos, HTTP heads and chunk lines; bodies
+    /// skipped by their length do not count). DNS is bounded by transactions (1024 per
+    /// flow), not bytes. 0 = classify only: `app` still comes from the first packets'
+    /// signatures, but nothing is parsed (no server names, fingerprints, TLS times,
+    /// HTTP columns, log_http_complete or log_dns_complete rows) [0..=2^24]
     #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024, allow_negative_numbers = true, value_parser = int_in::<u32, 0, { 1 << 24 }>)]
     pub l7_budget: u32,
     /// How much of an HTTP request's URL log_http_complete keeps (privacy)

@@ -326,3 +326,39 @@ fn server_names_dns_and_http_hosts_agree_with_tshark() {
     // Measured at this commit: 100%, 99.04%, 99.52%, 100%.
     assert!(pct(sni) >= 99.5 && pct(dns) >= 98.5 && pct(rcode) >= 98.5 && pct(http) >= 99.5);
 }
+
+/// `--l7-budget 0` classifies and parses nothing: the same `app` as the default budget
+/// on every flow, but no server name, fingerprint or HTTP column, and no HTTP or DNS
+/// rows (before, 0 changed nothing).
+#[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn budget_zero_classifies_only() {
+    let Some(corpus) = corpus() else { return };
+    for name in ["ndpi__443-firefox.pcap", "ndpi__http.pcapng", "ndpi__dns.pcap"] {
+        let cap = corpus.join(name);
+        let (full, zero) = (tempdir(&format!("l7-budget-{name}")), tempdir(&format!("l7-budget0-{name}")));
+        analyze(&cap, &full, 1, &[]);
+        analyze(&cap, &zero, 1, &["--l7-budget", "0"]);
+        let (full_recs, zero_recs) = (ours(&full), ours(&zero));
+        assert_eq!(full_recs.len(), zero_recs.len(), "{name}");
+        let filled = |recs: &HashMap<Pair, Vec<BTreeMap<String, String>>>, col: &str| {
+            recs.values().flatten().filter(|r| r.get(col).is_some_and(|v| v != "-")).count()
+        };
+        for (k, rs) in &full_recs {
+            let apps = |rs: &[BTreeMap<String, String>]| rs.iter().map(|r| r["app"].clone()).collect::<Vec<_>>();
+            assert_eq!(apps(rs), apps(&zero_recs[k]), "{name} {k:?}");
+        }
+        for col in ["c_tls_SNI", "ja3", "ja4", "http_hostname"] {
+            assert_eq!(filled(&zero_recs, col), 0, "{name}: {col} with budget 0");
+        }
+        assert!(
+            filled(&full_recs, "c_tls_SNI") + filled(&full_recs, "http_hostname") > 0
+                || !read_log(&full, "log_dns_complete").is_empty(),
+            "{name}: the default budget finds something"
+        );
+        for log in ["log_http_complete", "log_dns_complete"] {
+            assert!(read_log(&zero, log).is_empty(), "{name}: {log} with budget 0");
+        }
+        let _ = (std::fs::remove_dir_all(&full), std::fs::remove_dir_all(&zero));
+    }
+}

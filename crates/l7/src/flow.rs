@@ -15,13 +15,41 @@ use crate::{Dir, L7Config, Records, Transport};
 #[derive(Clone, Debug)]
 enum State {
     Probing(ProbeMemory),
+    /// Probing, with the first bytes of a TCP direction that were too few to decide.
+    Held(Box<Held>),
     Tls(Box<TlsState>),
     Dtls(Box<DtlsState>),
     Quic(Box<QuicState>),
     Http(Box<HttpState>),
+    /// HTTP whose CONNECT opened a tunnel (RFC 9110 §9.3.6): the HTTP state keeps its
+    /// transactions and counters, the tunnel's bytes go to TLS.
+    Tunnel(Box<HttpState>, Box<TlsState>),
     Dns(Box<DnsState>),
     /// Decided with nothing to parse, or undecided after the probes.
     Idle,
+}
+
+/// The most first bytes of a TCP direction kept while its probes say maybe: enough for
+/// every TCP signature (TLS decides at 6 bytes, HTTP at a method and its space, uTP-less
+/// BitTorrent at 20), and small enough to box beside `ProbeMemory`.
+const HELD_MAX: usize = 32;
+
+/// What probing remembers once a TCP direction's first segment was too short to decide:
+/// the probes' memory and each direction's undecided bytes, probed again together with
+/// the next segment and handed to the parser first when the probes say yes. Boxed, so
+/// only flows whose first bytes arrive in such pieces pay for it, and only while probing.
+#[derive(Clone, Debug, Default)]
+struct Held {
+    mem: ProbeMemory,
+    len: [u8; 2],
+    bytes: [[u8; HELD_MAX]; 2],
+}
+
+impl Held {
+    fn prefix(&self, dir: Dir) -> &[u8] {
+        let d = dir as usize;
+        &self.bytes[d][..usize::from(self.len[d])]
+    }
 }
 
 /// One flow's application layer: 48 bytes inline (a unit test keeps this figure honest),
@@ -69,48 +97,115 @@ impl L7Flow {
         if self.done || payload.is_empty() {
             return Records::default();
         }
+        match self.state {
+            State::Probing(_) | State::Held(_) => self.probe(cfg, dir, payload, ts_ns),
+            _ => self.parse(cfg, dir, payload, ts_ns),
+        }
+    }
+
+    fn probe(&mut self, cfg: &L7Config, dir: Dir, payload: &[u8], ts_ns: u64) -> Records {
         let d = dir as usize;
-        if let State::Probing(mem) = &mut self.state {
-            if self.stopped[d] {
-                return Records::default();
+        if self.stopped[d] {
+            return Records::default();
+        }
+        self.probed[d] = self.probed[d].saturating_add(1);
+        // A TCP direction's signatures are at the start of its stream, which may have
+        // begun in earlier segments too short to decide: probe those bytes and these as one.
+        let joined: Vec<u8>;
+        let stream: &[u8] = match &self.state {
+            State::Held(h) if h.len[d] > 0 => {
+                joined = [h.prefix(dir), payload].concat();
+                &joined
             }
-            self.probed[d] = self.probed[d].saturating_add(1);
-            let verdict = match self.transport {
-                Transport::Tcp => probe_tcp(dir, payload, mem, self.client_port, self.server_port),
-                Transport::Udp => probe_udp(dir, payload, mem, self.client_port, self.server_port),
-            };
-            match verdict {
-                Verdict::Yes(app) => {
-                    self.app = Some(app);
-                    self.state = match (app, self.transport) {
-                        (App::Tls, Transport::Tcp) => State::Tls(Box::default()),
-                        (App::Dtls, Transport::Udp) => State::Dtls(Box::default()),
-                        (App::Quic, Transport::Udp) => State::Quic(Box::default()),
-                        (App::Http, Transport::Tcp) => State::Http(Box::default()),
-                        (App::Dns, _) => State::Dns(Box::default()),
-                        _ => {
-                            self.done = true;
-                            State::Idle
-                        }
-                    };
-                    if self.done {
-                        return Records::default();
-                    }
-                }
-                Verdict::No if self.transport == Transport::Tcp => {
-                    // Only the first bytes of a TCP stream carry its signatures.
+            _ => payload,
+        };
+        let mem = match &mut self.state {
+            State::Probing(mem) => mem,
+            State::Held(h) => &mut h.mem,
+            _ => return Records::default(),
+        };
+        let verdict = match self.transport {
+            Transport::Tcp => probe_tcp(dir, stream, mem, self.client_port, self.server_port),
+            Transport::Udp => probe_udp(dir, payload, mem, self.client_port, self.server_port),
+        };
+        match verdict {
+            Verdict::Yes(app) => self.decide(cfg, app, dir, stream, ts_ns),
+            Verdict::No if self.transport == Transport::Tcp => {
+                // Only the first bytes of a TCP stream carry its signatures.
+                self.stopped[d] = true;
+                self.hold(dir, &[]);
+                self.probe_end()
+            }
+            Verdict::No | Verdict::Maybe => {
+                if self.probed[d] >= cfg.probe_packets {
                     self.stopped[d] = true;
-                    return self.probe_end();
+                    self.hold(dir, &[]);
+                } else if self.transport == Transport::Tcp {
+                    self.hold(dir, stream);
                 }
-                Verdict::No | Verdict::Maybe => {
-                    if self.probed[d] >= cfg.probe_packets {
-                        self.stopped[d] = true;
-                    }
-                    return self.probe_end();
-                }
+                self.probe_end()
             }
         }
-        self.parse(cfg, dir, payload, ts_ns)
+    }
+
+    /// Keeps `stream` as the undecided start of a TCP direction, or forgets it when it is
+    /// empty or longer than `HELD_MAX`: a direction still undecided after that many bytes
+    /// is probed a segment at a time, as if it were joined late.
+    fn hold(&mut self, dir: Dir, stream: &[u8]) {
+        let d = dir as usize;
+        let keep = if stream.len() <= HELD_MAX { stream } else { &[] };
+        match &mut self.state {
+            State::Held(h) => {
+                h.bytes[d][..keep.len()].copy_from_slice(keep);
+                h.len[d] = keep.len() as u8;
+            }
+            State::Probing(mem) if !keep.is_empty() => {
+                let mut h = Box::new(Held { mem: *mem, ..Held::default() });
+                h.bytes[d][..keep.len()].copy_from_slice(keep);
+                h.len[d] = keep.len() as u8;
+                self.state = State::Held(h);
+            }
+            _ => {}
+        }
+    }
+
+    /// The probes said `app` on `stream` (the undecided bytes held for `dir` and the new
+    /// ones): sets up its parser and hands it what each direction has sent so far.
+    fn decide(&mut self, cfg: &L7Config, app: App, dir: Dir, stream: &[u8], ts_ns: u64) -> Records {
+        self.app = Some(app);
+        let other = match dir {
+            Dir::ClientToServer => Dir::ServerToClient,
+            Dir::ServerToClient => Dir::ClientToServer,
+        };
+        // The other direction may hold undecided bytes too; they start its stream.
+        let other_held = match &self.state {
+            State::Held(h) if h.len[other as usize] > 0 => Some(h.prefix(other).to_vec()),
+            _ => None,
+        };
+        self.state = match (app, self.transport) {
+            // A budget of 0 inspects nothing past the signatures (`L7Config::budget`).
+            _ if cfg.budget == 0 => {
+                self.done = true;
+                State::Idle
+            }
+            (App::Tls, Transport::Tcp) => State::Tls(Box::default()),
+            (App::Dtls, Transport::Udp) => State::Dtls(Box::default()),
+            (App::Quic, Transport::Udp) => State::Quic(Box::default()),
+            (App::Http, Transport::Tcp) => State::Http(Box::default()),
+            (App::Dns, _) => State::Dns(Box::default()),
+            _ => {
+                self.done = true;
+                State::Idle
+            }
+        };
+        if self.done {
+            return Records::default();
+        }
+        if let Some(o) = other_held {
+            // Its records started in an earlier payload: not this one's to report.
+            self.parse(cfg, other, &o, ts_ns);
+        }
+        self.parse(cfg, dir, stream, ts_ns)
     }
 
     /// Ends probing once both directions gave up.
@@ -146,6 +241,11 @@ impl L7Flow {
                 s.on_data(dir, payload, ts_ns, &limits);
                 false
             }
+            State::Tunnel(_, s) => {
+                let hello_pending = !s.dir_done(dir);
+                records = s.on_data(dir, payload, ts_ns, cfg.reassembly_cap);
+                hello_pending
+            }
             State::Dns(s) => {
                 // DNS is bounded by its transaction count, not the byte budget: every
                 // message is parsed whole and small, and a resolver's long-lived 5-tuple
@@ -153,14 +253,14 @@ impl L7Flow {
                 s.on_data(dir, self.transport, payload, ts_ns, cfg.max_dns_transactions);
                 false
             }
-            State::Probing(_) | State::Idle => false,
+            State::Probing(_) | State::Held(_) | State::Idle => false,
         };
         if counted {
             self.used[d] = self.used[d].saturating_add(payload.len().min(u32::MAX as usize) as u32);
             if self.used[d] as usize >= budget && !self.stopped[d] {
                 self.stopped[d] = true;
                 let stopped_early = match &mut self.state {
-                    State::Tls(s) => {
+                    State::Tls(s) | State::Tunnel(_, s) => {
                         let early = !s.dir_done(dir);
                         s.stop(dir);
                         early
@@ -181,13 +281,21 @@ impl L7Flow {
                 }
             }
         }
+        // A tunnel's bytes start after the head of the 2xx that answered CONNECT: the
+        // rest of the payload that carried it is lost to TLS (a proxy sends nothing of
+        // the tunnel before the client's ClientHello, which comes after the 2xx).
+        if matches!(&self.state, State::Http(s) if s.tunnel_established()) {
+            if let State::Http(http) = std::mem::replace(&mut self.state, State::Idle) {
+                self.state = State::Tunnel(http, Box::default());
+            }
+        }
         self.done = match &self.state {
-            State::Tls(s) => s.is_done(),
+            State::Tls(s) | State::Tunnel(_, s) => s.is_done(),
             State::Dtls(s) => s.is_done(),
             State::Quic(s) => s.is_done(),
             State::Http(s) => s.is_done(),
             State::Dns(s) => s.is_done(),
-            State::Probing(_) => false,
+            State::Probing(_) | State::Held(_) => false,
             State::Idle => true,
         };
         records
@@ -216,7 +324,7 @@ impl L7Flow {
     /// The hellos of a TLS, DTLS or QUIC flow.
     pub fn tls(&self) -> Option<&TlsInfo> {
         match &self.state {
-            State::Tls(s) => Some(&s.info),
+            State::Tls(s) | State::Tunnel(_, s) => Some(&s.info),
             State::Dtls(s) => Some(&s.info),
             State::Quic(s) => Some(&s.info.tls),
             _ => None,
@@ -244,7 +352,9 @@ impl L7Flow {
         Some(&self.tls()?.client.as_ref()?.ja4)
     }
 
-    /// Handshake and first Application Data times (TLS over TCP and DTLS).
+    /// Handshake and first Application Data times (TLS over TCP and DTLS). Not of a
+    /// CONNECT tunnel's TLS: its byte offsets would count from the tunnel's start, not
+    /// the connection's.
     pub fn tls_times(&self) -> Option<&TlsTimes> {
         match &self.state {
             State::Tls(s) => Some(&s.times),
@@ -263,7 +373,7 @@ impl L7Flow {
     /// Counters and first host/status of an HTTP flow.
     pub fn http(&self) -> Option<&HttpState> {
         match &self.state {
-            State::Http(s) => Some(s),
+            State::Http(s) | State::Tunnel(s, _) => Some(s),
             _ => None,
         }
     }
@@ -272,7 +382,7 @@ impl L7Flow {
     /// still without a response.
     pub fn drain_http(&mut self, flush: bool) -> Vec<HttpTransaction> {
         match &mut self.state {
-            State::Http(s) => s.drain(flush),
+            State::Http(s) | State::Tunnel(s, _) => s.drain(flush),
             _ => Vec::new(),
         }
     }
@@ -288,12 +398,19 @@ impl L7Flow {
     /// Every named event of the flow and of its parser.
     pub fn events(&self) -> Events {
         let inner = match &self.state {
+            State::Tunnel(h, t) => {
+                let mut e = h.events;
+                for x in t.events.iter() {
+                    e.insert(x);
+                }
+                e
+            }
             State::Tls(s) => s.events,
             State::Dtls(s) => s.events,
             State::Quic(s) => s.events,
             State::Http(s) => s.events,
             State::Dns(s) => s.events,
-            State::Probing(_) | State::Idle => Events::default(),
+            State::Probing(_) | State::Held(_) | State::Idle => Events::default(),
         };
         let mut all = self.events;
         for e in inner.iter() {
@@ -310,7 +427,9 @@ impl L7Flow {
             State::Dtls(_) => size_of::<DtlsState>(),
             State::Quic(s) => size_of::<QuicState>() + s.heap_bytes(),
             State::Http(s) => size_of::<HttpState>() + s.heap_bytes(),
+            State::Tunnel(h, t) => size_of::<HttpState>() + h.heap_bytes() + size_of::<TlsState>() + t.heap_bytes(),
             State::Dns(s) => size_of::<DnsState>() + s.heap_bytes(),
+            State::Held(_) => size_of::<Held>(),
             State::Probing(_) | State::Idle => 0,
         }
     }
@@ -366,6 +485,197 @@ mod tests {
         assert_eq!((f.app(), f.app_source()), (Some(App::Ssh), AppSource::Port));
         let f = L7Flow::new(Transport::Udp, 50000, 50001);
         assert_eq!((f.app(), f.app_source()), (None, AppSource::None));
+    }
+
+    /// RFC 8448 §3's ClientHello record (`tests/testdata/rfc8448_client_hello.hex`).
+    fn rfc8448_client_hello() -> Vec<u8> {
+        crate::quic::crypto::tests::unhex(include_str!("../tests/testdata/rfc8448_client_hello.hex"))
+    }
+
+    /// Feeds each of `parts` as one payload of `dir`.
+    fn feed(f: &mut L7Flow, cfg: &L7Config, dir: Dir, parts: &[&[u8]]) {
+        for (i, p) in parts.iter().enumerate() {
+            f.on_payload(cfg, dir, p, i as u64);
+        }
+    }
+
+    /// Guards the undecided first bytes of a TCP direction: a ClientHello whose first
+    /// segment holds 1 to 8 bytes (the 5-byte record header alone among them) gives the
+    /// same SNI, JA3 and JA4 as one sent whole. Before the probes held those bytes, a
+    /// first segment the probes answered "maybe" to was dropped and the parser started
+    /// mid-record.
+    #[test]
+    fn client_hello_split_in_its_first_bytes() {
+        let cfg = L7Config::default();
+        let ch = rfc8448_client_hello();
+        let mut whole = L7Flow::new(Transport::Tcp, 50000, 443);
+        feed(&mut whole, &cfg, Dir::ClientToServer, &[&ch]);
+        assert_eq!(whole.sni(), Some("server"));
+        for at in 1..=8 {
+            let mut f = L7Flow::new(Transport::Tcp, 50000, 443);
+            feed(&mut f, &cfg, Dir::ClientToServer, &[&ch[..at], &ch[at..]]);
+            assert_eq!(f.app(), Some(App::Tls), "split at {at}");
+            assert_eq!((f.sni(), f.ja3(), f.ja4()), (whole.sni(), whole.ja3(), whole.ja4()), "split at {at}");
+        }
+        // Three pieces, the first two still undecided.
+        let mut f = L7Flow::new(Transport::Tcp, 50000, 443);
+        feed(&mut f, &cfg, Dir::ClientToServer, &[&ch[..2], &ch[2..5], &ch[5..]]);
+        assert_eq!(f.ja4(), whole.ja4());
+    }
+
+    /// Guards the same for an HTTP request cut after 1 to 6 bytes ("GE" + "T / ..."):
+    /// method, host and path are those of the request sent whole.
+    #[test]
+    fn http_request_split_in_its_first_bytes() {
+        let cfg = L7Config::default();
+        let req: &[u8] = b"GET /index.html?x=1 HTTP/1.1\r\nHost: www.example.org\r\nUser-Agent: t/1\r\n\r\n";
+        let resp: &[u8] = b"HTTP/1.1 204 No Content\r\n\r\n";
+        for at in 1..=6 {
+            let mut f = L7Flow::new(Transport::Tcp, 50000, 8080);
+            feed(&mut f, &cfg, Dir::ClientToServer, &[&req[..at], &req[at..]]);
+            feed(&mut f, &cfg, Dir::ServerToClient, &[&resp[..at], &resp[at..]]);
+            assert_eq!(f.app(), Some(App::Http), "split at {at}");
+            let tx = f.drain_http(true);
+            assert_eq!(tx.len(), 1, "split at {at}");
+            let r = tx[0].request.as_ref().expect("the request");
+            assert_eq!(
+                (r.method.as_str(), r.host.as_deref(), r.url.as_deref()),
+                ("GET", Some("www.example.org"), Some("/index.html?x=1")),
+                "split at {at}"
+            );
+            assert_eq!(tx[0].response.as_ref().map(|r| r.status), Some(204), "split at {at}");
+        }
+    }
+
+    /// Guards the other users of held bytes: DNS over TCP whose 2-byte length prefix
+    /// (RFC 1035 §4.2.2) goes in a segment of its own keeps its framing, and an SMTP
+    /// command cut after one letter still says SMTP on a port the table does not know.
+    /// The held bytes are freed once the probes decide, and a direction still undecided
+    /// after `HELD_MAX` bytes holds nothing.
+    #[test]
+    fn held_bytes_serve_every_tcp_signature_and_are_freed() {
+        let cfg = L7Config::default();
+        let mut q = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+        q.extend_from_slice(b"\x03www\x07example\x03com\x00\x00\x01\x00\x01");
+        let len = (q.len() as u16).to_be_bytes();
+        let mut f = L7Flow::new(Transport::Tcp, 40000, 53);
+        feed(&mut f, &cfg, Dir::ClientToServer, &[&len, &q]);
+        assert_eq!(f.app(), Some(App::Dns));
+        assert_eq!(f.drain_dns(true).first().map(|t| t.qname.as_str()), Some("www.example.com"));
+
+        let mut f = L7Flow::new(Transport::Tcp, 40000, 2525);
+        let greeting = b"220 mail.example.org ESMTP ready for you\r\n";
+        assert!(greeting.len() > HELD_MAX);
+        feed(&mut f, &cfg, Dir::ServerToClient, &[greeting]);
+        assert_eq!(f.heap_bytes(), 0, "too long to hold");
+        feed(&mut f, &cfg, Dir::ClientToServer, &[b"E"]);
+        assert_eq!(f.heap_bytes(), std::mem::size_of::<Held>());
+        feed(&mut f, &cfg, Dir::ClientToServer, &[b"HLO me\r\n"]);
+        assert_eq!((f.app(), f.app_source()), (Some(App::Smtp), AppSource::Payload));
+        assert!(f.is_done());
+        assert_eq!(f.heap_bytes(), 0);
+    }
+
+    /// Guards `--l7-budget 0`: the signatures still name the application, but no parser
+    /// runs (no SNI, no HTTP or DNS transactions, no QUIC hellos) and nothing is
+    /// allocated. Before, a budget of 0 changed nothing.
+    #[test]
+    fn budget_zero_classifies_and_parses_nothing() {
+        let cfg = L7Config { budget: 0, ..L7Config::default() };
+        let mut f = L7Flow::new(Transport::Tcp, 50000, 443);
+        feed(&mut f, &cfg, Dir::ClientToServer, &[&rfc8448_client_hello()]);
+        assert_eq!((f.app(), f.app_source()), (Some(App::Tls), AppSource::Payload));
+        assert_eq!((f.sni(), f.tls().is_some(), f.tls_times().is_some()), (None, false, false));
+        assert!(f.is_done());
+        assert_eq!(f.heap_bytes(), 0);
+
+        let mut f = L7Flow::new(Transport::Tcp, 50000, 8080);
+        feed(&mut f, &cfg, Dir::ClientToServer, &[b"GET / HTTP/1.1\r\nHost: x.example\r\n\r\n"]);
+        assert_eq!(f.app(), Some(App::Http));
+        assert!(f.http().is_none() && f.drain_http(true).is_empty() && f.is_done());
+
+        let mut q = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+        q.extend_from_slice(b"\x03www\x07example\x03com\x00\x00\x01\x00\x01");
+        let mut f = L7Flow::new(Transport::Udp, 40000, 53);
+        feed(&mut f, &cfg, Dir::ClientToServer, &[&q]);
+        assert_eq!(f.app(), Some(App::Dns));
+        assert!(f.drain_dns(true).is_empty() && f.is_done());
+
+        let mut f = L7Flow::new(Transport::Udp, 40000, 443);
+        let initial = crate::quic::crypto::tests::unhex(crate::quic::state::tests::RFC9001_A2_PACKET);
+        feed(&mut f, &cfg, Dir::ClientToServer, &[&initial]);
+        assert_eq!(f.app(), Some(App::Quic));
+        assert!(f.quic().is_none() && f.sni().is_none() && f.is_done());
+    }
+
+    /// Guards the budget of HTTP: heads that arrive whole in their segment count against
+    /// it too (before, it was checked only while a head was buffered across segments,
+    /// so a flow of small requests was parsed whole whatever the budget), and the search
+    /// for a head's end looks no further than the budget left.
+    #[test]
+    fn budget_bounds_http_heads() {
+        let cfg = L7Config { budget: 200, ..L7Config::default() };
+        let req: &[u8] = b"GET /0123456789 HTTP/1.1\r\nHost: x.example\r\n\r\n";
+        assert_eq!(req.len(), 45);
+        for one_segment in [false, true] {
+            let mut f = L7Flow::new(Transport::Tcp, 50000, 8080);
+            if one_segment {
+                feed(&mut f, &cfg, Dir::ClientToServer, &[&req.repeat(10)]);
+            } else {
+                feed(&mut f, &cfg, Dir::ClientToServer, &[req; 10]);
+            }
+            // 4 × 45 = 180 bytes fit in 200; the fifth head would end at 225.
+            assert_eq!(f.http().map(|h| h.requests), Some(4), "one segment: {one_segment}");
+            assert!(f.events().contains(Event::BudgetExhausted));
+        }
+    }
+
+    /// Guards HTTP CONNECT (RFC 9110 §9.3.6): once a CONNECT has a 2xx response, the
+    /// TLS inside the tunnel gives the flow its SNI, JA3, JA4 and ServerHello, while the
+    /// flow stays `http` with its CONNECT transactions (a 407 first does not open the
+    /// tunnel). Before, the ClientHello was taken for a malformed request.
+    #[test]
+    fn connect_tunnel_carries_tls() {
+        let cfg = L7Config::default();
+        let ch = rfc8448_client_hello();
+        let mut direct = L7Flow::new(Transport::Tcp, 50000, 443);
+        feed(&mut direct, &cfg, Dir::ClientToServer, &[&ch]);
+
+        let mut f = L7Flow::new(Transport::Tcp, 50000, 3128);
+        let connect: &[u8] = b"CONNECT server:443 HTTP/1.1\r\nHost: server:443\r\n\r\n";
+        feed(&mut f, &cfg, Dir::ClientToServer, &[connect]);
+        feed(
+            &mut f,
+            &cfg,
+            Dir::ServerToClient,
+            &[b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n"],
+        );
+        assert!(f.tls().is_none(), "no tunnel after a 407");
+        feed(
+            &mut f,
+            &cfg,
+            Dir::ClientToServer,
+            &[b"CONNECT server:443 HTTP/1.1\r\nHost: server:443\r\nProxy-Authorization: Basic eDp5\r\n\r\n"],
+        );
+        feed(&mut f, &cfg, Dir::ServerToClient, &[b"HTTP/1.1 200 Connection established\r\n\r\n"]);
+        feed(&mut f, &cfg, Dir::ClientToServer, &[&ch[..3], &ch[3..]]);
+        let mut sh = vec![22, 3, 3, 0, 42, 2, 0, 0, 38, 3, 3];
+        sh.extend_from_slice(&[0; 32]);
+        sh.extend_from_slice(&[0, 0x13, 0x01, 0]);
+        feed(&mut f, &cfg, Dir::ServerToClient, &[&sh]);
+
+        assert_eq!((f.app(), f.app_source()), (Some(App::Http), AppSource::Payload));
+        assert_eq!((f.sni(), f.ja3(), f.ja4()), (Some("server"), direct.ja3(), direct.ja4()));
+        assert_eq!(f.tls().and_then(|t| t.server.as_ref()).map(|s| s.cipher_suite), Some(0x1301));
+        assert_eq!(f.http().map(|h| (h.requests, h.responses, h.first_status)), Some((2, 2, Some(407))));
+        let tx = f.drain_http(true);
+        let got: Vec<_> = tx
+            .iter()
+            .map(|t| (t.request.as_ref().map(|r| r.method.clone()), t.response.as_ref().map(|r| r.status)))
+            .collect();
+        assert_eq!(got, [(Some("CONNECT".to_string()), Some(407)), (Some("CONNECT".to_string()), Some(200))]);
+        assert!(!f.events().contains(Event::HttpMalformed), "{:?}", f.events());
+        assert!(f.heap_bytes() >= std::mem::size_of::<HttpState>() + std::mem::size_of::<TlsState>());
     }
 
     #[test]

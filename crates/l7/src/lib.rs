@@ -82,6 +82,10 @@ pub enum UrlPrivacy {
 pub struct L7Config {
     /// Bytes per direction the parsers may inspect (buffer or parse). Bytes skipped by
     /// length without being looked at (TLS record bodies, HTTP bodies) do not count.
+    /// DNS is bounded by `max_dns_transactions` instead: its messages are small and
+    /// parsed whole, and a resolver's long-lived 5-tuple is logged up to that limit.
+    /// 0 inspects nothing past the signatures: `app` is still decided, but no parser
+    /// runs (no hellos, TLS times, HTTP or DNS transactions, QUIC results).
     pub budget: u32,
     /// The largest hello reassembled (TLS over TCP, QUIC's CRYPTO stream).
     pub reassembly_cap: usize,

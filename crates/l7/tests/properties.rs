@@ -1,5 +1,6 @@
 //! Property tests: no parser panics on any input, truncated or arbitrary, and neither
-//! does `L7Flow` whatever payloads, directions and ports it is fed.
+//! does `L7Flow` whatever payloads, directions and ports it is fed; and `L7Flow` learns
+//! the same from a stream cut anywhere, its first bytes (the probes') included.
 
 use proptest::prelude::*;
 use tapstat_l7::dns::parser::Message;
@@ -27,6 +28,29 @@ fn seeded_bytes() -> impl Strategy<Value = Vec<u8>> {
         p.extend_from_slice(&r);
         p
     })
+}
+
+/// RFC 8448 §3's ClientHello record.
+fn rfc8448_client_hello() -> Vec<u8> {
+    let hex: String =
+        include_str!("testdata/rfc8448_client_hello.hex").chars().filter(|c| !c.is_whitespace()).collect();
+    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex")).collect()
+}
+
+const HTTP_REQ: &[u8] = b"GET /a?b=c HTTP/1.1\r\nHost: www.example.org\r\nUser-Agent: t/1\r\n\r\n\
+    POST /form HTTP/1.1\r\nHost: www.example.org\r\nContent-Length: 5\r\n\r\nhello";
+const HTTP_RESP: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc\
+    HTTP/1.1 303 See Other\r\nLocation: /\r\nContent-Length: 0\r\n\r\n";
+
+/// Feeds `data` to `f` as `dir`'s stream, cut at `cuts`.
+fn feed_cut(f: &mut L7Flow, cfg: &L7Config, dir: Dir, data: &[u8], cuts: &[usize]) {
+    let mut cuts: Vec<usize> = cuts.iter().map(|&c| c.min(data.len())).collect();
+    cuts.push(0);
+    cuts.push(data.len());
+    cuts.sort_unstable();
+    for w in cuts.windows(2) {
+        f.on_payload(cfg, dir, &data[w[0]..w[1]], 0);
+    }
 }
 
 fn all_parsers(b: &[u8]) {
@@ -75,5 +99,44 @@ proptest! {
         }
         let _ = (f.app(), f.app_source(), f.sni(), f.ja4(), f.quic(), f.tls_times(), f.events());
         let _ = (f.drain_http(true), f.drain_dns(true), f.heap_bytes());
+    }
+
+    /// A ClientHello cut anywhere, in its first bytes too (where the probes are still
+    /// deciding), gives the SNI, JA3 and JA4 of the whole one.
+    #[test]
+    fn flow_split_anywhere_tls(cuts in proptest::collection::vec(0usize..201, 0..8), first in 1usize..12) {
+        let cfg = L7Config::default();
+        let ch = rfc8448_client_hello();
+        let mut whole = L7Flow::new(Transport::Tcp, 40000, 443);
+        whole.on_payload(&cfg, Dir::ClientToServer, &ch, 0);
+        prop_assert_eq!(whole.sni(), Some("server"));
+        let mut f = L7Flow::new(Transport::Tcp, 40000, 443);
+        let mut cuts = cuts;
+        cuts.push(first);
+        feed_cut(&mut f, &cfg, Dir::ClientToServer, &ch, &cuts);
+        prop_assert_eq!((f.app(), f.sni(), f.ja3(), f.ja4()), (whole.app(), whole.sni(), whole.ja3(), whole.ja4()));
+    }
+
+    /// HTTP requests and responses cut anywhere, first bytes included, give the
+    /// transactions of the whole streams.
+    #[test]
+    fn flow_split_anywhere_http(
+        req_cuts in proptest::collection::vec(0usize..HTTP_REQ.len(), 0..8),
+        resp_cuts in proptest::collection::vec(0usize..HTTP_RESP.len(), 0..8),
+        first in 1usize..10,
+    ) {
+        let cfg = L7Config::default();
+        let mut whole = L7Flow::new(Transport::Tcp, 40000, 8000);
+        whole.on_payload(&cfg, Dir::ClientToServer, HTTP_REQ, 0);
+        whole.on_payload(&cfg, Dir::ServerToClient, HTTP_RESP, 0);
+        let want = whole.drain_http(true);
+        prop_assert_eq!(want.len(), 2);
+        let mut f = L7Flow::new(Transport::Tcp, 40000, 8000);
+        let (mut req_cuts, mut resp_cuts) = (req_cuts, resp_cuts);
+        req_cuts.push(first);
+        resp_cuts.push(first);
+        feed_cut(&mut f, &cfg, Dir::ClientToServer, HTTP_REQ, &req_cuts);
+        feed_cut(&mut f, &cfg, Dir::ServerToClient, HTTP_RESP, &resp_cuts);
+        prop_assert_eq!(f.drain_http(true), want);
     }
 }

@@ -174,8 +174,11 @@ impl Stream {
         events: &mut Events,
     ) -> Option<(usize, &'d [u8])> {
         let d: &'d [u8] = data;
+        // The budget bounds the bytes looked at (`L7Config::budget`), heads that arrive
+        // whole included: the search goes no further than what is left of it.
+        let left = budget.saturating_sub(self.inspected);
         if self.partial.is_empty() {
-            if let Some(n) = find(d) {
+            if let Some(n) = find(&d[..d.len().min(left)]) {
                 self.inspected += n;
                 *data = &d[n..];
                 return Some((n, d));
@@ -185,7 +188,7 @@ impl Stream {
             // straddle the segments.
             let old = self.partial.len();
             let from = old.saturating_sub(3);
-            let room = max.saturating_sub(old);
+            let room = max.min(left).saturating_sub(old);
             self.partial.extend_from_slice(&d[..d.len().min(room)]);
             // A delimiter is found only where it ends in the new bytes: the old ones
             // were searched before (`from` backs up by the longest delimiter less one).
@@ -234,6 +237,8 @@ pub struct HttpState {
     /// The status of the first response (Tstat's `http_res`).
     pub first_status: Option<u16>,
     pub(crate) events: Events,
+    /// A CONNECT request had a 2xx response: see `tunnel_established`.
+    tunnel: bool,
 }
 
 /// Limits of one flow's HTTP parsing.
@@ -291,12 +296,13 @@ impl HttpState {
                 });
             }
             Dir::ServerToClient => {
-                let (pending, methods, ready, responses, first_status) = (
+                let (pending, methods, ready, responses, first_status, tunnel) = (
                     &mut self.pending,
                     &mut self.pending_methods,
                     &mut self.ready,
                     &mut self.responses,
                     &mut self.first_status,
+                    &mut self.tunnel,
                 );
                 stream.on_data(data, limits.budget, &mut events, |head| {
                     let Some(r) = Response::parse(head) else {
@@ -316,6 +322,9 @@ impl HttpState {
                     }
                     *responses += 1;
                     first_status.get_or_insert(r.status);
+                    // RFC 9110 §9.3.6: a 2xx to CONNECT makes the connection a tunnel
+                    // right after this head.
+                    *tunnel |= method == Some(b"CONNECT") && (200..300).contains(&r.status);
                     methods.pop_front();
                     ready.push(HttpTransaction {
                         request: pending.pop_front(),
@@ -352,6 +361,13 @@ impl HttpState {
             self.ready.extend(pending.into_iter().map(|r| HttpTransaction { request: Some(r), response: None }));
         }
         std::mem::take(&mut self.ready)
+    }
+
+    /// True once a CONNECT request had a 2xx response (RFC 9110 §9.3.6): what follows
+    /// that response's head, and the client's bytes after its request, are the tunnel's,
+    /// not HTTP's (the response's body is unbounded, so this direction has stopped).
+    pub fn tunnel_established(&self) -> bool {
+        self.tunnel
     }
 
     pub fn dir_done(&self, dir: Dir) -> bool {

@@ -508,9 +508,9 @@ impl Flow {
     /// With the full sets' state, TCP segments also go through the end-to-end, options
     /// and anomaly sets (`TcpSets::Full`).
     ///
-    /// Returns where the payload's bytes that continue the direction's stream begin,
-    /// for the application layer: every UDP datagram from 0; for TCP, new bytes in
-    /// order only; none for other protocols.
+    /// Returns where the payload's bytes new to the direction's stream begin, for the
+    /// application layer: every UDP datagram from 0; for TCP, new bytes only, with
+    /// whether a gap comes before them; none for other protocols.
     /// `rings` lends the rings of the TCP sets' segments in flight (see
     /// [`crate::tcp::RingPool`]).
     pub fn update(
@@ -520,7 +520,7 @@ impl Flow {
         ts_ns: u64,
         di: usize,
         rings: &mut crate::tcp::RingPool,
-    ) -> Option<u32> {
+    ) -> Option<crate::tcp::Fresh> {
         // Time never runs backwards within a flow: a capture whose clock stepped back
         // by a few packets keeps first <= last.
         let prev_ns = self.last_ns;
@@ -556,7 +556,7 @@ impl Flow {
         }
         match self.kind {
             Kind::Tcp => crate::tcp::on_segment(self, d, ts, di, rings),
-            Kind::Udp => Some(0),
+            Kind::Udp => Some(crate::tcp::Fresh::at(0)),
             Kind::Other => None,
         }
     }

@@ -18,6 +18,8 @@ pub struct FlowRef {
     pub s_ip: u128,
     pub s_port: u16,
     pub fqdn: Option<std::sync::Arc<str>>,
+    /// The flow's application-layer events when the row was written.
+    pub events: tapstat_l7::Events,
 }
 
 impl FlowRef {
@@ -30,6 +32,7 @@ impl FlowRef {
             s_ip: f.dir[1].ip,
             s_port: f.dir[1].port,
             fqdn: f.fqdn.clone(),
+            events: f.l7.as_ref().map(|x| x.events()).unwrap_or_default(),
         }
     }
 }
@@ -107,6 +110,15 @@ macro_rules! rcol {
             field: Field { name: $name, ty: Type::$ty, unit: $unit, meaning: $meaning, group: "l7" },
             get: $get,
         }
+    };
+}
+
+/// `l7_events`, last in each log: the flow's events when the row was written (a row
+/// written at the flow's end has them all; one written as soon as its transaction was
+/// complete has those met by then).
+macro_rules! events_col {
+    ($t:ty) => {
+        rcol!($t, "l7_events", Strs, "", crate::logs::L7_EVENTS_MEANING, |r: &$t| crate::logs::l7_events(r.flow.events))
     };
 }
 
@@ -198,6 +210,7 @@ pub static HTTP: LazyLock<Log<HttpRow>> = LazyLock::new(|| {
             .response
             .as_ref()
             .map_or(Value::None, |s| opt_str(&s.server))),
+        events_col!(HttpRow),
     ]);
     Log { name: "log_http_complete", meaning: "One row per HTTP/1.x request and its response, in the order of the flow (pipelining paired in order); with the application layer on.", columns: v, runs: Vec::new() }
 });
@@ -237,6 +250,7 @@ pub static DNS: LazyLock<Log<DnsRow>> = LazyLock::new(|| {
         rcol!(DnsRow, "ttl", U64, "s", "smallest TTL of the answers", |r: &DnsRow| r
             .min_ttl
             .map_or(Value::None, |t| Value::U64(t as u64))),
+        events_col!(DnsRow),
     ]);
     Log { name: "log_dns_complete", meaning: "One row per DNS transaction (query and response paired by id, type and name) over UDP or TCP; with the application layer on.", columns: v, runs: Vec::new() }
 });

@@ -465,7 +465,21 @@ fn app_cols() -> Run<Flow> {
         col!("app", Str, "", "l7", "application protocol (tls, quic, http, dns, ssh, bittorrent, rtp, stun, smtp, ...): from payload signatures first, else the port table", |f: &Flow| l7(f).and_then(|x| x.app()).map_or(Value::None, |a| Value::Str(a.name()))),
         col!("app_source", Str, "", "l7", "where `app` came from: payload, port or none", |f: &Flow| l7(f).map_or(Value::None, |x| Value::Str(x.app_source().name()))),
         col!("fqdn", Str, "", "l7", "the name the client resolved for the server before the flow (DN-Hunter: from the DNS answers seen)", |f: &Flow| f.fqdn.as_deref().map_or(Value::None, Value::Str)),
+        col!("l7_events", Strs, "", "l7", L7_EVENTS_MEANING, |f: &Flow| l7_events(l7(f).map(|x| x.events()).unwrap_or_default())),
     )
+}
+
+/// What `l7_events` holds, in every log that has it.
+pub(crate) const L7_EVENTS_MEANING: &str = "limits the application layer hit and malformed input it met in the flow by the time the record was written (names in \"Application-layer events\" below); none when there were none";
+
+/// The names of `events` (a list), or none when there are none: most flows have none,
+/// and an empty field costs a record nothing.
+pub(crate) fn l7_events(events: tapstat_l7::Events) -> Value<'static> {
+    if events.is_empty() {
+        Value::None
+    } else {
+        Value::Names { bits: u64::from(events.bits()), names: &tapstat_l7::Event::NAMES }
+    }
 }
 
 /// The application layer's columns of a TCP record (Tstat's names where Tstat has the

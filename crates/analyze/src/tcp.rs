@@ -244,12 +244,31 @@ fn has_header(d: &Decoded) -> bool {
     !matches!(d.fragment, tapstat_decode::Fragment::Later | tapstat_decode::Fragment::TcpHeld)
 }
 
-/// Accounts a TCP segment of flow `f` in direction `di`. Returns where in its payload
-/// the bytes that continue the direction's stream in order begin (none when the segment
-/// brings no such bytes: a retransmission, or data beyond a gap), for the application
+/// Where a payload's bytes new to its direction's stream begin, for the application
 /// layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fresh {
+    /// Offset in the payload of the first byte not seen before.
+    pub off: u32,
+    /// Bytes before the segment were never seen (`SegmentClass::AfterGap`: lost at the
+    /// probe, or still to come out of order): the stream the application layer gets has
+    /// a hole there, and it must be told so rather than take the bytes as following on.
+    pub after_gap: bool,
+}
+
+impl Fresh {
+    /// A payload that continues the stream from `off`.
+    pub const fn at(off: u32) -> Fresh {
+        Fresh { off, after_gap: false }
+    }
+}
+
+/// Accounts a TCP segment of flow `f` in direction `di`. Returns where in its payload
+/// the bytes new to the direction's stream begin (none when the segment brings no such
+/// bytes: a retransmission, or one that fills a gap after later bytes were seen), and
+/// whether a gap comes before them, for the application layer.
 #[inline]
-pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize, rings: &mut RingPool) -> Option<u32> {
+pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize, rings: &mut RingPool) -> Option<Fresh> {
     let t = &d.tcp;
     let flags = t.flags;
     let syn = flags & TcpFields::SYN != 0;
@@ -293,12 +312,13 @@ pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize, rings: &
     if len > 0 && has_header {
         let (next, started, start) = (x.seq.next(), x.seq.started, x.seq.offset_of(data_seq));
         let (c, new) = x.seq.on_data(data_seq, len);
-        // Bytes from the stream's end on: the whole segment in order, or the new tail
-        // of one that overlaps what was seen.
+        // Bytes from the stream's end on: the whole segment in order, the new tail of
+        // one that overlaps what was seen, or the whole of one beyond a gap.
         in_order = match start {
-            None if !started => Some(0),
+            None if !started => Some(Fresh::at(0)),
             None => None,
-            Some(s) if s <= next && next < s + len as u64 => Some((next - s) as u32),
+            Some(s) if s <= next && next < s + len as u64 => Some(Fresh::at((next - s) as u32)),
+            Some(s) if s > next => Some(Fresh { off: 0, after_gap: true }),
             Some(_) => None,
         };
         x.bytes_uniq += new;

@@ -341,8 +341,8 @@ impl Tracker {
         }
         let di = f.dir_of(p.src_is_lo);
         let fresh = f.update(p.dec, p.wire_len, p.ts_ns, di, &mut self.pool.rings);
-        if let (Some(cfg), Some(off)) = (self.cfg.l7.as_ref(), fresh) {
-            on_payload(f, cfg, di, p, off as usize, out);
+        if let (Some(cfg), Some(fresh)) = (self.cfg.l7.as_ref(), fresh) {
+            on_payload(f, cfg, di, p, fresh, out);
         }
         self.table.touch(id, self.now_ns);
     }
@@ -426,26 +426,32 @@ impl Tracker {
     }
 }
 
-/// Feeds the application layer of `f` the payload of `p` from `off` on: a whole UDP
-/// datagram, or the TCP bytes that continue the direction's stream (only from segments
-/// captured whole: a snaplen-cut segment would leave a hole in the stream).
+/// Feeds the application layer of `f` the payload of `p` from `fresh.off` on: a whole
+/// UDP datagram, or the TCP bytes new to the direction's stream. The layer is told of a
+/// hole before them: a gap in the sequence space, or a snaplen-cut segment, whose new
+/// bytes are not all in the capture and are not fed.
 #[inline]
 fn on_payload(
     f: &mut Flow,
     cfg: &tapstat_l7::L7Config,
     di: usize,
     p: &Packet<'_>,
-    off: usize,
+    fresh: crate::tcp::Fresh,
     out: &mut impl FlowSink,
 ) {
     let Some(l7) = f.l7.as_mut() else { return };
-    if l7.is_done() || off >= p.payload.len() {
-        return;
-    }
-    if f.kind == Kind::Tcp && p.payload.len() != p.dec.payload_len as usize {
+    let off = fresh.off as usize;
+    if l7.is_done() || off >= p.dec.payload_len as usize {
         return;
     }
     let dir = if di == 0 { tapstat_l7::Dir::ClientToServer } else { tapstat_l7::Dir::ServerToClient };
+    if fresh.after_gap {
+        l7.on_gap(dir);
+    }
+    if f.kind == Kind::Tcp && p.payload.len() != p.dec.payload_len as usize {
+        l7.on_gap(dir);
+        return;
+    }
     l7.on_payload(cfg, dir, &p.payload[off..], p.ts_ns);
     // Complete transactions go out now: a resolver's 5-tuple can live for hours.
     let (http, dns) = (l7.drain_http(false), l7.drain_dns(false));
@@ -836,6 +842,111 @@ mod tests {
         assert_eq!(out.1.len(), 1);
         let q = out.1[0].tx.request.as_ref().expect("the request");
         assert_eq!((q.method.as_str(), q.host.as_deref()), ("GET", Some("example.org")));
+    }
+
+    /// A sink that keeps the records and the HTTP rows.
+    struct Rows(Vec<Flow>, Vec<HttpRow>);
+
+    impl FlowSink for Rows {
+        fn on_flow_end(&mut self, f: &Flow) {
+            self.0.push(f.clone());
+        }
+        fn on_http(&mut self, row: &HttpRow) {
+            self.1.push(HttpRow { flow: row.flow.clone(), tx: row.tx.clone() });
+        }
+    }
+
+    /// One HTTP connection through a tracker: the handshake, then each piece
+    /// `(from_client, bytes, captured)` as one segment, in sequence order, 1 ms apart.
+    /// A piece not captured takes its room in the sequence space and is never seen.
+    fn http_connection(pieces: &[(bool, &[u8], bool)]) -> Rows {
+        let mut t = Tracker::new(TrackerConfig::default());
+        let h = tapstat_flow::FlowHasher::new(1);
+        let mut out = Rows(Vec::new(), Vec::new());
+        let mut next = [101u32, 9001u32];
+        let mut ms = 0;
+        let mut feed = |d: Decoded, payload: &[u8], out: &mut Rows| {
+            ms += 1;
+            let ts = S + ms * 1_000_000;
+            t.on_packet(&packet(&h, ts, ts, &d, payload), out);
+        };
+        feed(ack_seg(true, SYN, 100, 0, 0), &[], &mut out);
+        feed(ack_seg(false, SYNACK, 9000, 101, 0), &[], &mut out);
+        feed(ack_seg(true, ACK, 101, 9001, 0), &[], &mut out);
+        for &(from_client, bytes, captured) in pieces {
+            let i = usize::from(!from_client);
+            let d = ack_seg(from_client, ACK, next[i], next[1 - i], bytes.len() as u32);
+            next[i] += bytes.len() as u32;
+            if captured {
+                feed(d, bytes, &mut out);
+            }
+        }
+        t.finish(S + 10 * S, false, &mut out);
+        out
+    }
+
+    /// The TSV text of column `name` of a flow's record.
+    fn column(f: &Flow, name: &str) -> String {
+        let log = crate::logs::LogId::of(f).log_for(TcpSets::Full, true);
+        let c = log.columns.iter().find(|c| c.field.name == name).expect("the column");
+        let mut v = Vec::new();
+        tapstat_record::tsv::value((c.get)(f), &mut v);
+        String::from_utf8(v).expect("UTF-8")
+    }
+
+    /// The TSV text of column `name` of an HTTP row.
+    fn http_column(r: &HttpRow, name: &str) -> String {
+        let c = crate::l7log::HTTP.columns.iter().find(|c| c.field.name == name).expect("the column");
+        let mut v = Vec::new();
+        tapstat_record::tsv::value((c.get)(r), &mut v);
+        String::from_utf8(v).expect("UTF-8")
+    }
+
+    /// A record says when the application layer hit a limit: the HTTP transaction cap
+    /// (64 a flow) shows in `l7_events`, and a flow that hit nothing has no value there.
+    #[test]
+    fn the_http_transaction_cap_shows_in_l7_events() {
+        let reqs: Vec<String> = (0..70).map(|i| format!("GET /{i} HTTP/1.1\r\nHost: h\r\n\r\n")).collect();
+        let mut pieces: Vec<(bool, &[u8], bool)> = Vec::new();
+        for r in &reqs {
+            pieces.push((true, r.as_bytes(), true));
+            pieces.push((false, b"HTTP/1.1 204 No Content\r\n\r\n", true));
+        }
+        let out = http_connection(&pieces);
+        assert_eq!(out.1.len(), 64);
+        assert_eq!(column(&out.0[0], "l7_events"), "[http_too_many_transactions]");
+        // Each row went out when its response came, before the 65th request hit the cap.
+        assert_eq!(http_column(&out.1[63], "l7_events"), "");
+
+        let out = http_connection(&pieces[..4]);
+        assert_eq!(column(&out.0[0], "l7_events"), "");
+    }
+
+    /// A segment lost at the probe inside a response body: the engine tells the
+    /// application layer of the gap, and the next response, at a segment that starts with
+    /// its status line, is still logged and paired with its request; the record says
+    /// `http_gap`. Before, the bytes after the gap were read as the lost body's rest, the
+    /// next head was swallowed and the response never logged.
+    #[test]
+    fn a_gap_in_a_response_body_is_resynchronised() {
+        let out = http_connection(&[
+            (true, b"GET /big HTTP/1.1\r\nHost: h\r\n\r\n", true),
+            (false, b"HTTP/1.1 200 OK\r\nContent-Length: 30\r\n\r\n0123456789", true),
+            (false, b"0123456789", false),
+            (false, b"0123456789", true),
+            (true, b"GET /next HTTP/1.1\r\nHost: h\r\n\r\n", true),
+            (false, b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", true),
+        ]);
+        let got: Vec<_> = out
+            .1
+            .iter()
+            .map(|r| (r.tx.request.as_ref().and_then(|q| q.url.clone()), r.tx.response.as_ref().map(|s| s.status)))
+            .collect();
+        assert_eq!(got, [(Some("/big".to_string()), Some(200)), (Some("/next".to_string()), Some(404))]);
+        assert_eq!(column(&out.0[0], "l7_events"), "[http_gap]");
+        // A row carries the events its flow met by the time it was written.
+        assert_eq!(http_column(&out.1[0], "l7_events"), "");
+        assert_eq!(http_column(&out.1[1], "l7_events"), "[http_gap]");
     }
 
     /// `d` with the timestamps option.

@@ -345,6 +345,10 @@ pub(crate) fn metrics_markdown() -> String {
     for a in tapstat_decode::Anomaly::ALL {
         s += &format!("| `{}` | {} |\n", a.name(), a.meaning().trim().replace('|', "\\|"));
     }
+    s += "\n## Application-layer events\n\nNamed limits and problems of the application layer, listed per flow in `l7_events` (the TCP and UDP logs, and the HTTP and DNS logs with their flow's events when the row was written). A flow whose layer met none has no value there.\n\n| name | meaning |\n|---|---|\n";
+    for e in tapstat_l7::Event::ALL {
+        s += &format!("| `{}` | {} |\n", e.name(), e.meaning().trim().replace('|', "\\|"));
+    }
     s
 }
 

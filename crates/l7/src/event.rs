@@ -43,10 +43,16 @@ pub enum Event {
     DnsTooManyTransactions,
     /// A direction used up its inspection budget before its protocol was done.
     BudgetExhausted,
+    /// A DNS response with more answers than a transaction keeps (`MAX_ANSWERS`): its
+    /// `answers` list is cut; its `ancount` is still the header's.
+    DnsTooManyAnswers,
+    /// Bytes of an HTTP flow's direction were never seen (capture loss): the message in
+    /// progress was dropped and parsing resumed at the next segment starting a head.
+    HttpGap,
 }
 
 impl Event {
-    pub const ALL: [Event; 18] = [
+    pub const ALL: [Event; 20] = [
         Event::TlsRecordTooLong,
         Event::TlsHandshakeMalformed,
         Event::TlsNotHandshake,
@@ -65,10 +71,23 @@ impl Event {
         Event::DnsNameInvalid,
         Event::DnsTooManyTransactions,
         Event::BudgetExhausted,
+        Event::DnsTooManyAnswers,
+        Event::HttpGap,
     ];
 
+    /// Every event's name, in bit order: `NAMES[e as usize] == e.name()`.
+    pub const NAMES: [&'static str; 20] = {
+        let mut n = [""; 20];
+        let mut i = 0;
+        while i < n.len() {
+            n[i] = Event::ALL[i].name();
+            i += 1;
+        }
+        n
+    };
+
     /// The snake_case name a record prints.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Event::TlsRecordTooLong => "tls_record_too_long",
             Event::TlsHandshakeMalformed => "tls_handshake_malformed",
@@ -88,6 +107,46 @@ impl Event {
             Event::DnsNameInvalid => "dns_name_invalid",
             Event::DnsTooManyTransactions => "dns_too_many_transactions",
             Event::BudgetExhausted => "budget_exhausted",
+            Event::DnsTooManyAnswers => "dns_too_many_answers",
+            Event::HttpGap => "http_gap",
+        }
+    }
+
+    /// One sentence: what happened, for the documentation of the records that print it.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Event::TlsRecordTooLong => "a TLS record header with a length above 2^14 + 2048 (RFC 8446 §5.2)",
+            Event::TlsHandshakeMalformed => "a TLS handshake message that does not parse as its type says",
+            Event::TlsNotHandshake => "the first TLS record of a direction was not a handshake",
+            Event::DtlsFragmented => "a DTLS ClientHello fragmented over several records (not reassembled)",
+            Event::TlsReassemblyLimit => "a TLS hello larger than the reassembly cap",
+            Event::TlsRecordTrackingStopped => {
+                "TLS record tracking gave up (too many records, or bytes that are not a record)"
+            }
+            Event::QuicHeaderMalformed => "a QUIC long header that does not parse",
+            Event::QuicDecryptFailed => "AEAD authentication of a QUIC client Initial failed",
+            Event::QuicFrameMalformed => "a frame not allowed in a QUIC Initial, or one that does not parse",
+            Event::QuicCryptoLimit => "QUIC CRYPTO data beyond the reassembly cap, or more holes than tracked",
+            Event::HttpHeaderTooLong => "an HTTP head did not end within the header limit (16 KiB)",
+            Event::HttpMalformed => "an HTTP request or status line, or a chunk line, that does not parse",
+            Event::HttpTooManyTransactions => {
+                "more HTTP transactions than the per-flow limit (64), or more than 32 requests awaiting responses: later ones are not logged"
+            }
+            Event::HttpBodyUnbounded => {
+                "an HTTP body whose end cannot be found (read until close, an upgrade, a tunnel): parsing stopped"
+            }
+            Event::DnsMalformed => "a DNS message that does not parse",
+            Event::DnsNameInvalid => "a DNS name with a compression loop or over 255 bytes (RFC 1035 §4.1.4)",
+            Event::DnsTooManyTransactions => "more DNS transactions than the per-flow limit (1024): later ones are not logged",
+            Event::BudgetExhausted => {
+                "a direction used up its inspection budget before its protocol was done"
+            }
+            Event::DnsTooManyAnswers => {
+                "a DNS response with more than 16 answers: `answers` keeps the first 16, `ancount` counts them all"
+            }
+            Event::HttpGap => {
+                "bytes of a direction of an HTTP flow were never captured: the message in progress was dropped and parsing resumed at the next segment that starts with a request or status line"
+            }
         }
     }
 }
@@ -109,6 +168,11 @@ impl Events {
         self.0 == 0
     }
 
+    /// The set as bits: bit `e as usize` for each `e` in it (`Event::NAMES` names them).
+    pub fn bits(self) -> u32 {
+        self.0
+    }
+
     pub fn iter(self) -> impl Iterator<Item = Event> {
         Event::ALL.into_iter().filter(move |&e| self.contains(e))
     }
@@ -127,5 +191,10 @@ mod tests {
         s.insert(Event::DnsMalformed);
         s.insert(Event::TlsRecordTooLong);
         assert_eq!(s.iter().map(Event::name).collect::<Vec<_>>(), ["tls_record_too_long", "dns_malformed"]);
+        for e in Event::ALL {
+            assert_eq!(Event::NAMES[e as usize], e.name());
+        }
+        // `Events` is a u32.
+        assert!(Event::ALL.len() <= 32);
     }
 }

@@ -208,6 +208,15 @@ impl L7Flow {
         self.parse(cfg, dir, stream, ts_ns)
     }
 
+    /// Bytes of `dir`'s TCP stream were lost before its next payload (a hole the engine
+    /// saw in the sequence space). HTTP resynchronises at the next head; the others are
+    /// not told.
+    pub fn on_gap(&mut self, dir: Dir) {
+        if let State::Http(s) = &mut self.state {
+            s.on_gap(dir);
+        }
+    }
+
     /// Ends probing once both directions gave up.
     fn probe_end(&mut self) -> Records {
         if self.stopped[0] && self.stopped[1] {

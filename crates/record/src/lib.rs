@@ -93,6 +93,12 @@ pub enum Value<'a> {
     /// name or address holds: names from the wire have it escaped), so that a row
     /// keeps one allocation for them.
     Strs(&'a str),
+    /// Texts (`Type::Strs`) named by a bit set: `names[k]` for each bit `k` set in
+    /// `bits`, in bit order. Flags print as a list without a string built per record.
+    Names {
+        bits: u64,
+        names: &'static [&'static str],
+    },
 }
 
 /// A field and how to read it from a record of type `T`.

@@ -221,12 +221,28 @@ pub fn value(v: Value<'_>, out: &mut Vec<u8>) {
             }
             out.push(b']');
         }
+        Value::Names { bits, names } => {
+            out.push(b'[');
+            for (i, item) in named(bits, names).enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                str_value(item, out);
+            }
+            out.push(b']');
+        }
     }
 }
 
 /// The items of a [`Value::Strs`].
 pub fn strs(s: &str) -> impl Iterator<Item = &str> {
     s.split('\0').filter(|_| !s.is_empty())
+}
+
+/// The items of a [`Value::Names`]: the names of the bits set, in bit order (a bit
+/// without a name is left out).
+pub fn named(bits: u64, names: &'static [&'static str]) -> impl Iterator<Item = &'static str> {
+    names.iter().enumerate().filter(move |&(k, _)| k < 64 && bits & (1 << k) != 0).map(|(_, n)| *n)
 }
 
 #[cfg(test)]
@@ -339,6 +355,10 @@ mod tests {
         assert_eq!(tsv(Value::U32s(&[])), "[]");
         assert_eq!(tsv(Value::Strs("")), "[]");
         assert_eq!(tsv(Value::Strs("a.example\u{0}192.0.2.1\u{0}t\"ab")), r#"[a.example,192.0.2.1,t\"ab]"#);
+        const NAMES: &[&str] = &["zero", "one", "two"];
+        assert_eq!(tsv(Value::Names { bits: 0b101, names: NAMES }), "[zero,two]");
+        assert_eq!(tsv(Value::Names { bits: 0, names: NAMES }), "[]");
+        assert_eq!(tsv(Value::Names { bits: 1 << 40 | 2, names: NAMES }), "[one]");
         // Whatever a string holds, its value is one field of one line, and it never
         // starts with a quote.
         for s in ["\"", "\t\"", "\\\"\n", "a\u{0}\"\"\t", "\r\n\\"] {

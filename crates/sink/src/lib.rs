@@ -145,6 +145,16 @@ fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
             }
             out.push(b']');
         }
+        Value::Names { bits, names } => {
+            out.push(b'[');
+            for (i, item) in tapstat_record::tsv::named(bits, names).enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                let _ = serde_json::to_writer(&mut *out, item);
+            }
+            out.push(b']');
+        }
     }
 }
 
@@ -355,7 +365,8 @@ mod tests {
         json_value(Value::U32s(&[]), &mut j);
         json_value(Value::Strs("a,b\0\"c"), &mut j);
         json_value(Value::Strs(""), &mut j);
-        assert_eq!(String::from_utf8(j).unwrap(), r#"[0.001,2.000][]["a,b","\"c"][]"#);
+        json_value(Value::Names { bits: 0b110, names: &["a", "b\"", "c"] }, &mut j);
+        assert_eq!(String::from_utf8(j).unwrap(), r#"[0.001,2.000][]["a,b","\"c"][]["b\"","c"]"#);
     }
 
     #[test]

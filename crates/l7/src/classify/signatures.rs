@@ -309,13 +309,41 @@ pub fn rtp_header(b: &[u8]) -> Option<(u8, u16, u32)> {
     Some((pt, seq, ssrc))
 }
 
-/// uTP (BEP 29) header: version 1, type 0..=4, a known extension, at least 20 bytes.
-/// Returns (type, connection id).
+/// A DHCP message (RFC 2131 §2, on BOOTP's layout: RFC 951 §3): op 1 or 2 and the
+/// magic cookie of the options at 236. A client's request (op 1, Ethernet's htype 1)
+/// reads as a uTP ST_DATA header with a selective ACK.
+fn dhcp(b: &[u8]) -> bool {
+    b.len() >= 240 && matches!(b[0], 1 | 2) && b[236..240] == [0x63, 0x82, 0x53, 0x63]
+}
+
+/// uTP (BEP 29) header: version 1 in the low nibble of the first byte, a type 0..=4
+/// (ST_DATA, ST_FIN, ST_STATE, ST_RESET, ST_SYN) in its high nibble, and a chain of
+/// extensions that fits the datagram: each names the next (0 ends the chain) and its
+/// length, a selective ACK's (1) a multiple of 4, the extension bits' (2) 8. Only
+/// ST_DATA carries data after the chain; the other types are the header alone. A DHCP
+/// message is not uTP. Returns (type, connection id).
 pub fn utp_header(b: &[u8]) -> Option<(u8, u16)> {
-    if b.len() < 20 || b[0] & 0x0f != 1 || b[0] >> 4 > 4 || b[1] > 4 {
+    if b.len() < 20 || b[0] & 0x0f != 1 || b[0] >> 4 > 4 || b[1] > 2 || dhcp(b) {
         return None;
     }
-    Some((b[0] >> 4, u16::from_be_bytes([b[2], b[3]])))
+    let (kind, mut ext, mut at) = (b[0] >> 4, b[1], 20);
+    while ext != 0 {
+        let (next, len) = (*b.get(at)?, usize::from(*b.get(at + 1)?));
+        let fits = match ext {
+            1 => len >= 4 && len % 4 == 0,
+            2 => len == 8,
+            _ => false,
+        };
+        at += 2 + len;
+        if !fits || at > b.len() {
+            return None;
+        }
+        ext = next;
+    }
+    if (kind == 0) != (at < b.len()) {
+        return None;
+    }
+    Some((kind, u16::from_be_bytes([b[2], b[3]])))
 }
 
 /// RTP packets in a row of one direction with the same SSRC and payload type and

@@ -1,7 +1,7 @@
 //! Per-flow DNS state: TCP message framing (RFC 1035 §4.2.2: a two-byte length before
 //! each message) and queries paired with their responses inside the flow.
 
-use super::parser::{Answer, DnsError, Message, Question};
+use super::parser::{Answer, DnsError, Message, Question, MAX_ANSWERS};
 use crate::event::{Event, Events};
 use crate::{Dir, Transport};
 
@@ -144,6 +144,11 @@ impl DnsState {
             Err(DnsError::Malformed) => return self.events.insert(Event::DnsMalformed),
             Err(DnsError::BadName) => return self.events.insert(Event::DnsNameInvalid),
         };
+        // The parser keeps the first `MAX_ANSWERS`: a record's `answers` is then a part of
+        // the response's answer section (RFC 1035 §4.1.3), which the event says.
+        if usize::from(m.header.ancount) > MAX_ANSWERS {
+            self.events.insert(Event::DnsTooManyAnswers);
+        }
         // mDNS announcements (RFC 6762 §8.3) have no question: name them by their first answer.
         let q = m.question.unwrap_or_else(|| match m.answers.first() {
             Some(a) => Question { name: a.name.clone(), qtype: a.rtype, qclass: 1 },
@@ -231,6 +236,31 @@ mod tests {
         assert_eq!((t[0].query_ts_ns, t[0].response_ts_ns, t[0].rcode), (Some(10), Some(25), Some(0)));
         assert_eq!(t[0].qname, "www.example.com");
         assert_eq!(t[0].answers.len(), 2);
+    }
+
+    /// A response with more answers than a transaction keeps says so with an event
+    /// (before, the list was cut silently); one with as many as it keeps does not.
+    #[test]
+    fn more_answers_than_kept_is_an_event() {
+        let many = |n: u16| {
+            let mut m = vec![0x12, 0x34, 0x81, 0x80, 0, 1];
+            m.extend_from_slice(&n.to_be_bytes());
+            m.extend_from_slice(&[0, 0, 0, 0]);
+            m.extend_from_slice(b"\x03www\x07example\x03com\x00\x00\x01\x00\x01");
+            for i in 0..n {
+                m.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, i as u8]);
+            }
+            m
+        };
+        let mut st = DnsState::default();
+        st.on_data(Dir::ClientToServer, Transport::Udp, &query(), 1, 64);
+        st.on_data(Dir::ServerToClient, Transport::Udp, &many(MAX_ANSWERS as u16), 2, 64);
+        assert!(!st.events.contains(Event::DnsTooManyAnswers));
+        st.on_data(Dir::ClientToServer, Transport::Udp, &query(), 3, 64);
+        st.on_data(Dir::ServerToClient, Transport::Udp, &many(MAX_ANSWERS as u16 + 4), 4, 64);
+        assert!(st.events.contains(Event::DnsTooManyAnswers));
+        let t = st.drain(true);
+        assert_eq!((t[1].answer_count, t[1].answers.len()), (MAX_ANSWERS as u16 + 4, MAX_ANSWERS));
     }
 
     #[test]

@@ -36,8 +36,46 @@ pub fn head_end(b: &[u8]) -> Option<usize> {
     None
 }
 
-/// Cheap check that a stream starts like a request: a known method and a space. `None`
-/// when too few bytes to say.
+/// Longest method taken. RFC 9110 §9.1 lets a method be any token and sets no limit;
+/// registered methods have at most 17 letters (`VERSION-CONTROL`, `BASELINE-CONTROL`),
+/// and a bound keeps a stream of letters from passing for one.
+pub const MAX_METHOD: usize = 32;
+/// Longest request line a resynchronisation or a probe looks through for its version.
+const MAX_REQUEST_LINE: usize = 8 * 1024;
+
+/// RFC 9110 §5.6.2: `tchar`, the characters of a token.
+fn is_tchar(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c)
+}
+
+/// A method (RFC 9110 §9.1): a token, at most `MAX_METHOD` long.
+fn is_method(m: &[u8]) -> bool {
+    !m.is_empty() && m.len() <= MAX_METHOD && m.iter().all(|&c| is_tchar(c))
+}
+
+/// Whether `b` starts with a whole request line (RFC 9112 §3): a method, SP, a target,
+/// SP, `HTTP/1.` and a digit, then the line's end. Returns the answer and how many bytes
+/// of `b` it read to give it (a byte that cannot start a method ends the look at once).
+pub fn starts_with_request_line(b: &[u8]) -> (bool, usize) {
+    let token = b.iter().take(MAX_METHOD + 1).take_while(|&&c| is_tchar(c)).count();
+    if token == 0 || token > MAX_METHOD || b.get(token) != Some(&b' ') {
+        return (false, (token + 1).min(b.len()));
+    }
+    let window = &b[..b.len().min(MAX_REQUEST_LINE)];
+    let Some(nl) = window.iter().position(|&c| c == b'\n') else {
+        return (false, window.len());
+    };
+    let line = trim(&b[..nl]);
+    let ok = line.len() > token + 1 + 9
+        && line[line.len() - 9] == b' '
+        && version_minor(&line[line.len() - 8..]).is_some()
+        && !trim(&line[token + 1..line.len() - 9]).is_empty();
+    (ok, nl + 1)
+}
+
+/// Cheap check that a stream starts like a request: a known method and a space, or
+/// else a whole request line with any method (`starts_with_request_line`: the version
+/// at the line's end keeps text protocols out). `None` when too few bytes to say.
 pub fn probe_request(b: &[u8]) -> Option<bool> {
     for m in METHODS {
         let n = m.len().min(b.len());
@@ -50,7 +88,13 @@ pub fn probe_request(b: &[u8]) -> Option<bool> {
             }
         }
     }
-    Some(false)
+    Some(starts_with_request_line(b).0)
+}
+
+/// Whether `b` starts with a status line's version, `HTTP/1.` and a digit and a space
+/// (RFC 9112 §4): where a response's head can be taken up after a gap.
+pub fn starts_with_status_line(b: &[u8]) -> bool {
+    b.len() >= 9 && version_minor(&b[..8]).is_some() && b[8] == b' '
 }
 
 /// Cheap check that a stream starts like a response: `HTTP/1.`.
@@ -158,7 +202,8 @@ impl<'a> Request<'a> {
         if method.is_empty() || target.is_empty() {
             return None;
         }
-        if !method.iter().all(|c| c.is_ascii_uppercase() || *c == b'-' || *c == b'_') {
+        // RFC 9110 §9.1: any token is a method (WebDAV's, caches' PURGE and BAN, ...).
+        if !is_method(method) {
             return None;
         }
         let minor = version_minor(version)?;
@@ -283,6 +328,38 @@ mod tests {
         assert_eq!(probe_request(b"\x16\x03\x01"), Some(false));
         assert_eq!(probe_response(b"HTTP/1.0 200"), Some(true));
         assert_eq!(probe_response(b"HTT"), None);
+    }
+
+    /// RFC 9110 §9.1: a method is any token, not only the common ones; a request with
+    /// another method parses, and a whole request line classifies a stream, while a line
+    /// without the HTTP version at its end, or a method that is not a token, does not.
+    #[test]
+    fn any_token_is_a_method() {
+        for m in ["PURGE", "MKCOL", "PROPFIND", "BAN", "VERSION-CONTROL", "purge", "X.MS~Get!"] {
+            let head = format!("{m} /x HTTP/1.1\r\nHost: h\r\n\r\n");
+            let r = Request::parse(head.as_bytes()).unwrap_or_else(|| panic!("{m}"));
+            assert_eq!(r.method, m.as_bytes());
+            assert_eq!(probe_request(head.as_bytes()), Some(true), "{m}");
+            assert!(starts_with_request_line(head.as_bytes()).0, "{m}");
+        }
+        let long = format!("{} / HTTP/1.1\r\n\r\n", "A".repeat(MAX_METHOD + 1));
+        assert!(Request::parse(long.as_bytes()).is_none());
+        assert_eq!(probe_request(long.as_bytes()), Some(false));
+        for not in [
+            &b"GE(T / HTTP/1.1\r\n\r\n"[..],
+            b"PURGE /x\r\n",
+            b"PURGE /x HTTP/2\r\n",
+            b"PURGE  HTTP/1.1\r\n",
+            b"HELLO world, this is not HTTP\r\n",
+            b"PURGE /x HTTP/1.1",
+            b"\x00\x01",
+        ] {
+            assert_eq!(probe_request(not), Some(false), "{:?}", String::from_utf8_lossy(not));
+        }
+        assert_eq!(starts_with_request_line(b"\x16\x03\x01"), (false, 1));
+        assert!(starts_with_status_line(b"HTTP/1.1 200 OK\r\n"));
+        assert!(!starts_with_status_line(b"HTTP/1.1"));
+        assert!(!starts_with_status_line(b"<html>HTTP/1.1 "));
     }
 
     #[test]

@@ -4,7 +4,9 @@
 
 use std::collections::VecDeque;
 
-use super::parser::{chunk_size, head_end, BodyLength, Request, Response};
+use super::parser::{
+    chunk_size, head_end, starts_with_request_line, starts_with_status_line, BodyLength, Request, Response,
+};
 use crate::cursor::lossy_string;
 use crate::event::{Event, Events};
 use crate::{Dir, UrlPrivacy};
@@ -20,6 +22,21 @@ fn field(v: &[u8]) -> String {
     lossy_string(&v[..v.len().min(MAX_FIELD)])
 }
 
+/// A URL up to its query (RFC 3986 §3.4) or fragment (§3.5): the part `UrlPrivacy::
+/// PathOnly` keeps.
+fn without_query(v: &[u8]) -> &[u8] {
+    &v[..v.iter().position(|&c| c == b'?' || c == b'#').unwrap_or(v.len())]
+}
+
+/// A URL as `privacy` allows.
+fn private_url(v: &[u8], privacy: UrlPrivacy) -> Option<String> {
+    match privacy {
+        UrlPrivacy::Full => Some(field(v)),
+        UrlPrivacy::PathOnly => Some(field(without_query(v))),
+        UrlPrivacy::None => None,
+    }
+}
+
 /// One request, as a record prints it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HttpRequest {
@@ -30,6 +47,8 @@ pub struct HttpRequest {
     /// or nothing.
     pub url: Option<String>,
     pub user_agent: Option<String>,
+    /// The Referer as `UrlPrivacy` allows, as `url`: it is the URL of the page before,
+    /// query included (RFC 9110 §10.1.3), and says as much as the target does.
     pub referer: Option<String>,
     pub minor_version: u8,
 }
@@ -64,6 +83,8 @@ enum Body {
     /// The CRLF after a chunk's data.
     ChunkEnd,
     Trailers,
+    /// After a gap in the stream: waiting for a segment that starts with a head.
+    Resync,
     Stopped,
 }
 
@@ -89,7 +110,7 @@ impl Stream {
     ) {
         while !data.is_empty() {
             match self.body {
-                Body::Stopped => return,
+                Body::Stopped | Body::Resync => return,
                 Body::Skip(n) | Body::ChunkData(n) => {
                     let k = n.min(data.len() as u64);
                     data = &data[k as usize..];
@@ -252,6 +273,9 @@ pub struct HttpLimits {
 
 impl HttpState {
     pub fn on_data(&mut self, dir: Dir, data: &[u8], ts_ns: u64, limits: &HttpLimits) {
+        if self.streams[dir as usize].body == Body::Resync && !self.resync(dir, data, limits.budget) {
+            return;
+        }
         let mut events = self.events;
         // Events of the heads, kept apart from the stream's while both are borrowed.
         let mut hev = Events::default();
@@ -274,11 +298,7 @@ impl HttpState {
                     if first_host.is_none() {
                         first_host.clone_from(&host);
                     }
-                    let url = match limits.privacy {
-                        UrlPrivacy::Full => Some(field(r.target)),
-                        UrlPrivacy::PathOnly => Some(field(r.target.split(|&c| c == b'?').next().unwrap_or_default())),
-                        UrlPrivacy::None => None,
-                    };
+                    let url = private_url(r.target, limits.privacy);
                     let mut m = [0u8; 8];
                     let n = r.method.len().min(8);
                     m[..n].copy_from_slice(&r.method[..n]);
@@ -289,7 +309,7 @@ impl HttpState {
                         host,
                         url,
                         user_agent: r.fields.user_agent.map(field),
-                        referer: r.fields.referer.map(field),
+                        referer: r.fields.referer.and_then(|v| private_url(v, limits.privacy)),
                         minor_version: r.minor,
                     });
                     Some(r.body())
@@ -350,6 +370,55 @@ impl HttpState {
             events.insert(e);
         }
         self.events = events;
+    }
+
+    /// Bytes of `dir` were lost before the next payload (the engine saw a hole in the TCP
+    /// sequence space). Where the direction was in the middle of a head, a body or a chunk
+    /// line, the count of bytes left is now wrong; rather than parse what follows as if
+    /// it continued (and give up at the first line that does not parse), the direction
+    /// waits for a segment that starts with a head (`resync`). A stopped direction stays
+    /// stopped.
+    pub fn on_gap(&mut self, dir: Dir) {
+        let s = &mut self.streams[dir as usize];
+        if s.body == Body::Stopped {
+            return;
+        }
+        s.partial = Vec::new();
+        s.body = Body::Resync;
+        self.events.insert(Event::HttpGap);
+    }
+
+    /// Whether `data`, the first payload after a gap or one after it, starts with a
+    /// request line (from the client) or a status line (from the server); if so, the
+    /// direction parses from there. The bytes the check reads count against the budget:
+    /// a long body after a gap is checked at each segment, a few bytes each.
+    fn resync(&mut self, dir: Dir, data: &[u8], budget: usize) -> bool {
+        let (found, looked) = match dir {
+            Dir::ClientToServer => starts_with_request_line(data),
+            Dir::ServerToClient => (starts_with_status_line(data), data.len().min(9)),
+        };
+        let s = &mut self.streams[dir as usize];
+        s.inspected += looked;
+        if s.inspected > budget {
+            self.events.insert(Event::BudgetExhausted);
+            s.stop();
+            return false;
+        }
+        if !found {
+            return false;
+        }
+        s.body = Body::Head;
+        if dir == Dir::ServerToClient && self.pending.len() > 1 {
+            // Responses come in the order of the requests (RFC 9112 §9.3.2), but how many
+            // the gap took is unknown. Clients today do not pipeline (one request waits
+            // for its response before the next is sent), so the response after the gap
+            // answers the latest request, and those before it lost theirs in the gap:
+            // they go out unanswered rather than take a later request's response.
+            let lost = self.pending.len() - 1;
+            self.pending_methods.drain(..lost.min(self.pending_methods.len()));
+            self.ready.extend(self.pending.drain(..lost).map(|r| HttpTransaction { request: Some(r), response: None }));
+        }
+        true
     }
 
     /// Moves out the finished transactions; with `flush`, requests still waiting for a
@@ -460,6 +529,103 @@ mod tests {
             st.on_data(Dir::ClientToServer, REQ, 0, &HttpLimits { privacy: p, ..LIMITS });
             assert_eq!(st.drain(true)[0].request.as_ref().unwrap().url.as_deref(), want);
         }
+    }
+
+    /// `--http-url path|none` covers the Referer too: it is a URL, and its query says as
+    /// much as the target's (it is often the same site's page with its parameters).
+    #[test]
+    fn referer_follows_url_privacy() {
+        let req = b"GET /p?session=1 HTTP/1.1\r\nHost: h\r\nReferer: http://h.example/a/b?token=secret#top\r\n\r\n";
+        for (p, want) in [
+            (UrlPrivacy::Full, Some("http://h.example/a/b?token=secret#top")),
+            (UrlPrivacy::PathOnly, Some("http://h.example/a/b")),
+            (UrlPrivacy::None, None),
+        ] {
+            let mut st = HttpState::default();
+            st.on_data(Dir::ClientToServer, req, 0, &HttpLimits { privacy: p, ..LIMITS });
+            let t = st.drain(true);
+            assert_eq!(t[0].request.as_ref().unwrap().referer.as_deref(), want, "{p:?}");
+        }
+    }
+
+    /// A request with a method outside the common set (RFC 9110 §9.1: any token) is a
+    /// transaction like any other.
+    #[test]
+    fn uncommon_methods_are_transactions() {
+        let req = b"PROPFIND /d HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc\
+            MKCOL /d/e HTTP/1.1\r\nHost: h\r\n\r\n\
+            PURGE /cached HTTP/1.1\r\nHost: h\r\n\r\n\
+            purge /lower HTTP/1.1\r\nHost: h\r\n\r\n";
+        let resp = b"HTTP/1.1 207 Multi-Status\r\nContent-Length: 2\r\n\r\nok\
+            HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n\
+            HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n\
+            HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+        let mut st = run(req, resp, 9);
+        assert!(st.events.is_empty(), "{:?}", st.events);
+        let t = st.drain(true);
+        let got: Vec<_> = t
+            .iter()
+            .map(|t| (t.request.as_ref().unwrap().method.as_str(), t.response.as_ref().unwrap().status))
+            .collect();
+        assert_eq!(got, [("PROPFIND", 207), ("MKCOL", 201), ("PURGE", 200), ("purge", 404)]);
+    }
+
+    /// After a gap in the server's stream (capture loss inside a response body), the
+    /// parser takes up the next response where a segment starts with its status line,
+    /// instead of reading the following bytes as the rest of the lost body and giving
+    /// up at them; the request whose response was lost whole goes out unanswered, the
+    /// next request gets the next response. Also in the client's stream.
+    #[test]
+    fn a_gap_resynchronises_at_the_next_head() {
+        let mut st = HttpState::default();
+        let c = Dir::ClientToServer;
+        let s = Dir::ServerToClient;
+        st.on_data(c, b"GET /1 HTTP/1.1\r\nHost: h\r\n\r\n", 1, &LIMITS);
+        st.on_data(s, b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\nfirst", 2, &LIMITS);
+        // The rest of body 1 and the whole of response 2 are lost.
+        st.on_data(c, b"GET /2 HTTP/1.1\r\nHost: h\r\n\r\n", 3, &LIMITS);
+        st.on_data(c, b"GET /3 HTTP/1.1\r\nHost: h\r\n\r\n", 5, &LIMITS);
+        st.on_gap(s);
+        st.on_data(s, b"tail of a body that is not a head\r\n\r\n", 6, &LIMITS);
+        st.on_data(s, b"HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nno!", 7, &LIMITS);
+        // A gap in the client's stream, in the middle of a request head.
+        st.on_data(c, b"GET /4 HTTP/1.1\r\nHo", 8, &LIMITS);
+        st.on_gap(c);
+        st.on_data(c, b"st: h\r\n\r\n", 9, &LIMITS);
+        st.on_data(c, b"MKCOL /5 HTTP/1.1\r\nHost: h\r\n\r\n", 10, &LIMITS);
+        st.on_data(s, b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n", 11, &LIMITS);
+        assert!(st.events.contains(Event::HttpGap));
+        assert!(!st.events.contains(Event::HttpMalformed), "{:?}", st.events);
+        let got: Vec<_> = st
+            .drain(true)
+            .iter()
+            .map(|t| (t.request.as_ref().and_then(|q| q.url.clone()), t.response.as_ref().map(|r| r.status)))
+            .collect();
+        let want = [
+            (Some("/1".to_string()), Some(200)),
+            (Some("/2".to_string()), None),
+            (Some("/3".to_string()), Some(404)),
+            (Some("/5".to_string()), Some(201)),
+        ];
+        assert_eq!(got, want);
+        assert!(!st.is_done());
+    }
+
+    /// What a direction waiting for a head after a gap reads counts against its budget.
+    #[test]
+    fn resync_checks_are_bounded_by_the_budget() {
+        let mut st = HttpState::default();
+        let limits = HttpLimits { budget: 100, ..LIMITS };
+        st.on_data(Dir::ServerToClient, b"HTTP/1.1 200 OK\r\nContent-Length: 99999\r\n\r\n", 0, &limits);
+        st.on_gap(Dir::ServerToClient);
+        for _ in 0..100 {
+            st.on_data(Dir::ServerToClient, b"body bytes body bytes", 1, &limits);
+        }
+        assert!(st.dir_done(Dir::ServerToClient));
+        assert!(st.events.contains(Event::BudgetExhausted));
+        // A stopped direction stays stopped after a gap.
+        st.on_gap(Dir::ServerToClient);
+        assert!(st.dir_done(Dir::ServerToClient));
     }
 
     #[test]

@@ -23,6 +23,42 @@ pub fn is_dns_response(d: &tapstat_decode::Decoded) -> bool {
     d.l4 == tapstat_decode::L4::Udp && d.sport == 53 && d.payload_len > 0
 }
 
+/// What a DNS response teaches: the addresses of its A and AAAA answers, each named by
+/// the query's name (the name the client asked for, not the end of a CNAME chain: what
+/// the user typed or the page linked), for the client it was sent to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answers {
+    pub client: u128,
+    pub name: Arc<str>,
+    pub addrs: Vec<u128>,
+}
+
+impl Answers {
+    /// The answers of the DNS response `msg` sent to `client`; `None` when it teaches
+    /// nothing (not a response, no question, no address).
+    pub fn parse(client: u128, msg: &[u8]) -> Option<Answers> {
+        let m = Message::parse(msg).ok()?;
+        // QR set: a response (RFC 1035 §4.1.1).
+        if m.header.flags & 0x8000 == 0 {
+            return None;
+        }
+        let q = m.question.as_ref().filter(|q| !q.name.is_empty())?;
+        let addrs: Vec<u128> = m
+            .answers
+            .iter()
+            .filter_map(|a| match a.data {
+                AnswerData::A(v4) => Some(addr_bits(IpAddr::V4(v4))),
+                AnswerData::Aaaa(v6) => Some(addr_bits(IpAddr::V6(v6))),
+                _ => None,
+            })
+            .collect();
+        if addrs.is_empty() {
+            return None;
+        }
+        Some(Answers { client, name: Arc::from(q.name.trim_end_matches('.')), addrs })
+    }
+}
+
 /// (client address, resolved address) → name, oldest evicted first.
 pub struct DnsCache {
     map: HashMap<(u128, u128), (Arc<str>, u64)>,
@@ -53,33 +89,19 @@ impl DnsCache {
         self.map.is_empty()
     }
 
-    /// Learns the A and AAAA answers of the DNS response `msg` sent to `client`: each
-    /// address is named by the query's name (the name the client asked for, not the
-    /// end of a CNAME chain: what the user typed or the page linked). Returns the
-    /// answers learnt.
+    /// Learns the A and AAAA answers of the DNS response `msg` sent to `client` (see
+    /// [`Answers::parse`]). Returns the answers learnt.
     pub fn learn(&mut self, client: u128, msg: &[u8]) -> usize {
-        let Ok(m) = Message::parse(msg) else { return 0 };
-        // QR set: a response (RFC 1035 §4.1.1).
-        if m.header.flags & 0x8000 == 0 {
-            return 0;
+        Answers::parse(client, msg).map_or(0, |a| self.learn_answers(&a))
+    }
+
+    /// Learns answers parsed once for every worker (the dispatcher parses a DNS
+    /// response once, not once per worker). Returns the answers learnt.
+    pub fn learn_answers(&mut self, a: &Answers) -> usize {
+        for addr in &a.addrs {
+            self.insert((a.client, *addr), a.name.clone());
         }
-        let Some(q) = m.question.as_ref() else { return 0 };
-        if q.name.is_empty() {
-            return 0;
-        }
-        let mut name: Option<Arc<str>> = None;
-        let mut n = 0;
-        for a in &m.answers {
-            let addr = match a.data {
-                AnswerData::A(v4) => IpAddr::V4(v4),
-                AnswerData::Aaaa(v6) => IpAddr::V6(v6),
-                _ => continue,
-            };
-            let name = name.get_or_insert_with(|| Arc::from(q.name.trim_end_matches('.'))).clone();
-            self.insert((client, addr_bits(addr)), name);
-            n += 1;
-        }
-        n
+        a.addrs.len()
     }
 
     fn insert(&mut self, key: (u128, u128), name: Arc<str>) {

@@ -27,6 +27,10 @@ pub struct Packet<'a> {
     pub dec: &'a Decoded,
     /// The captured L4 payload (shorter than `dec.payload_len` where a snaplen cut it).
     pub payload: &'a [u8],
+    /// This DNS response's answers were already given to the tracker
+    /// ([`Tracker::learn_answers`], parsed once by the dispatcher for every worker):
+    /// `on_packet` does not parse them again.
+    pub dns_learnt: bool,
 }
 
 /// The input's clock: packet time made monotonic, for timeouts.
@@ -278,6 +282,13 @@ impl Tracker {
         }
     }
 
+    /// Learns DNS answers parsed elsewhere (DN-Hunter; see [`Packet::dns_learnt`]).
+    pub fn learn_answers(&mut self, a: &crate::dnhunter::Answers) {
+        if self.cfg.l7.is_some() {
+            self.dns.learn_answers(a);
+        }
+    }
+
     /// Flows in the table now.
     pub fn live_flows(&self) -> usize {
         self.table.len()
@@ -293,7 +304,9 @@ impl Tracker {
             self.periodic(out);
             self.dirty = true;
         }
-        self.learn_dns(p.dec, p.payload);
+        if !p.dns_learnt {
+            self.learn_dns(p.dec, p.payload);
+        }
         let scan = self.gc.poll(self.now_ns, self.table.slab_len());
         if scan > 0 {
             self.collect(scan, out);
@@ -629,7 +642,17 @@ mod tests {
     /// `ts` with the input's clock at `now`, a 60-byte frame carrying `payload`.
     fn packet<'a>(h: &tapstat_flow::FlowHasher, ts: u64, now: u64, d: &'a Decoded, payload: &'a [u8]) -> Packet<'a> {
         let (key, src_is_lo) = tapstat_flow::FlowKey::new(4, 6, d.src, d.sport, d.dst, d.dport);
-        Packet { ts_ns: ts, now_ns: now, wire_len: 60, key, hash: h.hash(&key), src_is_lo, dec: d, payload }
+        Packet {
+            ts_ns: ts,
+            now_ns: now,
+            wire_len: 60,
+            key,
+            hash: h.hash(&key),
+            src_is_lo,
+            dec: d,
+            payload,
+            dns_learnt: false,
+        }
     }
 
     /// Feeds `(time in s, segment)` through a tracker and returns the finished flows.
@@ -765,8 +788,17 @@ mod tests {
             let d =
                 Decoded { l4: L4::Udp, ip_version: 4, proto: 17, src: SRV, dst: C, sport, dport, ..Default::default() };
             let (key, src_is_lo) = tapstat_flow::FlowKey::new(4, 17, d.src, d.sport, d.dst, d.dport);
-            let p =
-                Packet { ts_ns: S, now_ns: S, wire_len: 60, key, hash: h.hash(&key), src_is_lo, dec: &d, payload: &[] };
+            let p = Packet {
+                ts_ns: S,
+                now_ns: S,
+                wire_len: 60,
+                key,
+                hash: h.hash(&key),
+                src_is_lo,
+                dec: &d,
+                payload: &[],
+                dns_learnt: false,
+            };
             let mut t = Tracker::new(TrackerConfig::default());
             let mut out = Vec::new();
             t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));

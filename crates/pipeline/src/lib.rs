@@ -121,6 +121,10 @@ struct Pkt {
     /// A copy of a DNS response for a worker other than its own, to learn its answers
     /// from (DN-Hunter) without accounting it: see `tapstat_analyze::dnhunter`.
     learn_only: bool,
+    /// DNS answers the dispatcher parsed for every worker: `None` when it did not look
+    /// (the worker parses a DNS response itself), `Some(0)` when the response teaches
+    /// nothing, `Some(i)` for the batch's `answers[i - 1]`.
+    learnt: Option<u32>,
     dec: Decoded,
 }
 
@@ -129,6 +133,9 @@ struct Pkt {
 struct Batch {
     backing: Arc<dyn Backing>,
     pkts: Vec<Pkt>,
+    /// The DNS answers the batch's packets point to (`Pkt::learnt`), parsed once for
+    /// every worker.
+    answers: Vec<Arc<dnhunter::Answers>>,
 }
 
 enum Msg {
@@ -585,6 +592,7 @@ impl Dispatch {
             offset: f.offset,
             hash,
             learn_only: false,
+            learnt: None,
             dec: d,
         };
         Some((w, pkt))
@@ -606,14 +614,20 @@ struct Work {
 
 impl Work {
     #[inline]
-    /// Accounts packet `p`, whose captured bytes are `frame`.
-    fn packet(&mut self, p: &Pkt, frame: &[u8]) {
+    /// Accounts packet `p`, whose captured bytes are `frame`; `answers` are its batch's
+    /// parsed DNS answers.
+    fn packet(&mut self, p: &Pkt, frame: &[u8], answers: &[Arc<dnhunter::Answers>]) {
         let d = &p.dec;
-        // The captured payload: a snaplen may have cut it short of `payload_len`.
-        let payload = frame.get(d.payload_offset as usize..).unwrap_or(&[]);
-        let payload = &payload[..payload.len().min(d.payload_len as usize)];
+        let payload = payload_of(d, frame);
+        if let Some(i) = p.learnt {
+            if let Some(a) = (i as usize).checked_sub(1).and_then(|i| answers.get(i)) {
+                self.tracker.learn_answers(a);
+            }
+        }
         if p.learn_only {
-            self.tracker.learn_dns(d, payload);
+            if p.learnt.is_none() {
+                self.tracker.learn_dns(d, payload);
+            }
             return;
         }
         let (key, src_is_lo) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
@@ -626,6 +640,7 @@ impl Work {
             src_is_lo,
             dec: d,
             payload,
+            dns_learnt: p.learnt.is_some(),
         };
         if self.timer.due() {
             let t0 = std::time::Instant::now();
@@ -641,6 +656,14 @@ impl Work {
         self.rout.flush_all();
         WorkerResult { stats: self.tracker.stats.clone(), records: self.rout.records, timer: self.timer }
     }
+}
+
+/// The captured L4 payload of a decoded frame: a snaplen may have cut it short of
+/// `payload_len`.
+#[inline]
+fn payload_of<'a>(d: &Decoded, frame: &'a [u8]) -> &'a [u8] {
+    let payload = frame.get(d.payload_offset as usize..).unwrap_or(&[]);
+    &payload[..payload.len().min(d.payload_len as usize)]
 }
 
 /// The source, read chunk by chunk until it ends, fails, or the run is stopped.
@@ -687,7 +710,7 @@ fn run_inline(
         for f in &chunk.frames {
             let frame = chunk.data(f);
             if let Some((_, p)) = dispatch.frame(f, frame) {
-                work.packet(&p, frame);
+                work.packet(&p, frame, &[]);
             }
         }
     }
@@ -704,13 +727,23 @@ fn run_dispatcher(
     stop: &AtomicBool,
 ) -> (DispatchResult, Option<WorkerResult>) {
     let mut batches: Vec<Vec<Pkt>> = (0..worker_tx.len()).map(|_| Vec::new()).collect();
+    let mut answers: Vec<Vec<Arc<dnhunter::Answers>>> = (0..worker_tx.len()).map(|_| Vec::new()).collect();
     'chunks: while let Some(chunk) = chunks.recv_unless(stop) {
         for f in &chunk.frames {
-            if let Some((w, p)) = dispatch.frame(f, chunk.data(f)) {
+            let frame = chunk.data(f);
+            if let Some((w, mut p)) = dispatch.frame(f, frame) {
                 if dispatch.dns_broadcast && dnhunter::is_dns_response(&p.dec) {
-                    for (v, b) in batches.iter_mut().enumerate() {
-                        if v != w {
-                            b.push(Pkt { learn_only: true, ..p });
+                    // Parsed once here for every worker, not once per worker.
+                    let learnt = dnhunter::Answers::parse(p.dec.dst, payload_of(&p.dec, frame)).map(Arc::new);
+                    for (v, (b, a)) in batches.iter_mut().zip(answers.iter_mut()).enumerate() {
+                        let i = learnt.as_ref().map_or(0, |x| {
+                            a.push(x.clone());
+                            a.len() as u32
+                        });
+                        if v == w {
+                            p.learnt = Some(i);
+                        } else {
+                            b.push(Pkt { learn_only: true, learnt: Some(i), ..p });
                         }
                     }
                 }
@@ -721,7 +754,8 @@ fn run_dispatcher(
             if !b.is_empty() {
                 let fresh = recycled[w].try_recv().unwrap_or_else(|| Vec::with_capacity(b.capacity()));
                 let pkts = std::mem::replace(b, fresh);
-                if worker_tx[w].send(Msg::Batch(Batch { backing: chunk.backing.clone(), pkts })).is_err() {
+                let batch = Batch { backing: chunk.backing.clone(), pkts, answers: std::mem::take(&mut answers[w]) };
+                if worker_tx[w].send(Msg::Batch(batch)).is_err() {
                     break 'chunks;
                 }
             }
@@ -741,7 +775,7 @@ fn run_worker(mut work: Work, mut rx: Receiver<Msg>, mut recycle: Sender<Vec<Pkt
         match msg {
             Msg::Batch(b) => {
                 for p in &b.pkts {
-                    work.packet(p, tapstat_capture::bytes_at(&*b.backing, p.offset, p.caplen));
+                    work.packet(p, tapstat_capture::bytes_at(&*b.backing, p.offset, p.caplen), &b.answers);
                 }
                 let mut v = b.pkts;
                 v.clear();

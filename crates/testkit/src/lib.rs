@@ -486,6 +486,7 @@ pub fn run_packets(cfg: TrackerConfig, pkts: &[(u64, Decoded)]) -> Vec<Flow> {
             src_is_lo,
             dec: d,
             payload: &[],
+            dns_learnt: false,
         };
         t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
     }

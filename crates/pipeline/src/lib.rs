@@ -41,7 +41,7 @@ use tapstat_analyze::periodic::{self, PeriodicRow};
 use tapstat_analyze::Kind;
 use tapstat_analyze::{Flow, FlowSink, InputClock, Packet, TcpSets, Tracker, TrackerConfig, TrackerStats};
 use tapstat_capture::{Backing, CaptureError, CaptureStats, Chunk, FrameMeta, PacketSource};
-use tapstat_decode::{Anomalies, DecodeConfig, Decoded, Decoder, L4};
+use tapstat_decode::{Anomalies, DecodeConfig, Decoded, Decoder, Fragment, L4};
 use tapstat_flow::{FlowHasher, FlowKey, HashKind};
 use tapstat_sink::{Format, OutputDir, SinkError};
 
@@ -121,6 +121,11 @@ struct Pkt {
     /// A copy of a DNS response for a worker other than its own, to learn its answers
     /// from (DN-Hunter) without accounting it: see `tapstat_analyze::dnhunter`.
     learn_only: bool,
+    /// The packet completes a fragmented datagram whose payload the decoder reassembled
+    /// ([`Decoder::reassembled`]). Those bytes are in no frame: they travel beside the
+    /// packet (`Batch::wholes`), or stay in the decoder for a worker that dispatches its
+    /// own packets.
+    whole: bool,
     dec: Decoded,
 }
 
@@ -129,6 +134,9 @@ struct Pkt {
 struct Batch {
     backing: Arc<dyn Backing>,
     pkts: Vec<Pkt>,
+    /// The reassembled payloads of the packets marked `whole`, in their order. Almost
+    /// always empty, which costs no allocation.
+    wholes: Vec<Vec<u8>>,
 }
 
 enum Msg {
@@ -586,6 +594,7 @@ impl Dispatch {
             offset: f.offset,
             hash,
             learn_only: false,
+            whole: d.fragment != Fragment::No && self.dec.reassembled().is_some(),
             dec: d,
         };
         Some((w, pkt))
@@ -607,12 +616,19 @@ struct Work {
 
 impl Work {
     #[inline]
-    /// Accounts packet `p`, whose captured bytes are `frame`.
-    fn packet(&mut self, p: &Pkt, frame: &[u8]) {
+    /// Accounts packet `p`, whose captured bytes are `frame`; `whole` is the reassembled
+    /// payload of the datagram it completes, if it is marked so.
+    fn packet(&mut self, p: &Pkt, frame: &[u8], whole: Option<&[u8]>) {
         let d = &p.dec;
-        // The captured payload: a snaplen may have cut it short of `payload_len`.
-        let payload = frame.get(d.payload_offset as usize..).unwrap_or(&[]);
-        let payload = &payload[..payload.len().min(d.payload_len as usize)];
+        let payload = if d.fragment == Fragment::No {
+            // The captured payload: a snaplen may have cut it short of `payload_len`.
+            let payload = frame.get(d.payload_offset as usize..).unwrap_or(&[]);
+            &payload[..payload.len().min(d.payload_len as usize)]
+        } else {
+            // The application layer sees whole datagrams: a fragment's share is not
+            // one, and the fragment that completes a datagram brings all of it.
+            whole.unwrap_or_default()
+        };
         if p.learn_only {
             self.tracker.learn_dns(d, payload);
             return;
@@ -688,7 +704,7 @@ fn run_inline(
         for f in &chunk.frames {
             let frame = chunk.data(f);
             if let Some((_, p)) = dispatch.frame(f, frame) {
-                work.packet(&p, frame);
+                work.packet(&p, frame, if p.whole { dispatch.dec.reassembled() } else { None });
             }
         }
     }
@@ -705,24 +721,30 @@ fn run_dispatcher(
     stop: &AtomicBool,
 ) -> (DispatchResult, Option<WorkerResult>) {
     let mut batches: Vec<Vec<Pkt>> = (0..worker_tx.len()).map(|_| Vec::new()).collect();
+    let mut wholes: Vec<Vec<Vec<u8>>> = (0..worker_tx.len()).map(|_| Vec::new()).collect();
     'chunks: while let Some(chunk) = chunks.recv_unless(stop) {
         for f in &chunk.frames {
             if let Some((w, p)) = dispatch.frame(f, chunk.data(f)) {
+                let whole = if p.whole { dispatch.dec.take_reassembled() } else { None };
                 if dispatch.dns_broadcast && dnhunter::is_dns_response(&p.dec) {
                     for (v, b) in batches.iter_mut().enumerate() {
                         if v != w {
                             b.push(Pkt { learn_only: true, ..p });
+                            wholes[v].extend(whole.clone());
                         }
                     }
                 }
                 batches[w].push(p);
+                wholes[w].extend(whole);
             }
         }
         for (w, b) in batches.iter_mut().enumerate() {
             if !b.is_empty() {
                 let fresh = recycled[w].try_recv().unwrap_or_else(|| Vec::with_capacity(b.capacity()));
                 let pkts = std::mem::replace(b, fresh);
-                if worker_tx[w].send(Msg::Batch(Batch { backing: chunk.backing.clone(), pkts })).is_err() {
+                let wholes = std::mem::take(&mut wholes[w]);
+                let batch = Batch { backing: chunk.backing.clone(), pkts, wholes };
+                if worker_tx[w].send(Msg::Batch(batch)).is_err() {
                     break 'chunks;
                 }
             }
@@ -741,8 +763,10 @@ fn run_worker(mut work: Work, mut rx: Receiver<Msg>, mut recycle: Sender<Vec<Pkt
     while let Some(msg) = rx.recv() {
         match msg {
             Msg::Batch(b) => {
+                let mut wholes = b.wholes.iter();
                 for p in &b.pkts {
-                    work.packet(p, tapstat_capture::bytes_at(&*b.backing, p.offset, p.caplen));
+                    let whole = if p.whole { wholes.next().map(Vec::as_slice) } else { None };
+                    work.packet(p, tapstat_capture::bytes_at(&*b.backing, p.offset, p.caplen), whole);
                 }
                 let mut v = b.pkts;
                 v.clear();

@@ -475,7 +475,7 @@ impl Analysis {
                             rotate(work, interval, r, p.now_ns);
                         }
                     }
-                    work.packet(&p, bytes);
+                    work.packet(&p, bytes, if p.whole { dispatch.dec.reassembled() } else { None });
                 }
                 times.add(t0.elapsed().as_nanos() as u64);
             });

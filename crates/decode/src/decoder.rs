@@ -129,7 +129,8 @@ pub struct Decoder {
     firsts_len: [u32; 2],
     nfirsts: u8,
     /// The payload the last fragment decoded completed (see [`Decoder::reassembled`]).
-    /// Cleared by every fragment, so a frame that is none costs nothing here.
+    /// Set or cleared by every fragment, in `later_fragment` and `insert_firsts` (both
+    /// outside the common path), so a frame that is no fragment costs nothing here.
     done: Option<Vec<u8>>,
 }
 
@@ -224,6 +225,11 @@ impl Decoder {
     /// (`frame` holds this fragment's share).
     #[cold]
     fn insert_firsts(&mut self, out: &mut Decoded, frame: &[u8], ts_ns: u64) {
+        // a first fragment completes nothing (where the frame's flow is a later
+        // fragment inside it, `later_fragment` has already said what that completes)
+        if matches!(out.fragment, Fragment::No | Fragment::First) {
+            self.done = None;
+        }
         if out.fragment == Fragment::No {
             out.fragment = Fragment::First;
         }
@@ -1009,7 +1015,6 @@ impl Decoder {
     /// Remembers a first fragment's key (outermost and innermost kept).
     #[inline]
     fn note_first(&mut self, key: FragKey, len: usize) {
-        self.done = None;
         let i = (self.nfirsts as usize).min(1);
         self.firsts[i] = key;
         self.firsts_len[i] = len as u32;

@@ -121,11 +121,6 @@ struct Pkt {
     /// A copy of a DNS response for a worker other than its own, to learn its answers
     /// from (DN-Hunter) without accounting it: see `tapstat_analyze::dnhunter`.
     learn_only: bool,
-    /// The packet completes a fragmented datagram whose payload the decoder reassembled
-    /// ([`Decoder::reassembled`]). Those bytes are in no frame: they travel beside the
-    /// packet (`Batch::wholes`), or stay in the decoder for a worker that dispatches its
-    /// own packets.
-    whole: bool,
     dec: Decoded,
 }
 
@@ -134,9 +129,11 @@ struct Pkt {
 struct Batch {
     backing: Arc<dyn Backing>,
     pkts: Vec<Pkt>,
-    /// The reassembled payloads of the packets marked `whole`, in their order. Almost
-    /// always empty, which costs no allocation.
-    wholes: Vec<Vec<u8>>,
+    /// For each packet that is an IP fragment (`dec.fragment` is not `No`), in order:
+    /// the whole payload of the datagram it completes, if the decoder reassembled one
+    /// ([`Decoder::reassembled`]). Those bytes are in no frame, so they travel beside
+    /// the packets. Empty, and unallocated, in almost every batch.
+    wholes: Vec<Option<Vec<u8>>>,
 }
 
 enum Msg {
@@ -594,7 +591,6 @@ impl Dispatch {
             offset: f.offset,
             hash,
             learn_only: false,
-            whole: d.fragment != Fragment::No && self.dec.reassembled().is_some(),
             dec: d,
         };
         Some((w, pkt))
@@ -616,9 +612,10 @@ struct Work {
 
 impl Work {
     #[inline]
-    /// Accounts packet `p`, whose captured bytes are `frame`; `whole` is the reassembled
-    /// payload of the datagram it completes, if it is marked so.
-    fn packet(&mut self, p: &Pkt, frame: &[u8], whole: Option<&[u8]>) {
+    /// Accounts packet `p`, whose captured bytes are `frame`. `whole` is called once for
+    /// a packet that is an IP fragment, never for another: it gives the reassembled
+    /// payload of the datagram the fragment completes, if any.
+    fn packet<'a>(&mut self, p: &Pkt, frame: &'a [u8], whole: impl FnOnce() -> Option<&'a [u8]>) {
         let d = &p.dec;
         let payload = if d.fragment == Fragment::No {
             // The captured payload: a snaplen may have cut it short of `payload_len`.
@@ -627,7 +624,7 @@ impl Work {
         } else {
             // The application layer sees whole datagrams: a fragment's share is not
             // one, and the fragment that completes a datagram brings all of it.
-            whole.unwrap_or_default()
+            whole().unwrap_or_default()
         };
         if p.learn_only {
             self.tracker.learn_dns(d, payload);
@@ -704,7 +701,7 @@ fn run_inline(
         for f in &chunk.frames {
             let frame = chunk.data(f);
             if let Some((_, p)) = dispatch.frame(f, frame) {
-                work.packet(&p, frame, if p.whole { dispatch.dec.reassembled() } else { None });
+                work.packet(&p, frame, || dispatch.dec.reassembled());
             }
         }
     }
@@ -721,21 +718,26 @@ fn run_dispatcher(
     stop: &AtomicBool,
 ) -> (DispatchResult, Option<WorkerResult>) {
     let mut batches: Vec<Vec<Pkt>> = (0..worker_tx.len()).map(|_| Vec::new()).collect();
-    let mut wholes: Vec<Vec<Vec<u8>>> = (0..worker_tx.len()).map(|_| Vec::new()).collect();
+    let mut wholes: Vec<Vec<Option<Vec<u8>>>> = (0..worker_tx.len()).map(|_| Vec::new()).collect();
     'chunks: while let Some(chunk) = chunks.recv_unless(stop) {
         for f in &chunk.frames {
             if let Some((w, p)) = dispatch.frame(f, chunk.data(f)) {
-                let whole = if p.whole { dispatch.dec.take_reassembled() } else { None };
+                let frag = p.dec.fragment != Fragment::No;
+                let whole = if frag { dispatch.dec.take_reassembled() } else { None };
                 if dispatch.dns_broadcast && dnhunter::is_dns_response(&p.dec) {
                     for (v, b) in batches.iter_mut().enumerate() {
                         if v != w {
                             b.push(Pkt { learn_only: true, ..p });
-                            wholes[v].extend(whole.clone());
+                            if frag {
+                                wholes[v].push(whole.clone());
+                            }
                         }
                     }
                 }
                 batches[w].push(p);
-                wholes[w].extend(whole);
+                if frag {
+                    wholes[w].push(whole);
+                }
             }
         }
         for (w, b) in batches.iter_mut().enumerate() {
@@ -765,8 +767,8 @@ fn run_worker(mut work: Work, mut rx: Receiver<Msg>, mut recycle: Sender<Vec<Pkt
             Msg::Batch(b) => {
                 let mut wholes = b.wholes.iter();
                 for p in &b.pkts {
-                    let whole = if p.whole { wholes.next().map(Vec::as_slice) } else { None };
-                    work.packet(p, tapstat_capture::bytes_at(&*b.backing, p.offset, p.caplen), whole);
+                    let frame = tapstat_capture::bytes_at(&*b.backing, p.offset, p.caplen);
+                    work.packet(p, frame, || wholes.next().and_then(Option::as_deref));
                 }
                 let mut v = b.pkts;
                 v.clear();

@@ -475,7 +475,7 @@ impl Analysis {
                             rotate(work, interval, r, p.now_ns);
                         }
                     }
-                    work.packet(&p, bytes, if p.whole { dispatch.dec.reassembled() } else { None });
+                    work.packet(&p, bytes, || dispatch.dec.reassembled());
                 }
                 times.add(t0.elapsed().as_nanos() as u64);
             });

@@ -25,7 +25,10 @@ pub struct Packet<'a> {
     /// The sender is the key's `lo` endpoint.
     pub src_is_lo: bool,
     pub dec: &'a Decoded,
-    /// The captured L4 payload (shorter than `dec.payload_len` where a snaplen cut it).
+    /// The L4 payload for the application layer: the captured payload (shorter than
+    /// `dec.payload_len` where a snaplen cut it), or for an IP fragment the whole
+    /// reassembled payload of the datagram it completes, if any (else nothing: a
+    /// fragment's share is not a datagram).
     pub payload: &'a [u8],
     /// This DNS response's answers were already given to the tracker
     /// ([`Tracker::learn_answers`], parsed once by the dispatcher for every worker):

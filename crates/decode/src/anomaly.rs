@@ -68,6 +68,17 @@ anomalies! {
     FragmentOrphan => "fragment_orphan",
     /// The fragment table was full: its oldest entry was dropped.
     FragmentTableFull => "fragment_table_full",
+    /// A fragmented UDP or TCP datagram whose payload was not reassembled for the
+    /// application layer because a bound was reached: the reassembly buffers' total
+    /// (`DecodeConfig::reassembly_bytes`, 4 MiB) or one datagram's (65,535 bytes). The
+    /// application layer does not see that payload; the datagram is accounted as usual.
+    FragmentReassemblyFull => "fragment_reassembly_full",
+    /// A fragmented UDP or TCP datagram whose payload could not be put together for the
+    /// application layer: a fragment cut short by the snaplen, more than 8 separate
+    /// ranges of bytes at once, a fragment past the datagram's end, or a TCP segment
+    /// whose fragments added up (copies included) before every byte had come. The
+    /// application layer does not see that payload; the datagram is accounted as usual.
+    FragmentReassemblyFailed => "fragment_reassembly_failed",
     /// More VLAN tags / MPLS labels than the decoder follows.
     TooManyLabels => "too_many_labels",
     /// Tunnels nested deeper than `max_tunnel_depth`: the packet is taken at that depth.

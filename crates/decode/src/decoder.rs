@@ -28,8 +28,13 @@
 //! first included, are `TcpHeld` (no TCP fields, `payload_len` 0), except the one after
 //! which every byte of the datagram has come, `TcpComplete`, which carries the first
 //! fragment's TCP header and options and the whole segment's payload length.
+//!
+//! The payload of a datagram that carries its flow's own UDP or TCP header is also
+//! reassembled, within the table's bounds: after the fragment that completes it (a
+//! `Later` one for UDP, `TcpComplete` for TCP), [`Decoder::reassembled`] holds the whole
+//! transport payload, which no single frame has.
 
-use crate::fragment::{FragKey, FragTable};
+use crate::fragment::{FragKey, FragTable, Share};
 use crate::wire::ethernet::{self, ethertype};
 use crate::wire::{
     geneve, gre, gtpu, icmp, ieee80211, ipv4, ipv6, llc, mpls, null, pppoe, sll, tcp, teredo, udp, vxlan, Error,
@@ -123,6 +128,10 @@ pub struct Decoder {
     /// Bytes of each first fragment's fragmentable part.
     firsts_len: [u32; 2],
     nfirsts: u8,
+    /// The payload the last fragment decoded completed (see [`Decoder::reassembled`]).
+    /// Set or cleared by every fragment, in `later_fragment` and `insert_firsts` (both
+    /// outside the common path), so a frame that is no fragment costs nothing here.
+    done: Option<Vec<u8>>,
 }
 
 impl Decoder {
@@ -130,12 +139,29 @@ impl Decoder {
     pub fn new(cfg: DecodeConfig) -> Self {
         Decoder {
             anomalies: Anomalies::default(),
-            frags: FragTable::new(cfg.fragment_slots, cfg.fragment_timeout_ns),
+            frags: FragTable::new(cfg.fragment_slots, cfg.fragment_timeout_ns, cfg.reassembly_bytes),
             cfg,
             firsts: [FragKey::default(); 2],
             firsts_len: [0; 2],
             nfirsts: 0,
+            done: None,
         }
+    }
+
+    /// The whole transport payload of the fragmented UDP datagram or TCP segment that
+    /// the frame decoded last completed, when it was reassembled: valid after a frame
+    /// whose [`Decoded::fragment`] is not `No` (it is then `Later` or `TcpComplete`),
+    /// until the next frame. No frame holds these bytes: a UDP datagram's
+    /// `payload_len` stays that fragment's share, a TCP segment's is the length of this.
+    #[inline]
+    pub fn reassembled(&self) -> Option<&[u8]> {
+        self.done.as_deref()
+    }
+
+    /// [`Decoder::reassembled`], taken (for a packet that leaves the decoder's thread).
+    #[inline]
+    pub fn take_reassembled(&mut self) -> Option<Vec<u8>> {
+        self.done.take()
     }
 
     /// The settings this decoder was made with.
@@ -186,7 +212,7 @@ impl Decoder {
             buf = buf.get(..enc.end).unwrap_or(buf);
         }
         if self.nfirsts > 0 {
-            self.insert_firsts(&mut out, ts_ns);
+            self.insert_firsts(&mut out, frame, ts_ns);
         }
         out
     }
@@ -194,20 +220,32 @@ impl Decoder {
     /// Remembers the flow of the first fragments met in this frame. A TCP segment
     /// whose own datagram is fragmented is held: it is accounted once, when the
     /// fragment that completes it comes (see [`Fragment::TcpHeld`]), so that sequence
-    /// analysis sees the segment the receiver reassembles, not its first share.
+    /// analysis sees the segment the receiver reassembles, not its first share. The
+    /// payload of a datagram carrying its flow's own UDP or TCP header is reassembled
+    /// (`frame` holds this fragment's share).
     #[cold]
-    fn insert_firsts(&mut self, out: &mut Decoded, ts_ns: u64) {
+    fn insert_firsts(&mut self, out: &mut Decoded, frame: &[u8], ts_ns: u64) {
+        // a first fragment completes nothing (where the frame's flow is a later
+        // fragment inside it, `later_fragment` has already said what that completes)
+        if matches!(out.fragment, Fragment::No | Fragment::First) {
+            self.done = None;
+        }
         if out.fragment == Fragment::No {
             out.fragment = Fragment::First;
         }
         let mut held = false;
         for i in 0..self.nfirsts as usize {
             let key = self.firsts[i];
-            let own = out.l4 == L4::Tcp
-                && key.proto == proto::TCP
+            let own = matches!((out.l4, key.proto), (L4::Tcp, proto::TCP) | (L4::Udp, proto::UDP))
                 && (key.src, key.dst, key.version) == (out.src, out.dst, out.ip_version);
-            held |= own;
-            if self.frags.insert(key, out, own.then_some(self.firsts_len[i]), ts_ns) {
+            let hold = own && out.l4 == L4::Tcp;
+            held |= hold;
+            let share = own.then(|| Share {
+                len: self.firsts_len[i],
+                hold,
+                payload: frame.get(out.payload_offset as usize..).unwrap_or_default(),
+            });
+            if self.frags.insert(key, out, share, ts_ns, &mut self.anomalies) {
                 self.bad(Anomaly::FragmentTableFull);
             }
         }
@@ -687,8 +725,11 @@ impl Decoder {
         d: &mut Decoded,
     ) {
         let ttl = d.ttl;
+        let data = f.get(off..).map_or(&[][..], |b| &b[..b.len().min(len)]);
         let off = off.min(f.len()) as u32;
-        if let Some(later) = self.frags.later(&key, cx.ts_ns, at.0, len as u32, at.1) {
+        self.done = None;
+        if let Some(later) = self.frags.later(&key, cx.ts_ns, at.0, len as u32, at.1, data, &mut self.anomalies) {
+            self.done = later.whole;
             *d = *later.flow;
             d.ttl = ttl;
             d.l4_offset = 0;
@@ -1269,6 +1310,138 @@ mod tests {
         assert_eq!(x.decode(ETH, &f1, 4).fragment, Fragment::TcpHeld);
         let d = x.decode(ETH, &f2, 5);
         assert_eq!((d.ip_version, d.fragment, d.payload_len, d.dport), (6, Fragment::TcpComplete, 3000, 443));
+    }
+
+    /// A UDP datagram of 8 + `n` bytes (byte i of the payload is `i % 251`) cut into
+    /// IPv4 fragments at `cuts` (offsets into the datagram, multiples of 8).
+    fn udp_v4_fragments(id: u16, n: usize, cuts: &[usize]) -> (Vec<u8>, Vec<Vec<u8>>) {
+        let payload: Vec<u8> = (0..n).map(|i| (i % 251) as u8).collect();
+        let dgram = udp(5000, 53, &payload);
+        let mut ends = cuts.to_vec();
+        ends.push(dgram.len());
+        let mut start = 0;
+        let frames = ends
+            .iter()
+            .map(|&end| {
+                let mf = end < dgram.len();
+                let f = eth(0x0800, &V4 { id, frag_off: start as u16, mf, ..V4::new(17) }.build(&dgram[start..end]));
+                start = end;
+                f
+            })
+            .collect();
+        (payload, frames)
+    }
+
+    #[test]
+    fn a_fragmented_udp_datagram_is_reassembled_in_order_and_out_of_order() {
+        for order in [[0, 1, 2], [0, 2, 1], [0, 1, 2]] {
+            let mut x = dec();
+            let (payload, fr) = udp_v4_fragments(40, 3000, &[1480, 2960]);
+            for (k, &i) in order.iter().enumerate() {
+                let d = x.decode(ETH, &fr[i], k as u64);
+                // accounting is unchanged: each fragment counts its own share
+                let share = [1472, 1480, 48][i];
+                assert_eq!((d.l4, d.sport, d.payload_len), (L4::Udp, 5000, share));
+                if k < 2 {
+                    assert_eq!(x.reassembled(), None, "fragment {i} of {order:?}");
+                } else {
+                    assert_eq!(d.fragment, Fragment::Later);
+                    assert_eq!(x.reassembled(), Some(&payload[..]), "{order:?}");
+                }
+            }
+            // the buffer left with the payload
+            assert_eq!(x.frags.held_bytes(), 0);
+            assert_eq!(x.anomalies.total(), 0);
+            // a copy of a fragment afterwards completes nothing
+            x.decode(ETH, &fr[1], 3);
+            assert_eq!(x.reassembled(), None);
+            // nor does a frame that is no fragment leave the last payload there
+            x.decode(ETH, &fr[2], 4);
+            x.decode(ETH, &eth(0x0800, &ipv4(17, &udp(1, 2, b"x"))), 5);
+            assert_eq!(x.take_reassembled(), None);
+        }
+        // copies and overlaps before the end: the bytes that came, once
+        let mut x = dec();
+        let (payload, fr) = udp_v4_fragments(41, 3000, &[1480, 2960]);
+        let dgram = udp(5000, 53, &payload);
+        let overlap = eth(0x0800, &V4 { id: 41, frag_off: 1000, mf: true, ..V4::new(17) }.build(&dgram[1000..2000]));
+        for f in [&fr[0], &overlap, &fr[1], &overlap, &fr[2]] {
+            x.decode(ETH, f, 1);
+        }
+        assert_eq!(x.take_reassembled(), Some(payload));
+        assert_eq!(x.anomalies.total(), 0);
+    }
+
+    #[test]
+    fn a_fragmented_ipv6_udp_datagram_and_tcp_segment_are_reassembled() {
+        let mut x = dec();
+        let payload: Vec<u8> = (0..2000).map(|i| (i % 7) as u8).collect();
+        let dgram = udp(4000, 53, &payload);
+        let f1 = eth(0x86dd, &ipv6(44, &cat(&[&frag6(17, 0, true, 9), &dgram[..1448]])));
+        let f2 = eth(0x86dd, &ipv6(44, &cat(&[&frag6(17, 1448, false, 9), &dgram[1448..]])));
+        assert_eq!(x.decode(ETH, &f1, 0).fragment, Fragment::First);
+        assert_eq!(x.reassembled(), None);
+        let d = x.decode(ETH, &f2, 1);
+        assert_eq!((d.fragment, d.sport, d.payload_len), (Fragment::Later, 4000, 560));
+        assert_eq!(x.reassembled(), Some(&payload[..]));
+
+        // TCP: the segment's payload comes with `TcpComplete`, the header left out
+        let data: Vec<u8> = (0..3000).map(|i| (i % 13) as u8).collect();
+        let seg = Tcp { options: vec![1, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 6], ..Tcp::new(40000, 80) }.build(&data);
+        let part = |off: usize, end: usize, mf: bool| {
+            eth(0x0800, &V4 { id: 6, frag_off: off as u16, mf, ..V4::new(6) }.build(&seg[off..end]))
+        };
+        assert_eq!(x.decode(ETH, &part(0, 1480, true), 2).fragment, Fragment::TcpHeld);
+        assert_eq!(x.decode(ETH, &part(2960, seg.len(), false), 3).fragment, Fragment::TcpHeld);
+        assert_eq!(x.reassembled(), None);
+        let d = x.decode(ETH, &part(1480, 2960, true), 4);
+        assert_eq!((d.fragment, d.payload_len), (Fragment::TcpComplete, 3000));
+        assert_eq!(x.reassembled(), Some(&data[..]));
+        assert_eq!(x.anomalies.total(), 0);
+    }
+
+    #[test]
+    fn reassembly_is_bounded_and_gives_up_what_it_cannot_finish() {
+        // 2 KiB in all: the first datagram fits, the second does not fit beside it
+        let cfg = DecodeConfig { reassembly_bytes: 2048, ..Default::default() };
+        let mut x = Decoder::new(cfg);
+        let (p1, f1) = udp_v4_fragments(1, 1800, &[1480]);
+        let (_, f2) = udp_v4_fragments(2, 1800, &[1480]);
+        x.decode(ETH, &f1[0], 0);
+        x.decode(ETH, &f2[0], 0);
+        assert_eq!(x.anomalies.get(Anomaly::FragmentReassemblyFull), 1);
+        assert_eq!(x.decode(ETH, &f2[1], 1).payload_len, 328);
+        assert_eq!(x.reassembled(), None);
+        x.decode(ETH, &f1[1], 1);
+        assert_eq!(x.reassembled(), Some(&p1[..]));
+        assert_eq!(x.frags.held_bytes(), 0);
+
+        // growing past the bound gives up too, and frees what was held
+        let (_, f3) = udp_v4_fragments(3, 4000, &[1480, 2960]);
+        x.decode(ETH, &f3[0], 2);
+        assert!(x.frags.held_bytes() > 0);
+        x.decode(ETH, &f3[1], 2);
+        x.decode(ETH, &f3[2], 2);
+        assert_eq!(x.reassembled(), None);
+        assert_eq!(x.anomalies.get(Anomaly::FragmentReassemblyFull), 2);
+        assert_eq!(x.frags.held_bytes(), 0);
+
+        // a fragment cut by the snaplen can never be whole
+        let mut x = dec();
+        let (_, f4) = udp_v4_fragments(4, 3000, &[1480]);
+        x.decode(ETH, &f4[0], 0);
+        x.decode(ETH, &f4[1][..200], 1);
+        assert_eq!(x.reassembled(), None);
+        assert_eq!(x.anomalies.get(Anomaly::FragmentReassemblyFailed), 1);
+        assert_eq!(x.frags.held_bytes(), 0);
+
+        // an entry that leaves the table (timeout) frees its buffer
+        let cfg = DecodeConfig { fragment_timeout_ns: 10, ..Default::default() };
+        let mut x = Decoder::new(cfg);
+        x.decode(ETH, &f4[0], 0);
+        assert!(x.frags.held_bytes() > 0);
+        x.decode(ETH, &f1[0], 100);
+        assert_eq!(x.frags.held_bytes(), 1472);
     }
 
     #[test]

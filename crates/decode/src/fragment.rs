@@ -10,9 +10,36 @@
 //! oldest at the head), indexed by an open-addressing hash table with linear probing
 //! and backward-shift deletion. Entries leave when they are older than the timeout in
 //! packet time, or, when the table is full, oldest first (the caller counts that).
-//! Nothing is allocated per packet.
+//!
+//! Payload bytes. A datagram whose first fragment carries its flow's own UDP or TCP
+//! header (not the outer datagram of a tunnel) also has its transport payload
+//! reassembled, so that the fragment that completes it can hand the application layer
+//! the whole payload ([`Later::whole`]). Each such datagram gets a buffer of its own,
+//! which grows as its fragments come, to [`MAX_PAYLOAD`] bytes at most, and the buffers
+//! of all datagrams together hold at most the table's byte bound
+//! (`DecodeConfig::reassembly_bytes`). Which bytes came is kept as a short sorted list of
+//! ranges (RFC 815's hole list, turned around), so duplicates and overlaps are told
+//! apart from new bytes; where copies overlap, the later copy's bytes stand. A datagram
+//! that would pass a bound is given up (`fragment_reassembly_full`), and so is one that
+//! cannot be put together (`fragment_reassembly_failed`: a fragment cut by the snaplen,
+//! more than [`MAX_PIECES`] separate ranges, a fragment past the datagram's end, a held
+//! TCP segment whose fragments added up before every byte came): its buffer is freed
+//! and the application layer never sees its payload; its accounting is unaffected.
+//!
+//! Nothing is allocated per packet but those buffers: one per reassembled datagram,
+//! handed over whole when it completes and freed when its entry leaves.
 
-use crate::Decoded;
+use crate::{Anomalies, Anomaly, Decoded};
+
+/// Most payload bytes reassembled for one datagram: an IPv4 datagram's whole length
+/// (RFC 791 §3.1, a 16-bit field), so no IPv4 transport payload is cut. (An IPv6
+/// fragment offset reaches as far; a jumbogram is never fragmented, RFC 2675 §3.)
+pub(crate) const MAX_PAYLOAD: u32 = 65_535;
+
+/// Most separate ranges of bytes one datagram's reassembly keeps apart at once.
+/// Fragments in order merge into one range; out of order, each gap between what came
+/// is one more.
+pub(crate) const MAX_PIECES: usize = 8;
 
 /// The reassembly key of a fragmented datagram (RFC 791 §3.2: source, destination,
 /// protocol, identification; RFC 8200 §4.5: source, destination, identification, and
@@ -47,14 +74,81 @@ struct Entry {
     hash: u64,
     ts_ns: u64,
     flow: Decoded,
-    /// For a TCP segment held until its datagram is complete: bytes of the datagram's
-    /// fragmentable part seen so far, its length once the last fragment told it (0
-    /// before), and the bytes of it before the TCP payload (extension headers, TCP
-    /// header). `held` is false for every other datagram, and once completed.
+    /// A TCP segment held until its datagram is complete (`Fragment::TcpHeld`); false
+    /// for every other datagram, and once completed.
     held: bool,
+    /// Its payload is being reassembled (in `FragTable::asm`, at the same position).
+    asm: bool,
+    /// For a held or reassembled datagram: bytes of its fragmentable part seen so far
+    /// (copies included), its length once the last fragment told it (0 before), and
+    /// the bytes of it before the transport payload (extension headers, transport
+    /// header).
     got: u32,
     total: u32,
     hdr: u32,
+}
+
+/// The payload bytes of one datagram under reassembly.
+#[derive(Default)]
+struct Assembly {
+    /// The transport payload so far, from its first byte (what has not come is zeros).
+    buf: Vec<u8>,
+    /// The ranges of `buf` that came, `[start, end)`: sorted, apart, not touching.
+    pieces: [(u32, u32); MAX_PIECES],
+    n: usize,
+}
+
+impl Assembly {
+    /// Records that `[a, b)` came; false when that would make more than
+    /// [`MAX_PIECES`] ranges.
+    fn add(&mut self, a: u32, b: u32) -> bool {
+        if a >= b {
+            return true;
+        }
+        // the ranges that end before `a` stay; those from `i` to `j` touch [a, b)
+        let i = self.pieces[..self.n].iter().position(|&(_, e)| e >= a).unwrap_or(self.n);
+        let (mut lo, mut hi, mut j) = (a, b, i);
+        while let Some(&(s, e)) = self.pieces[..self.n].get(j).filter(|&&(s, _)| s <= b) {
+            (lo, hi, j) = (lo.min(s), hi.max(e), j + 1);
+        }
+        if j == i {
+            if self.n == MAX_PIECES {
+                return false;
+            }
+            self.pieces.copy_within(i..self.n, i + 1);
+            self.n += 1;
+        } else {
+            self.pieces.copy_within(j..self.n, i + 1);
+            self.n -= j - i - 1;
+        }
+        self.pieces[i] = (lo, hi);
+        true
+    }
+
+    /// Every byte of `[0, len)` came, and none after it.
+    fn covers(&self, len: u32) -> bool {
+        match self.pieces[..self.n] {
+            [] => len == 0,
+            [(0, e)] => e == len,
+            _ => false,
+        }
+    }
+
+    /// The end of the furthest range that came.
+    fn end(&self) -> u32 {
+        self.n.checked_sub(1).map_or(0, |i| self.pieces[i].1)
+    }
+}
+
+/// The first fragment of a datagram that carries its flow's own TCP or UDP header.
+pub(crate) struct Share<'a> {
+    /// Bytes of the datagram's fragmentable part in this fragment.
+    pub len: u32,
+    /// The TCP segment's accounting waits for the datagram to be complete.
+    pub hold: bool,
+    /// The transport payload captured in this fragment: the flow's `payload_len` bytes
+    /// when captured whole.
+    pub payload: &'a [u8],
 }
 
 /// What a later fragment learns from the table.
@@ -65,6 +159,9 @@ pub(crate) struct Later<'a> {
     pub completes: Option<u32>,
     /// The datagram is a held TCP segment still incomplete after this fragment.
     pub held: bool,
+    /// When this fragment completes a datagram whose payload was reassembled: the whole
+    /// transport payload.
+    pub whole: Option<Vec<u8>>,
 }
 
 const EMPTY: u32 = u32::MAX;
@@ -77,12 +174,17 @@ pub(crate) struct FragTable {
     index: Vec<u32>,
     mask: usize,
     timeout_ns: u64,
+    /// The reassembly of each entry's payload, by ring position.
+    asm: Vec<Assembly>,
+    /// Bytes the reassembly buffers hold (their capacity), and the most they may.
+    bytes: usize,
+    max_bytes: usize,
 }
 
 impl FragTable {
     /// A table of `capacity` entries (0 disables it: every later fragment is then an
-    /// orphan).
-    pub fn new(capacity: usize, timeout_ns: u64) -> Self {
+    /// orphan) whose reassembly buffers hold `max_bytes` bytes at most.
+    pub fn new(capacity: usize, timeout_ns: u64, max_bytes: usize) -> Self {
         let capacity = capacity.min(EMPTY as usize - 1);
         let slots = if capacity == 0 { 0 } else { (capacity * 2).next_power_of_two() };
         FragTable {
@@ -92,12 +194,21 @@ impl FragTable {
             index: vec![EMPTY; slots],
             mask: slots.wrapping_sub(1),
             timeout_ns,
+            asm: (0..capacity).map(|_| Assembly::default()).collect(),
+            bytes: 0,
+            max_bytes,
         }
     }
 
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Bytes the reassembly buffers hold now.
+    #[cfg(test)]
+    pub fn held_bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Index slot holding `key`, if present.
@@ -124,12 +235,15 @@ impl FragTable {
         if self.len == 0 {
             return;
         }
-        let (key, hash) = match self.ring.get(self.head) {
-            Some(e) => (e.key, e.hash),
+        let (key, hash, asm) = match self.ring.get(self.head) {
+            Some(e) => (e.key, e.hash, e.asm),
             None => return,
         };
         if let Some(slot) = self.find(&key, hash) {
             self.delete_slot(slot);
+        }
+        if asm {
+            self.release(self.head);
         }
         self.head = (self.head + 1) % self.ring.len();
         self.len -= 1;
@@ -173,11 +287,19 @@ impl FragTable {
         }
     }
 
-    /// Remembers the flow of a first fragment; `held` is `Some(bytes of the
-    /// fragmentable part in this fragment)` for a TCP segment whose accounting waits
-    /// for the datagram to be complete. Returns true when the table was full and its
-    /// oldest entry was dropped to make room.
-    pub fn insert(&mut self, key: FragKey, flow: &Decoded, held: Option<u32>, now: u64) -> bool {
+    /// Remembers the flow of a first fragment; `share` is given for a datagram that
+    /// carries its flow's own TCP or UDP header, whose payload is then reassembled
+    /// (and whose accounting waits for the datagram to be complete where
+    /// `Share::hold`). Returns true when the table was full and its oldest entry was
+    /// dropped to make room. Reassembly that cannot start is counted in `an`.
+    pub fn insert(
+        &mut self,
+        key: FragKey,
+        flow: &Decoded,
+        share: Option<Share<'_>>,
+        now: u64,
+        an: &mut Anomalies,
+    ) -> bool {
         if self.ring.is_empty() {
             return false;
         }
@@ -197,11 +319,14 @@ impl FragTable {
             evicted = true;
         }
         let pos = (self.head + self.len) % self.ring.len();
-        let (got, hdr) = match held {
-            Some(n) => (n, n.saturating_sub(flow.payload_len)),
-            None => (0, 0),
+        let (got, hdr, held) = match &share {
+            Some(s) => (s.len, s.len.saturating_sub(flow.payload_len), s.hold),
+            None => (0, 0, false),
         };
-        self.ring[pos] = Entry { key, hash, ts_ns: now, flow: *flow, held: held.is_some(), got, total: 0, hdr };
+        self.ring[pos] = Entry { key, hash, ts_ns: now, flow: *flow, held, asm: false, got, total: 0, hdr };
+        if let Some(s) = share {
+            self.start(pos, s.payload, flow.payload_len, an);
+        }
         self.len += 1;
         let mut i = hash as usize & self.mask;
         while self.index[i] != EMPTY {
@@ -211,36 +336,161 @@ impl FragTable {
         evicted
     }
 
+    /// Starts reassembling the payload of the datagram at ring position `s` with the
+    /// `len` bytes of it that its first fragment holds, captured as `payload`.
+    fn start(&mut self, s: usize, payload: &[u8], len: u32, an: &mut Anomalies) {
+        let Some(first) = payload.get(..len as usize) else {
+            // cut short by the snaplen: the payload can never be whole
+            an.add(Anomaly::FragmentReassemblyFailed);
+            return;
+        };
+        if len > MAX_PAYLOAD || self.bytes + first.len() > self.max_bytes {
+            an.add(Anomaly::FragmentReassemblyFull);
+            return;
+        }
+        let (Some(a), Some(e)) = (self.asm.get_mut(s), self.ring.get_mut(s)) else { return };
+        a.buf = first.to_vec();
+        a.n = 0;
+        a.add(0, len);
+        self.bytes += a.buf.capacity();
+        e.asm = true;
+    }
+
+    /// Frees the reassembly buffer of ring position `s`.
+    fn release(&mut self, s: usize) {
+        if let Some(e) = self.ring.get_mut(s) {
+            e.asm = false;
+        }
+        if let Some(a) = self.asm.get_mut(s) {
+            self.bytes -= a.buf.capacity();
+            a.buf = Vec::new();
+            a.n = 0;
+        }
+    }
+
+    /// Gives up the reassembly at ring position `s`, counting why.
+    #[cold]
+    fn give_up(&mut self, s: usize, why: Anomaly, an: &mut Anomalies) -> Option<Vec<u8>> {
+        an.add(why);
+        self.release(s);
+        None
+    }
+
     /// The flow of the datagram `key`, if its first fragment was seen and has not
     /// expired at packet time `now`.
     #[cfg(test)]
     pub fn lookup(&mut self, key: &FragKey, now: u64) -> Option<&Decoded> {
-        self.later(key, now, 0, 0, true).map(|l| l.flow)
+        self.later(key, now, 0, 0, true, &[], &mut Anomalies::default()).map(|l| l.flow)
     }
 
     /// A later fragment of datagram `key` at packet time `now`, holding `len` bytes at
-    /// `offset` of the fragmentable part, the last one when `!more`: the flow of its
-    /// first fragment if that was seen and has not expired, and whether it completes
-    /// a held TCP segment (every byte up to the end the last fragment gave has come;
-    /// duplicates and overlaps are not told apart, as a probe cannot know which copy
-    /// the receiver kept).
-    pub fn later(&mut self, key: &FragKey, now: u64, offset: u32, len: u32, more: bool) -> Option<Later<'_>> {
+    /// `offset` of the fragmentable part, captured as `data`, the last one when
+    /// `!more`: the flow of its first fragment if that was seen and has not expired,
+    /// whether it completes a held TCP segment (every byte up to the end the last
+    /// fragment gave has come; duplicates and overlaps are not told apart there, as a
+    /// probe cannot know which copy the receiver kept) and, where the datagram's payload
+    /// was reassembled and this fragment completes it, the whole payload. Reassembly
+    /// given up is counted in `an`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn later(
+        &mut self,
+        key: &FragKey,
+        now: u64,
+        offset: u32,
+        len: u32,
+        more: bool,
+        data: &[u8],
+        an: &mut Anomalies,
+    ) -> Option<Later<'_>> {
         self.expire(now);
         let slot = self.find(key, key.hash())?;
         let s = *self.index.get(slot)? as usize;
         let e = self.ring.get_mut(s)?;
         let mut completes = None;
-        if e.held {
+        if e.held || e.asm {
             e.got = e.got.saturating_add(len);
             if !more {
                 e.total = offset.saturating_add(len);
             }
-            if e.total > 0 && e.got >= e.total {
-                e.held = false;
-                completes = Some(e.total.saturating_sub(e.hdr));
-            }
         }
-        Some(Later { flow: &e.flow, completes, held: e.held })
+        if e.held && e.total > 0 && e.got >= e.total {
+            e.held = false;
+            completes = Some(e.total.saturating_sub(e.hdr));
+        }
+        let whole = if e.asm { self.assemble(s, offset, len, more, data, completes.is_some(), an) } else { None };
+        let e = self.ring.get(s)?;
+        Some(Later { flow: &e.flow, completes, held: e.held, whole })
+    }
+
+    /// Copies a later fragment's bytes into the reassembly at ring position `s` (see
+    /// [`FragTable::later`]); `tcp_done` when the fragment completes a held TCP
+    /// segment. Returns the whole payload when the datagram is complete.
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        &mut self,
+        s: usize,
+        offset: u32,
+        len: u32,
+        more: bool,
+        data: &[u8],
+        tcp_done: bool,
+        an: &mut Anomalies,
+    ) -> Option<Vec<u8>> {
+        let (hdr, total, tcp) = self.ring.get(s).map(|e| (e.hdr, e.total, e.held || tcp_done))?;
+        let Some(data) = data.get(..len as usize) else {
+            return self.give_up(s, Anomaly::FragmentReassemblyFailed, an);
+        };
+        // where the fragment's bytes fall in the payload (a fragment may repeat some of
+        // the header's bytes, which the first fragment gave)
+        let end = offset.saturating_add(len);
+        let (a, b) = (offset.max(hdr) - hdr, end.max(hdr) - hdr);
+        let bytes = data.get((a + hdr - offset) as usize..).unwrap_or_default();
+        let asm = self.asm.get(s)?;
+        if (total > 0 && end > total) || (!more && asm.end() > b) {
+            // past the end the last fragment gave, or a last fragment before bytes
+            // already come: no datagram has both
+            return self.give_up(s, Anomaly::FragmentReassemblyFailed, an);
+        }
+        if b > MAX_PAYLOAD {
+            return self.give_up(s, Anomaly::FragmentReassemblyFull, an);
+        }
+        let cap = asm.buf.capacity();
+        if b as usize > cap {
+            // grow by doubling up to the largest payload (few copies for a datagram of
+            // many fragments), or to what is needed where that passes the bound
+            let fits = |want: usize| self.bytes - cap + want <= self.max_bytes;
+            let want = match (b as usize).max((cap * 2).min(MAX_PAYLOAD as usize)) {
+                w if fits(w) => w,
+                _ if fits(b as usize) => b as usize,
+                _ => return self.give_up(s, Anomaly::FragmentReassemblyFull, an),
+            };
+            let asm = self.asm.get_mut(s)?;
+            asm.buf.reserve_exact(want - asm.buf.len());
+            self.bytes = self.bytes - cap + asm.buf.capacity();
+        }
+        let asm = self.asm.get_mut(s)?;
+        if asm.buf.len() < b as usize {
+            asm.buf.resize(b as usize, 0);
+        }
+        if let Some(to) = asm.buf.get_mut(a as usize..b as usize) {
+            to.copy_from_slice(bytes);
+        }
+        if !asm.add(a, b) {
+            return self.give_up(s, Anomaly::FragmentReassemblyFailed, an);
+        }
+        let done = total > 0 && asm.covers(total.saturating_sub(hdr));
+        if tcp && tcp_done != done {
+            // a held segment is accounted when its fragments add up: its bytes go with
+            // that or not at all
+            return if tcp_done { self.give_up(s, Anomaly::FragmentReassemblyFailed, an) } else { None };
+        }
+        if !done {
+            return None;
+        }
+        let whole = std::mem::take(&mut asm.buf);
+        self.bytes -= whole.capacity();
+        self.release(s);
+        Some(whole)
     }
 }
 
@@ -254,24 +504,52 @@ mod tests {
 
     impl FragTable {
         fn insert_flow(&mut self, key: FragKey, flow: &Decoded, now: u64) -> bool {
-            self.insert(key, flow, None, now)
+            self.insert(key, flow, None, now, &mut Anomalies::default())
         }
     }
 
     #[test]
     fn a_held_segment_completes_when_every_byte_came() {
-        let mut t = FragTable::new(4, 1000);
+        let mut t = FragTable::new(4, 1000, 1 << 20);
         // 20-byte TCP header and 1460 bytes of payload in the first fragment (1480),
         // then 1480 + 40 bytes: a segment of 2980 bytes of payload
         let first = Decoded { payload_len: 1460, ..Decoded::default() };
-        t.insert(key(1), &first, Some(1480), 0);
-        assert_eq!(t.later(&key(1), 1, 2960, 40, false).map(|l| l.completes), Some(None));
-        assert_eq!(t.later(&key(1), 2, 1480, 1480, true).map(|l| l.completes), Some(Some(2980)));
+        let an = &mut Anomalies::default();
+        t.insert(key(1), &first, Some(Share { len: 1480, hold: true, payload: &[] }), 0, an);
+        assert_eq!(t.later(&key(1), 1, 2960, 40, false, &[], an).map(|l| l.completes), Some(None));
+        assert_eq!(t.later(&key(1), 2, 1480, 1480, true, &[], an).map(|l| l.completes), Some(Some(2980)));
         // a copy of a fragment after that completes nothing again
-        assert_eq!(t.later(&key(1), 3, 1480, 1480, true).map(|l| l.completes), Some(None));
+        assert_eq!(t.later(&key(1), 3, 1480, 1480, true, &[], an).map(|l| l.completes), Some(None));
         // not held: never completes
-        t.insert(key(2), &first, None, 0);
-        assert_eq!(t.later(&key(2), 4, 1480, 40, false).map(|l| l.completes), Some(None));
+        t.insert(key(2), &first, None, 0, an);
+        assert_eq!(t.later(&key(2), 4, 1480, 40, false, &[], an).map(|l| l.completes), Some(None));
+        // no bytes were given (as if cut by a snaplen): nothing is reassembled
+        assert_eq!(an.get(Anomaly::FragmentReassemblyFailed), 1);
+        assert_eq!(t.held_bytes(), 0);
+    }
+
+    #[test]
+    fn pieces_merge_and_are_bounded() {
+        let mut a = Assembly::default();
+        // apart, out of order, then the gaps filled, touching and overlapping
+        for (x, y) in [(100, 200), (0, 50), (300, 400)] {
+            assert!(a.add(x, y));
+        }
+        assert_eq!(&a.pieces[..a.n], &[(0, 50), (100, 200), (300, 400)]);
+        assert!(a.add(50, 100));
+        assert_eq!(&a.pieces[..a.n], &[(0, 200), (300, 400)]);
+        assert!(!a.covers(400));
+        assert!(a.add(150, 350));
+        assert!(a.covers(400) && !a.covers(399) && !a.covers(401));
+        assert_eq!(a.end(), 400);
+        // more separate ranges than kept: refused
+        let mut a = Assembly::default();
+        for i in 0..MAX_PIECES as u32 {
+            assert!(a.add(i * 10, i * 10 + 5));
+        }
+        assert!(!a.add(1000, 1005));
+        assert!(a.add(5, 10), "a range that joins two is taken");
+        assert_eq!(a.n, MAX_PIECES - 1);
     }
 
     fn flow(port: u16) -> Decoded {
@@ -280,7 +558,7 @@ mod tests {
 
     #[test]
     fn insert_lookup_expire() {
-        let mut t = FragTable::new(4, 100);
+        let mut t = FragTable::new(4, 100, 1 << 20);
         assert!(!t.insert_flow(key(1), &flow(1), 0));
         assert!(!t.insert_flow(key(2), &flow(2), 10));
         assert_eq!(t.lookup(&key(1), 50).map(|d| d.sport), Some(1));
@@ -295,7 +573,7 @@ mod tests {
 
     #[test]
     fn full_drops_oldest() {
-        let mut t = FragTable::new(3, 1000);
+        let mut t = FragTable::new(3, 1000, 1 << 20);
         for i in 0..3 {
             assert!(!t.insert_flow(key(i), &flow(i as u16), 0));
         }
@@ -311,7 +589,7 @@ mod tests {
 
     #[test]
     fn disabled() {
-        let mut t = FragTable::new(0, 1000);
+        let mut t = FragTable::new(0, 1000, 1 << 20);
         assert!(!t.insert_flow(key(0), &flow(0), 0));
         assert_eq!(t.lookup(&key(0), 0), None);
     }
@@ -321,7 +599,7 @@ mod tests {
         // many inserts through a small table: every live key stays findable, every
         // dropped one is gone (exercises backward-shift deletion on collisions)
         let cap = 16;
-        let mut t = FragTable::new(cap, u64::MAX / 2);
+        let mut t = FragTable::new(cap, u64::MAX / 2, 1 << 20);
         for i in 0..2000u32 {
             t.insert_flow(key(i), &flow(i as u16), u64::from(i));
             let lo = (i + 1).saturating_sub(cap as u32);

@@ -277,13 +277,23 @@ pub struct DecodeConfig {
     /// default: RFC 8200 §4.5 lets an IPv6 datagram's fragments arrive over 60 s, and
     /// RFC 1122 §3.3.2 recommends 60 to 120 s for IPv4.
     pub fragment_timeout_ns: u64,
+    /// Most bytes the buffers of fragmented UDP and TCP datagrams whose payload is being
+    /// reassembled hold together (see [`Decoder::reassembled`]). 4 MiB by default: a
+    /// datagram usually completes within microseconds of its first fragment, and 4 MiB
+    /// holds a thousand 4 KiB DNSSEC answers at once, or 64 datagrams of the largest size.
+    pub reassembly_bytes: usize,
     /// Deepest nesting of tunnels followed.
     pub max_tunnel_depth: u8,
 }
 
 impl Default for DecodeConfig {
     fn default() -> Self {
-        DecodeConfig { fragment_slots: 1024, fragment_timeout_ns: 60_000_000_000, max_tunnel_depth: 4 }
+        DecodeConfig {
+            fragment_slots: 1024,
+            fragment_timeout_ns: 60_000_000_000,
+            reassembly_bytes: 4 << 20,
+            max_tunnel_depth: 4,
+        }
     }
 }
 

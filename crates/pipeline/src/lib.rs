@@ -41,7 +41,7 @@ use tapstat_analyze::periodic::{self, PeriodicRow};
 use tapstat_analyze::Kind;
 use tapstat_analyze::{Flow, FlowSink, InputClock, Packet, TcpSets, Tracker, TrackerConfig, TrackerStats};
 use tapstat_capture::{Backing, CaptureError, CaptureStats, Chunk, FrameMeta, PacketSource};
-use tapstat_decode::{Anomalies, DecodeConfig, Decoded, Decoder, L4};
+use tapstat_decode::{Anomalies, DecodeConfig, Decoded, Decoder, Fragment, L4};
 use tapstat_flow::{FlowHasher, FlowKey, HashKind};
 use tapstat_sink::{Format, OutputDir, SinkError};
 
@@ -133,6 +133,11 @@ struct Pkt {
 struct Batch {
     backing: Arc<dyn Backing>,
     pkts: Vec<Pkt>,
+    /// For each packet that is an IP fragment (`dec.fragment` is not `No`), in order:
+    /// the whole payload of the datagram it completes, if the decoder reassembled one
+    /// ([`Decoder::reassembled`]). Those bytes are in no frame, so they travel beside
+    /// the packets. Empty, and unallocated, in almost every batch.
+    wholes: Vec<Option<Vec<u8>>>,
     /// The DNS answers the batch's packets point to (`Pkt::learnt`), parsed once for
     /// every worker.
     answers: Vec<Arc<dnhunter::Answers>>,
@@ -614,11 +619,25 @@ struct Work {
 
 impl Work {
     #[inline]
-    /// Accounts packet `p`, whose captured bytes are `frame`; `answers` are its batch's
-    /// parsed DNS answers.
-    fn packet(&mut self, p: &Pkt, frame: &[u8], answers: &[Arc<dnhunter::Answers>]) {
+    /// Accounts packet `p`, whose captured bytes are `frame`. `whole` is called once for
+    /// a packet that is an IP fragment, never for another: it gives the reassembled
+    /// payload of the datagram the fragment completes, if any. `answers` are the
+    /// batch's parsed DNS answers.
+    fn packet<'a>(
+        &mut self,
+        p: &Pkt,
+        frame: &'a [u8],
+        whole: impl FnOnce() -> Option<&'a [u8]>,
+        answers: &[Arc<dnhunter::Answers>],
+    ) {
         let d = &p.dec;
-        let payload = payload_of(d, frame);
+        let payload = if d.fragment == Fragment::No {
+            payload_of(d, frame)
+        } else {
+            // The application layer sees whole datagrams: a fragment's share is not
+            // one, and the fragment that completes a datagram brings all of it.
+            whole().unwrap_or_default()
+        };
         if let Some(i) = p.learnt {
             if let Some(a) = (i as usize).checked_sub(1).and_then(|i| answers.get(i)) {
                 self.tracker.learn_answers(a);
@@ -710,7 +729,7 @@ fn run_inline(
         for f in &chunk.frames {
             let frame = chunk.data(f);
             if let Some((_, p)) = dispatch.frame(f, frame) {
-                work.packet(&p, frame, &[]);
+                work.packet(&p, frame, || dispatch.dec.reassembled(), &[]);
             }
         }
     }
@@ -727,14 +746,18 @@ fn run_dispatcher(
     stop: &AtomicBool,
 ) -> (DispatchResult, Option<WorkerResult>) {
     let mut batches: Vec<Vec<Pkt>> = (0..worker_tx.len()).map(|_| Vec::new()).collect();
+    let mut wholes: Vec<Vec<Option<Vec<u8>>>> = (0..worker_tx.len()).map(|_| Vec::new()).collect();
     let mut answers: Vec<Vec<Arc<dnhunter::Answers>>> = (0..worker_tx.len()).map(|_| Vec::new()).collect();
     'chunks: while let Some(chunk) = chunks.recv_unless(stop) {
         for f in &chunk.frames {
             let frame = chunk.data(f);
             if let Some((w, mut p)) = dispatch.frame(f, frame) {
+                let frag = p.dec.fragment != Fragment::No;
+                let whole = if frag { dispatch.dec.take_reassembled() } else { None };
                 if dispatch.dns_broadcast && dnhunter::is_dns_response(&p.dec) {
                     // Parsed once here for every worker, not once per worker.
-                    let learnt = dnhunter::Answers::parse(p.dec.dst, payload_of(&p.dec, frame)).map(Arc::new);
+                    let payload = if frag { whole.as_deref().unwrap_or_default() } else { payload_of(&p.dec, frame) };
+                    let learnt = dnhunter::Answers::parse(p.dec.dst, payload).map(Arc::new);
                     for (v, (b, a)) in batches.iter_mut().zip(answers.iter_mut()).enumerate() {
                         let i = learnt.as_ref().map_or(0, |x| {
                             a.push(x.clone());
@@ -744,17 +767,25 @@ fn run_dispatcher(
                             p.learnt = Some(i);
                         } else {
                             b.push(Pkt { learn_only: true, learnt: Some(i), ..p });
+                            if frag {
+                                wholes[v].push(whole.clone());
+                            }
                         }
                     }
                 }
                 batches[w].push(p);
+                if frag {
+                    wholes[w].push(whole);
+                }
             }
         }
         for (w, b) in batches.iter_mut().enumerate() {
             if !b.is_empty() {
                 let fresh = recycled[w].try_recv().unwrap_or_else(|| Vec::with_capacity(b.capacity()));
                 let pkts = std::mem::replace(b, fresh);
-                let batch = Batch { backing: chunk.backing.clone(), pkts, answers: std::mem::take(&mut answers[w]) };
+                let wholes = std::mem::take(&mut wholes[w]);
+                let batch =
+                    Batch { backing: chunk.backing.clone(), pkts, wholes, answers: std::mem::take(&mut answers[w]) };
                 if worker_tx[w].send(Msg::Batch(batch)).is_err() {
                     break 'chunks;
                 }
@@ -774,8 +805,10 @@ fn run_worker(mut work: Work, mut rx: Receiver<Msg>, mut recycle: Sender<Vec<Pkt
     while let Some(msg) = rx.recv() {
         match msg {
             Msg::Batch(b) => {
+                let mut wholes = b.wholes.iter();
                 for p in &b.pkts {
-                    work.packet(p, tapstat_capture::bytes_at(&*b.backing, p.offset, p.caplen), &b.answers);
+                    let frame = tapstat_capture::bytes_at(&*b.backing, p.offset, p.caplen);
+                    work.packet(p, frame, || wholes.next().and_then(Option::as_deref), &b.answers);
                 }
                 let mut v = b.pkts;
                 v.clear();

@@ -491,7 +491,7 @@ impl Analysis {
                             rotate(work, interval, r, p.now_ns);
                         }
                     }
-                    work.packet(&p, bytes, &[]);
+                    work.packet(&p, bytes, || dispatch.dec.reassembled(), &[]);
                 }
                 times.add(t0.elapsed().as_nanos() as u64);
             });

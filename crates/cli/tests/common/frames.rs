@@ -1,5 +1,5 @@
-//! Frames and captures written by tests: a classic pcap, IPv4 (with its checksum), UDP,
-//! TCP, IPv4 fragments.
+//! Frames and captures written by tests: a classic pcap, IPv4 (with its checksum), IPv6,
+//! UDP, TCP, IPv4 and IPv6 fragments.
 
 use std::path::Path;
 
@@ -58,6 +58,28 @@ pub fn ipv4_frag(src: [u8; 4], dst: [u8; 4], proto: u8, id: u16, off: usize, mor
     let c = checksum(&h[..20]);
     h[10..12].copy_from_slice(&c.to_be_bytes());
     h
+}
+
+/// An IPv6 header (hop limit 64) before `payload`.
+pub fn ipv6(src: [u8; 16], dst: [u8; 16], nh: u8, payload: &[u8]) -> Vec<u8> {
+    let mut h = vec![0x60, 0, 0, 0];
+    h.extend((payload.len() as u16).to_be_bytes());
+    h.extend([nh, 64]);
+    h.extend(src);
+    h.extend(dst);
+    h.extend(payload);
+    h
+}
+
+/// An IPv6 header and a fragment header (RFC 8200 §4.5) with identification `id`,
+/// fragment offset `off` (bytes) and the M flag, before `payload` (a share of the
+/// datagram's fragmentable part).
+pub fn ipv6_frag(src: [u8; 16], dst: [u8; 16], nh: u8, id: u32, off: usize, more: bool, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![nh, 0];
+    f.extend((off as u16 & 0xfff8 | u16::from(more)).to_be_bytes());
+    f.extend(id.to_be_bytes());
+    f.extend(payload);
+    ipv6(src, dst, 44, &f)
 }
 
 /// A TCP header (no options, checksum 0) before `payload`.

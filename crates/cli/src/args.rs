@@ -199,6 +199,14 @@ pub struct RunArgs {
     /// Time the processing of 1 packet in K in the workers (summary.json `packet_time`); 0 = off [0..=2^32-1]
     #[arg(long, value_name = "K", default_value_t = 64, allow_negative_numbers = true, value_parser = int_in::<u32, 0, { u32::MAX as u64 }>)]
     pub time_sample: u32,
+    /// Dispatcher threads with several workers on files: each decodes and hashes every
+    /// D-th chunk of the input, in parallel; 0 = one per four workers [0..=1024]
+    #[arg(long, value_name = "D", default_value_t = 0, allow_negative_numbers = true, value_parser = int_in::<usize, 0, 1024>)]
+    pub dispatchers: usize,
+    /// Frames per chunk read from a file (tests use small chunks to put chunk
+    /// boundaries everywhere) [1..=65536]
+    #[arg(long, value_name = "N", default_value_t = 1024, hide = true, allow_negative_numbers = true, value_parser = int_in::<usize, 1, 65536>)]
+    pub chunk_frames: usize,
     /// Write into an output directory that holds an earlier run's output: tapstat's
     /// own files there (log_*, summary.json, stats.jsonl, interval directories) are
     /// removed first; other files are left alone
@@ -379,6 +387,8 @@ impl RunArgs {
                 FlowHashArg::Toeplitz => HashKind::Toeplitz,
             },
             time_sample: self.time_sample,
+            dispatchers: self.dispatchers,
+            chunk_frames: self.chunk_frames,
             ..EngineConfig::default()
         }
     }

@@ -35,6 +35,7 @@
 //! transport payload, which no single frame has.
 
 use crate::fragment::{FragKey, FragTable, Share};
+use crate::turns::SharedFrags;
 use crate::wire::ethernet::{self, ethertype};
 use crate::wire::{
     geneve, gre, gtpu, icmp, ieee80211, ipv4, ipv6, llc, mpls, null, pppoe, sll, tcp, teredo, udp, vxlan, Error,
@@ -42,6 +43,7 @@ use crate::wire::{
 use crate::{
     Anomalies, Anomaly, DecodeConfig, Decoded, Fragment, LinkType, TcpFields, TcpOptions, Tunnel, TunnelKind, L4,
 };
+use std::sync::Arc;
 
 /// Most VLAN tags plus MPLS labels followed in one link layer.
 const MAX_LABELS: u32 = 8;
@@ -132,20 +134,80 @@ pub struct Decoder {
     /// Set or cleared by every fragment, in `later_fragment` and `insert_firsts` (both
     /// outside the common path), so a frame that is no fragment costs nothing here.
     done: Option<Vec<u8>>,
+    /// The fragment table shared with other decoders of the same input, handed over in
+    /// turns (see [`crate::turns`]); `frags` is the table only while `holding`.
+    shared: Option<Arc<SharedFrags>>,
+    turn: u64,
+    holding: bool,
 }
 
 impl Decoder {
-    /// A decoder; allocates the fragment table (the only allocation it makes).
-    pub fn new(cfg: DecodeConfig) -> Self {
+    /// Decoders that decode the chunks of one input in parallel, sharing one fragment
+    /// table in input order: each chunk is a turn ([`Decoder::begin_turn`],
+    /// [`Decoder::end_turn`]). Returns the decoders and the shared table (to
+    /// [`SharedFrags::abandon`] the order when the run stops).
+    pub fn shared(cfg: DecodeConfig, n: usize) -> (Vec<Decoder>, Arc<SharedFrags>) {
+        let shared = Arc::new(SharedFrags::new(FragTable::new(
+            cfg.fragment_slots,
+            cfg.fragment_timeout_ns,
+            cfg.reassembly_bytes,
+        )));
+        let decoders = (0..n)
+            .map(|_| {
+                let mut d = Decoder::new_with(cfg, FragTable::new(0, cfg.fragment_timeout_ns, 0));
+                d.shared = Some(shared.clone());
+                d
+            })
+            .collect();
+        (decoders, shared)
+    }
+
+    /// Starts turn `turn` (the sequence number of the chunk this decoder decodes next).
+    pub fn begin_turn(&mut self, turn: u64) {
+        self.turn = turn;
+    }
+
+    /// Ends the current turn: the shared fragment table goes back if this turn took it.
+    pub fn end_turn(&mut self) {
+        if let Some(s) = &self.shared {
+            let table = self
+                .holding
+                .then(|| std::mem::replace(&mut self.frags, FragTable::new(0, self.cfg.fragment_timeout_ns, 0)));
+            self.holding = false;
+            s.end(self.turn, table);
+        }
+    }
+
+    /// Takes the shared fragment table for this turn, once every earlier turn has
+    /// ended (a no-op for a decoder with a table of its own).
+    #[cold]
+    fn take_frags(&mut self) {
+        if let Some(s) = &self.shared {
+            if !self.holding {
+                self.frags = s.take(self.turn);
+                self.holding = true;
+            }
+        }
+    }
+
+    fn new_with(cfg: DecodeConfig, frags: FragTable) -> Self {
         Decoder {
             anomalies: Anomalies::default(),
-            frags: FragTable::new(cfg.fragment_slots, cfg.fragment_timeout_ns, cfg.reassembly_bytes),
+            frags,
             cfg,
             firsts: [FragKey::default(); 2],
             firsts_len: [0; 2],
             nfirsts: 0,
             done: None,
+            shared: None,
+            turn: 0,
+            holding: false,
         }
+    }
+
+    /// A decoder; allocates the fragment table (the only allocation it makes).
+    pub fn new(cfg: DecodeConfig) -> Self {
+        Decoder::new_with(cfg, FragTable::new(cfg.fragment_slots, cfg.fragment_timeout_ns, cfg.reassembly_bytes))
     }
 
     /// The whole transport payload of the fragmented UDP datagram or TCP segment that
@@ -234,6 +296,7 @@ impl Decoder {
             out.fragment = Fragment::First;
         }
         let mut held = false;
+        self.take_frags();
         for i in 0..self.nfirsts as usize {
             let key = self.firsts[i];
             let own = matches!((out.l4, key.proto), (L4::Tcp, proto::TCP) | (L4::Udp, proto::UDP))
@@ -728,6 +791,9 @@ impl Decoder {
         let data = f.get(off..).map_or(&[][..], |b| &b[..b.len().min(len)]);
         let off = off.min(f.len()) as u32;
         self.done = None;
+        if self.shared.is_some() {
+            self.take_frags();
+        }
         if let Some(later) = self.frags.later(&key, cx.ts_ns, at.0, len as u32, at.1, data, &mut self.anomalies) {
             self.done = later.whole;
             *d = *later.flow;
@@ -1370,6 +1436,38 @@ mod tests {
         }
         assert_eq!(x.take_reassembled(), Some(payload));
         assert_eq!(x.anomalies.total(), 0);
+    }
+
+    /// Decoders sharing one fragment table in turns: the fragments of a datagram split
+    /// over three chunks (turns 0, 1, 2) decoded by three decoders are resolved and
+    /// reassembled as by one decoder, whatever order the threads run in; a turn without
+    /// fragments never waits.
+    #[test]
+    fn decoders_in_turns_share_the_fragment_table_in_input_order() {
+        let (payload, fr) = udp_v4_fragments(42, 3000, &[1480, 2960]);
+        let (decoders, _shared) = Decoder::shared(DecodeConfig::default(), 4);
+        let mut hs = Vec::new();
+        // Started in reverse order: the later turns must wait for the earlier ones.
+        for (turn, mut x) in decoders.into_iter().enumerate().rev() {
+            let f = fr.get(turn).cloned();
+            hs.push(std::thread::spawn(move || {
+                x.begin_turn(turn as u64);
+                // turn 3: a frame that is no fragment, decoded at once
+                let frame = f.unwrap_or_else(|| eth(0x0800, &ipv4(17, &udp(1, 2, b"x"))));
+                let d = x.decode(ETH, &frame, turn as u64);
+                let whole = x.take_reassembled();
+                x.end_turn();
+                (turn, d, whole)
+            }));
+        }
+        for h in hs {
+            let (turn, d, whole) = h.join().unwrap();
+            match turn {
+                0 | 1 => assert_eq!((d.sport, whole), (5000, None), "turn {turn}"),
+                2 => assert_eq!((d.sport, d.fragment, whole), (5000, Fragment::Later, Some(payload.clone()))),
+                _ => assert_eq!((d.sport, d.fragment), (1, Fragment::No)),
+            }
+        }
     }
 
     #[test]

@@ -302,10 +302,12 @@ mod anomaly;
 mod build;
 mod decoder;
 mod fragment;
+mod turns;
 pub mod wire;
 
 pub use anomaly::{Anomalies, Anomaly};
 pub use decoder::Decoder;
+pub use turns::SharedFrags;
 
 #[cfg(test)]
 mod tests {

@@ -41,7 +41,7 @@ use tapstat_analyze::periodic::{self, PeriodicRow};
 use tapstat_analyze::Kind;
 use tapstat_analyze::{Flow, FlowSink, InputClock, Packet, TcpSets, Tracker, TrackerConfig, TrackerStats};
 use tapstat_capture::{Backing, CaptureError, CaptureStats, Chunk, FrameMeta, PacketSource};
-use tapstat_decode::{Anomalies, DecodeConfig, Decoded, Decoder, Fragment, L4};
+use tapstat_decode::{Anomalies, DecodeConfig, Decoded, Decoder, Fragment, SharedFrags, L4};
 use tapstat_flow::{FlowHasher, FlowKey, HashKind};
 use tapstat_sink::{Format, OutputDir, SinkError};
 
@@ -63,6 +63,19 @@ pub struct EngineConfig {
     pub flow_hash: HashKind,
     /// Time 1 packet in this many in the workers (0: none).
     pub time_sample: u32,
+    /// Dispatcher threads with several workers on the offline path (0: one per four
+    /// workers, see [`EngineConfig::dispatchers_for`]).
+    pub dispatchers: usize,
+}
+
+impl EngineConfig {
+    /// The dispatcher threads for `workers` workers: as given, or one per four workers
+    /// (a dispatcher decodes a packet in about a quarter of what a worker spends on it:
+    /// docs/BENCHMARKS.md, "Many-core engine"), never more than the workers.
+    pub fn dispatchers_for(&self, workers: usize) -> usize {
+        let d = if self.dispatchers > 0 { self.dispatchers } else { workers.div_ceil(4) };
+        d.clamp(1, workers.max(1))
+    }
 }
 
 impl Default for EngineConfig {
@@ -78,6 +91,7 @@ impl Default for EngineConfig {
             ring_slots: 64,
             flow_hash: HashKind::default(),
             time_sample: 64,
+            dispatchers: 0,
         }
     }
 }
@@ -141,6 +155,19 @@ struct Batch {
     /// The DNS answers the batch's packets point to (`Pkt::learnt`), parsed once for
     /// every worker.
     answers: Vec<Arc<dnhunter::Answers>>,
+    /// The input's clock after the last frame of the batch's chunk.
+    end_now: u64,
+}
+
+/// A chunk on its way to a dispatcher: its place in the input (`seq`, counting from 0)
+/// and the input's clock at each of its frames and after the last. The reader keeps
+/// the clock, since it alone sees every frame in order: a few instructions per frame,
+/// against the hundreds of decoding, which the dispatchers do in parallel.
+struct Clocked {
+    seq: u64,
+    chunk: Chunk,
+    now: Vec<u64>,
+    end_now: u64,
 }
 
 enum Msg {
@@ -282,6 +309,7 @@ struct WorkerResult {
     timer: PacketTimer,
 }
 
+#[derive(Default)]
 struct DispatchResult {
     anomalies: Anomalies,
     non_ip: u64,
@@ -289,6 +317,33 @@ struct DispatchResult {
     wire_bytes: u64,
     first_ns: u64,
     last_ns: u64,
+}
+
+impl DispatchResult {
+    /// Counts frame `f` (none of this depends on the order of frames, so dispatchers
+    /// working on different chunks count their own and the totals are merged).
+    #[inline]
+    fn count(&mut self, f: &FrameMeta) {
+        self.frames += 1;
+        self.wire_bytes += f.orig_len as u64;
+        // The earliest, not the first in file order: captures merged from several
+        // interfaces, or written by a reordering tool, start with a later packet.
+        if self.frames == 1 || f.ts_ns < self.first_ns {
+            self.first_ns = f.ts_ns;
+        }
+        self.last_ns = self.last_ns.max(f.ts_ns);
+    }
+
+    fn merge(&mut self, o: &DispatchResult) {
+        self.anomalies.merge(&o.anomalies);
+        self.non_ip += o.non_ip;
+        if o.frames > 0 && (self.frames == 0 || o.first_ns < self.first_ns) {
+            self.first_ns = o.first_ns;
+        }
+        self.frames += o.frames;
+        self.wire_bytes += o.wire_bytes;
+        self.last_ns = self.last_ns.max(o.last_ns);
+    }
 }
 
 /// The logs this run writes, in the order of their files: (log index, file stem). The
@@ -370,14 +425,14 @@ pub fn run(
     let mut reader =
         Reader { source, stop: stop.clone(), progress: progress.clone(), chunk_frames: cfg.chunk_frames, err: None };
     let (reader_done_tx, reader_done_rx) = crossbeam_channel::bounded::<ReaderResult>(1);
-    let mut dispatch = Dispatch::new(cfg.decode, hasher, n);
+    let mut dispatch = Dispatch::new(cfg.decode, hasher.clone(), n);
     dispatch.dns_broadcast = n > 1 && cfg.tracker.l7.is_some();
     let new_work = |tx: &crossbeam_channel::Sender<Block>| Work {
         timer: PacketTimer::new(cfg.time_sample),
         tracker: Tracker::new(cfg.tracker),
         rout: RecordOut::new(cfg, tx.clone(), free_rx.clone()),
     };
-    let (dispatcher, workers) = if n == 1 && !reader.source.may_block() {
+    let (dispatchers, workers) = if n == 1 && !reader.source.may_block() {
         // One worker reading regular files: it reads, decodes and analyzes in
         // one pass, so each packet's bytes are brought into the cache once. (A
         // separate reader thread would take that miss, and the worker a second one.)
@@ -391,11 +446,13 @@ pub fn run(
                 r
             })
             .expect("spawning a thread succeeds");
-        (h, Vec::new())
-    } else {
-        // The reader thread owns the source and watches the stop flag between
-        // chunks. A read can block (a quiet pipe on stdin): so the next stage watches
-        // the flag too, and on Ctrl-C the engine finishes without waiting for it.
+        (vec![h], Vec::new())
+    } else if n == 1 {
+        // One worker on a stream: it decodes its packets itself. A dispatcher thread
+        // would only copy every decoded packet from one core to another. The reader
+        // thread owns the source and watches the stop flag between chunks; a read can
+        // block (a quiet pipe on stdin), so the worker watches the flag too, and on
+        // Ctrl-C the engine finishes without waiting for the reader.
         let (mut chunk_tx, mut chunk_rx) = ring::<Chunk>(cfg.ring_slots);
         std::thread::Builder::new()
             .name("tapstat-reader".into())
@@ -409,47 +466,96 @@ pub fn run(
                 let _ = reader_done_tx.send(reader.finish());
             })
             .expect("spawning a thread succeeds");
-        if n == 1 {
-            // One worker on a stream: it decodes its packets itself. A dispatcher
-            // thread would only copy every decoded packet from one core to another.
-            let work = new_work(&block_tx);
-            let stop = stop.clone();
-            let h = std::thread::Builder::new()
-                .name("tapstat-w0".into())
-                .spawn(move || run_inline(dispatch, work, &stop, || chunk_rx.recv_unless(&stop)))
-                .expect("spawning a thread succeeds");
-            (h, Vec::new())
-        } else {
+        let work = new_work(&block_tx);
+        let stop = stop.clone();
+        let h = std::thread::Builder::new()
+            .name("tapstat-w0".into())
+            .spawn(move || run_inline(dispatch, work, &stop, || chunk_rx.recv_unless(&stop)))
+            .expect("spawning a thread succeeds");
+        (vec![h], Vec::new())
+    } else {
+        // Several workers: the reader hands chunk `seq` to dispatcher `seq % D` with
+        // the input's clock; the D dispatchers decode and hash in parallel, each
+        // sending every worker one batch per chunk (empty or not); each worker takes
+        // its batches chunk by chunk, in input order, from the dispatchers in turn.
+        // So a worker sees its packets in input order with the clock of the whole
+        // input, as with one dispatcher, and the fragment table, shared by the
+        // decoders in turns, sees the fragments in input order.
+        let nd = cfg.dispatchers_for(n);
+        let (decoders, frags) = Decoder::shared(cfg.decode, nd);
+        let mut disp_tx = Vec::with_capacity(nd);
+        let mut disp_rx = Vec::with_capacity(nd);
+        for _ in 0..nd {
+            let (tx, rx) = ring::<Clocked>(cfg.ring_slots.div_ceil(nd).max(4));
+            disp_tx.push(tx);
+            disp_rx.push(rx);
+        }
+        std::thread::Builder::new()
+            .name("tapstat-reader".into())
+            .spawn(move || {
+                let mut clock = InputClock::default();
+                let mut seq = 0u64;
+                while let Some(chunk) = reader.next() {
+                    let now: Vec<u64> = chunk.frames.iter().map(|f| clock.tick(f.ts_ns)).collect();
+                    let c = Clocked { seq, chunk, now, end_now: clock.now() };
+                    if disp_tx[(seq % nd as u64) as usize].send(c).is_err() {
+                        break;
+                    }
+                    seq += 1;
+                }
+                drop(disp_tx);
+                let _ = reader_done_tx.send(reader.finish());
+            })
+            .expect("spawning a thread succeeds");
+        // rings[d][w]: dispatcher d → worker w; recycle[d][w]: emptied batch vectors
+        // back. A batch is too big for the allocator's free lists, and a fresh one per
+        // chunk would cost an mmap, page faults and an munmap each time.
+        let mut to_worker: Vec<Vec<Receiver<Msg>>> = (0..n).map(|_| Vec::with_capacity(nd)).collect();
+        let mut recycle_tx: Vec<Vec<Sender<Vec<Pkt>>>> = (0..n).map(|_| Vec::with_capacity(nd)).collect();
+        let mut dispatchers = Vec::with_capacity(nd);
+        for (d, (dec, chunks)) in decoders.into_iter().zip(disp_rx).enumerate() {
             let mut worker_tx = Vec::with_capacity(n);
             let mut recycled_rx = Vec::with_capacity(n);
-            let mut workers = Vec::with_capacity(n);
             for w in 0..n {
                 let (tx, rx) = ring::<Msg>(cfg.ring_slots);
                 worker_tx.push(tx);
-                // Emptied batch vectors go back to the dispatcher: a batch is too big
-                // for the allocator's free lists, and a fresh one per chunk would cost
-                // an mmap, page faults and an munmap each time.
-                let (recycle_tx, recycle_rx) = ring::<Vec<Pkt>>(cfg.ring_slots + 2);
-                recycled_rx.push(recycle_rx);
-                let work = new_work(&block_tx);
-                workers.push(
-                    std::thread::Builder::new()
-                        .name(format!("tapstat-w{w}"))
-                        .spawn(move || run_worker(work, rx, recycle_tx))
-                        .expect("spawning a thread succeeds"),
-                );
+                to_worker[w].push(rx);
+                let (rtx, rrx) = ring::<Vec<Pkt>>(cfg.ring_slots + 2);
+                recycle_tx[w].push(rtx);
+                recycled_rx.push(rrx);
             }
-            let stop = stop.clone();
-            let h = std::thread::Builder::new()
-                .name("tapstat-dispatch".into())
-                .spawn(move || run_dispatcher(dispatch, chunk_rx, worker_tx, recycled_rx, &stop))
-                .expect("spawning a thread succeeds");
-            (h, workers)
+            let mut dispatch = Dispatch::with_decoder(dec, hasher.clone(), n);
+            dispatch.dns_broadcast = cfg.tracker.l7.is_some();
+            let (stop, frags) = (stop.clone(), frags.clone());
+            dispatchers.push(
+                std::thread::Builder::new()
+                    .name(format!("tapstat-d{d}"))
+                    .spawn(move || run_dispatcher(dispatch, chunks, worker_tx, recycled_rx, &frags, &stop))
+                    .expect("spawning a thread succeeds"),
+            );
         }
+        let mut workers = Vec::with_capacity(n);
+        for (w, (rx, recycle)) in to_worker.into_iter().zip(recycle_tx).enumerate() {
+            let work = new_work(&block_tx);
+            workers.push(
+                std::thread::Builder::new()
+                    .name(format!("tapstat-w{w}"))
+                    .spawn(move || run_worker(work, rx, recycle))
+                    .expect("spawning a thread succeeds"),
+            );
+        }
+        drop(dispatch);
+        (dispatchers, workers)
     };
     drop(block_tx);
 
-    let (disp, inline_work) = dispatcher.join().map_err(|_| EngineError::Thread("dispatcher"))?;
+    let mut disp = DispatchResult::default();
+    let mut inline_work = None;
+    for h in dispatchers {
+        let (r, w) = h.join().map_err(|_| EngineError::Thread("dispatcher"))?;
+        disp.merge(&r);
+        inline_work = inline_work.or(w);
+    }
     let mut stats = TrackerStats::default();
     let mut records = [0u64; NLOGS];
     let mut timers = Vec::new();
@@ -557,33 +663,36 @@ struct Dispatch {
 
 impl Dispatch {
     fn new(cfg: DecodeConfig, hasher: FlowHasher, workers: usize) -> Self {
-        let r = DispatchResult {
-            anomalies: Anomalies::default(),
-            non_ip: 0,
-            frames: 0,
-            wire_bytes: 0,
-            first_ns: 0,
-            last_ns: 0,
-        };
-        Dispatch { clock: InputClock::default(), dec: Decoder::new(cfg), hasher, workers, dns_broadcast: false, r }
+        Dispatch::with_decoder(Decoder::new(cfg), hasher, workers)
     }
 
-    /// The worker and the packet for frame `f`, or `None` for a frame without IP.
+    fn with_decoder(dec: Decoder, hasher: FlowHasher, workers: usize) -> Self {
+        Dispatch {
+            clock: InputClock::default(),
+            dec,
+            hasher,
+            workers,
+            dns_broadcast: false,
+            r: DispatchResult::default(),
+        }
+    }
+
+    /// The worker and the packet for frame `f`, or `None` for a frame without IP; the
+    /// input's clock is this dispatcher's, which sees every frame in order.
     #[inline]
     fn frame(&mut self, f: &FrameMeta, bytes: &[u8]) -> Option<(usize, Pkt)> {
-        let r = &mut self.r;
-        r.frames += 1;
-        r.wire_bytes += f.orig_len as u64;
-        // The earliest, not the first in file order: captures merged from several
-        // interfaces, or written by a reordering tool, start with a later packet.
-        if r.frames == 1 || f.ts_ns < r.first_ns {
-            r.first_ns = f.ts_ns;
-        }
-        r.last_ns = r.last_ns.max(f.ts_ns);
+        self.r.count(f);
         let now_ns = self.clock.tick(f.ts_ns);
+        self.frame_at(f, bytes, now_ns)
+    }
+
+    /// [`Dispatch::frame`] with the input's clock at this frame given (by the reader,
+    /// when several dispatchers share the input); counts nothing but frames without IP.
+    #[inline]
+    fn frame_at(&mut self, f: &FrameMeta, bytes: &[u8], now_ns: u64) -> Option<(usize, Pkt)> {
         let d = self.dec.decode(f.link, bytes, f.ts_ns);
         if d.l4 == L4::None {
-            r.non_ip += 1;
+            self.r.non_ip += 1;
             return None;
         }
         let (key, _) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
@@ -737,21 +846,28 @@ fn run_inline(
     (r, Some(work.finish(end, stop.load(Ordering::Relaxed))))
 }
 
-/// The dispatcher thread: frames in, per-worker batches out.
+/// A dispatcher thread: chunks in (every D-th of the input), one batch per chunk out
+/// to every worker.
 fn run_dispatcher(
     mut dispatch: Dispatch,
-    mut chunks: Receiver<Chunk>,
+    mut chunks: Receiver<Clocked>,
     mut worker_tx: Vec<Sender<Msg>>,
     mut recycled: Vec<Receiver<Vec<Pkt>>>,
+    frags: &SharedFrags,
     stop: &AtomicBool,
 ) -> (DispatchResult, Option<WorkerResult>) {
-    let mut batches: Vec<Vec<Pkt>> = (0..worker_tx.len()).map(|_| Vec::new()).collect();
-    let mut wholes: Vec<Vec<Option<Vec<u8>>>> = (0..worker_tx.len()).map(|_| Vec::new()).collect();
-    let mut answers: Vec<Vec<Arc<dnhunter::Answers>>> = (0..worker_tx.len()).map(|_| Vec::new()).collect();
-    'chunks: while let Some(chunk) = chunks.recv_unless(stop) {
-        for f in &chunk.frames {
+    let n = worker_tx.len();
+    let mut batches: Vec<Vec<Pkt>> = (0..n).map(|_| Vec::new()).collect();
+    let mut wholes: Vec<Vec<Option<Vec<u8>>>> = (0..n).map(|_| Vec::new()).collect();
+    let mut answers: Vec<Vec<Arc<dnhunter::Answers>>> = (0..n).map(|_| Vec::new()).collect();
+    let mut last_now = 0;
+    'chunks: while let Some(c) = chunks.recv_unless(stop) {
+        let chunk = &c.chunk;
+        dispatch.dec.begin_turn(c.seq);
+        for (f, &now) in chunk.frames.iter().zip(&c.now) {
+            dispatch.r.count(f);
             let frame = chunk.data(f);
-            if let Some((w, mut p)) = dispatch.frame(f, frame) {
+            if let Some((w, mut p)) = dispatch.frame_at(f, frame, now) {
                 let frag = p.dec.fragment != Fragment::No;
                 let whole = if frag { dispatch.dec.take_reassembled() } else { None };
                 if dispatch.dns_broadcast && dnhunter::is_dns_response(&p.dec) {
@@ -779,42 +895,66 @@ fn run_dispatcher(
                 }
             }
         }
+        dispatch.dec.end_turn();
+        last_now = c.end_now;
+        // Every worker gets a batch for every chunk, empty or not: it takes the
+        // chunks in input order, and an empty batch says this one had nothing for it.
         for (w, b) in batches.iter_mut().enumerate() {
-            if !b.is_empty() {
+            let pkts = if b.is_empty() {
+                Vec::new()
+            } else {
                 let fresh = recycled[w].try_recv().unwrap_or_else(|| Vec::with_capacity(b.capacity()));
-                let pkts = std::mem::replace(b, fresh);
-                let wholes = std::mem::take(&mut wholes[w]);
-                let batch =
-                    Batch { backing: chunk.backing.clone(), pkts, wholes, answers: std::mem::take(&mut answers[w]) };
-                if worker_tx[w].send(Msg::Batch(batch)).is_err() {
-                    break 'chunks;
-                }
+                std::mem::replace(b, fresh)
+            };
+            let batch = Batch {
+                backing: chunk.backing.clone(),
+                pkts,
+                wholes: std::mem::take(&mut wholes[w]),
+                answers: std::mem::take(&mut answers[w]),
+                end_now: c.end_now,
+            };
+            if worker_tx[w].send(Msg::Batch(batch)).is_err() {
+                break 'chunks;
             }
         }
     }
-    let (r, end) = dispatch.finish();
-    for tx in &mut worker_tx {
-        let _ = tx.send(Msg::End(end, stop.load(Ordering::Relaxed)));
+    let stopped = stop.load(Ordering::Relaxed);
+    if stopped {
+        // Chunks left in the rings will never be decoded: the decoders waiting for
+        // their turns must not wait for them.
+        frags.abandon();
     }
-    (r, None)
+    for tx in &mut worker_tx {
+        let _ = tx.send(Msg::End(last_now, stopped));
+    }
+    (dispatch.finish().0, None)
 }
 
-/// A worker thread fed by the dispatcher.
-fn run_worker(mut work: Work, mut rx: Receiver<Msg>, mut recycle: Sender<Vec<Pkt>>) -> WorkerResult {
+/// A worker thread fed by the dispatchers: chunk `seq`'s batch comes from dispatcher
+/// `seq % D`, so taking them in turn keeps the input's order.
+fn run_worker(mut work: Work, mut rx: Vec<Receiver<Msg>>, mut recycle: Vec<Sender<Vec<Pkt>>>) -> WorkerResult {
     let (mut final_ns, mut interrupted) = (0, false);
-    while let Some(msg) = rx.recv() {
-        match msg {
-            Msg::Batch(b) => {
+    for d in (0..rx.len()).cycle() {
+        match rx[d].recv() {
+            Some(Msg::Batch(b)) => {
                 let mut wholes = b.wholes.iter();
                 for p in &b.pkts {
                     let frame = tapstat_capture::bytes_at(&*b.backing, p.offset, p.caplen);
                     work.packet(p, frame, || wholes.next().and_then(Option::as_deref), &b.answers);
                 }
+                final_ns = b.end_now;
                 let mut v = b.pkts;
-                v.clear();
-                let _ = recycle.try_send(v);
+                if v.capacity() > 0 {
+                    v.clear();
+                    let _ = recycle[d].try_send(v);
+                }
             }
-            Msg::End(t, i) => (final_ns, interrupted) = (t, i),
+            // The input ended (or the run stopped) before the next chunk.
+            Some(Msg::End(t, i)) => {
+                (final_ns, interrupted) = (final_ns.max(t), i);
+                break;
+            }
+            None => break,
         }
     }
     work.finish(final_ns, interrupted)

@@ -9,6 +9,14 @@
 //! packets, whatever the number of workers: the caches agree where it matters, and a
 //! flow gets its name from the responses before its first packet, never after.
 //! Architecture invariant: nothing is shared between workers but these messages.
+//!
+//! Live capture has no dispatcher: the kernel or the NIC gives each response to one
+//! worker. There a worker that learns answers from its own packets also keeps them as
+//! [`DnsAnswer`]s ([`DnsCache::share`], [`DnsCache::take_shared`]) for the engine to
+//! hand to the other workers, which insert them ([`DnsCache::insert_answer`]). An
+//! answer may then arrive after a flow it names has started, so such caches also keep
+//! the latest names of each pair by packet time, and a flow is named by the latest
+//! answer stamped no later than its first packet ([`DnsCache::lookup_before`]).
 
 use hashbrown::HashMap;
 use std::collections::VecDeque;
@@ -23,9 +31,20 @@ pub fn is_dns_response(d: &tapstat_decode::Decoded) -> bool {
     d.l4 == tapstat_decode::L4::Udp && d.sport == 53 && d.payload_len > 0
 }
 
+/// One answer of a DNS response: `client` resolved `name` to `addr`, at packet time
+/// `ts_ns`. What live workers hand each other.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DnsAnswer {
+    pub client: u128,
+    pub addr: u128,
+    pub name: Arc<str>,
+    pub ts_ns: u64,
+}
+
 /// What a DNS response teaches: the addresses of its A and AAAA answers, each named by
 /// the query's name (the name the client asked for, not the end of a CNAME chain: what
-/// the user typed or the page linked), for the client it was sent to.
+/// the user typed or the page linked), for the client it was sent to. Parsed once by
+/// the offline dispatcher for every worker.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answers {
     pub client: u128,
@@ -59,13 +78,60 @@ impl Answers {
     }
 }
 
+/// An entry of the cache.
+struct Named {
+    /// The name last inserted, what [`DnsCache::lookup`] gives.
+    name: Arc<str>,
+    /// Its insertion number, for eviction.
+    when: u64,
+    /// With sharing on, for [`DnsCache::lookup_before`]: the names of the two latest
+    /// answers by packet time, newest first, each with the time of the first answer
+    /// that gave it since the other name.
+    runs: Runs,
+}
+
+/// Names by the packet time from which they hold (see [`Named::runs`]).
+type Runs = [Option<(Arc<str>, u64)>; 2];
+
+/// Records that an answer stamped `ts_ns` named `name`, in `runs`, whatever the order
+/// the answers arrive in (another worker's may come late): two answers of the same
+/// name with none of another name between them make one run from the earlier.
+fn record(runs: &mut Runs, name: &Arc<str>, ts_ns: u64) {
+    // The run holding `ts_ns`: the newest that started no later.
+    let i = runs.iter().position(|r| r.as_ref().is_none_or(|(_, since)| *since <= ts_ns)).unwrap_or(runs.len());
+    if let Some(Some((n, _))) = runs.get(i) {
+        if n == name {
+            return;
+        }
+    }
+    if i > 0 {
+        if let Some((n, since)) = &mut runs[i - 1] {
+            if n == name {
+                *since = ts_ns;
+                return;
+            }
+        }
+    }
+    if i < runs.len() {
+        // Shift the older runs down; the oldest falls off.
+        for j in (i + 1..runs.len()).rev() {
+            runs[j] = runs[j - 1].take();
+        }
+        runs[i] = Some((name.clone(), ts_ns));
+    }
+}
+
 /// (client address, resolved address) → name, oldest evicted first.
 pub struct DnsCache {
-    map: HashMap<(u128, u128), (Arc<str>, u64)>,
+    map: HashMap<(u128, u128), Named>,
     /// Insertion order, for eviction: (key, insertion number).
     order: VecDeque<((u128, u128), u64)>,
     inserted: u64,
     capacity: usize,
+    /// Whether [`DnsCache::learn`] keeps its answers in `shared`.
+    sharing: bool,
+    /// The answers learnt since [`DnsCache::take_shared`].
+    shared: Vec<DnsAnswer>,
 }
 
 /// An address as the flow keys hold it: IPv4 in the low 32 bits.
@@ -78,7 +144,27 @@ fn addr_bits(a: IpAddr) -> u128 {
 
 impl DnsCache {
     pub fn new(capacity: usize) -> Self {
-        DnsCache { map: HashMap::new(), order: VecDeque::new(), inserted: 0, capacity: capacity.max(1) }
+        DnsCache {
+            map: HashMap::new(),
+            order: VecDeque::new(),
+            inserted: 0,
+            capacity: capacity.max(1),
+            sharing: false,
+            shared: Vec::new(),
+        }
+    }
+
+    /// Keeps every answer [`DnsCache::learn`] learns from now on, for
+    /// [`DnsCache::take_shared`] (live capture with several workers).
+    pub fn share(&mut self) {
+        self.sharing = true;
+    }
+
+    /// The answers learnt since the last call (none unless [`DnsCache::share`]); the
+    /// vector keeps its allocation.
+    #[inline]
+    pub fn take_shared(&mut self) -> std::vec::Drain<'_, DnsAnswer> {
+        self.shared.drain(..)
     }
 
     pub fn len(&self) -> usize {
@@ -90,35 +176,62 @@ impl DnsCache {
     }
 
     /// Learns the A and AAAA answers of the DNS response `msg` sent to `client` (see
-    /// [`Answers::parse`]). Returns the answers learnt.
-    pub fn learn(&mut self, client: u128, msg: &[u8]) -> usize {
-        Answers::parse(client, msg).map_or(0, |a| self.learn_answers(&a))
+    /// [`Answers::parse`]); `ts_ns` is the response's packet time. Returns the answers
+    /// learnt.
+    pub fn learn(&mut self, client: u128, msg: &[u8], ts_ns: u64) -> usize {
+        Answers::parse(client, msg).map_or(0, |a| self.learn_answers(&a, ts_ns))
     }
 
-    /// Learns answers parsed once for every worker (the dispatcher parses a DNS
-    /// response once, not once per worker). Returns the answers learnt.
-    pub fn learn_answers(&mut self, a: &Answers) -> usize {
-        for addr in &a.addrs {
-            self.insert((a.client, *addr), a.name.clone());
+    /// Learns answers already parsed (the offline dispatcher parses a DNS response once
+    /// for every worker); shared with other workers when sharing is on. Returns the
+    /// answers learnt.
+    pub fn learn_answers(&mut self, a: &Answers, ts_ns: u64) -> usize {
+        for &addr in &a.addrs {
+            if self.sharing {
+                self.shared.push(DnsAnswer { client: a.client, addr, name: a.name.clone(), ts_ns });
+            }
+            self.insert((a.client, addr), a.name.clone(), ts_ns);
         }
         a.addrs.len()
     }
 
-    fn insert(&mut self, key: (u128, u128), name: Arc<str>) {
+    /// Inserts an answer another worker learnt (it is not shared again).
+    pub fn insert_answer(&mut self, a: DnsAnswer) {
+        self.insert((a.client, a.addr), a.name, a.ts_ns);
+    }
+
+    fn insert(&mut self, key: (u128, u128), name: Arc<str>, ts_ns: u64) {
         self.inserted += 1;
-        self.map.insert(key, (name, self.inserted));
+        let when = self.inserted;
+        match self.map.entry(key) {
+            hashbrown::hash_map::Entry::Occupied(mut o) => {
+                let e = o.get_mut();
+                if self.sharing {
+                    record(&mut e.runs, &name, ts_ns);
+                }
+                e.name = name;
+                e.when = when;
+            }
+            hashbrown::hash_map::Entry::Vacant(v) => {
+                let mut runs: Runs = [None, None];
+                if self.sharing {
+                    runs[0] = Some((name.clone(), ts_ns));
+                }
+                v.insert(Named { name, when, runs });
+            }
+        }
         self.order.push_back((key, self.inserted));
         while self.map.len() > self.capacity {
             let Some((k, when)) = self.order.pop_front() else { break };
             // A key inserted again later has a newer entry further back: keep it.
-            if self.map.get(&k).is_some_and(|(_, w)| *w == when) {
+            if self.map.get(&k).is_some_and(|e| e.when == when) {
                 self.map.remove(&k);
             }
         }
         // Stale positions of re-inserted keys: keep the queue within twice the map.
         if self.order.len() > 2 * self.capacity {
             let map = &self.map;
-            self.order.retain(|(k, w)| map.get(k).is_some_and(|(_, x)| x == w));
+            self.order.retain(|(k, w)| map.get(k).is_some_and(|e| e.when == *w));
         }
     }
 
@@ -128,7 +241,22 @@ impl DnsCache {
         if self.map.is_empty() {
             return None;
         }
-        self.map.get(&(client, server)).map(|(n, _)| n.clone())
+        self.map.get(&(client, server)).map(|e| e.name.clone())
+    }
+
+    /// The name of the latest response to `client` for `server` stamped no later than
+    /// `ts_ns`, whatever the order the responses were learnt in, with sharing on (else
+    /// `None`): the name of a flow that started at `ts_ns` when answers also come
+    /// from other workers, and may arrive after the flow's first packet (live
+    /// capture). The cache remembers the two latest names of a pair; an older one, or
+    /// an evicted pair, is not found.
+    #[inline]
+    pub fn lookup_before(&self, client: u128, server: u128, ts_ns: u64) -> Option<Arc<str>> {
+        if self.map.is_empty() {
+            return None;
+        }
+        let e = self.map.get(&(client, server))?;
+        e.runs.iter().flatten().find(|(_, since)| *since <= ts_ns).map(|(n, _)| n.clone())
     }
 }
 
@@ -156,10 +284,10 @@ mod tests {
     fn learns_a_records_and_forgets_the_oldest() {
         let mut c = DnsCache::new(2);
         let client = 0x0a00_0001;
-        assert_eq!(c.learn(client, &response("www.example.com", &[[93, 184, 216, 34], [93, 184, 216, 35]])), 2);
+        assert_eq!(c.learn(client, &response("www.example.com", &[[93, 184, 216, 34], [93, 184, 216, 35]]), 1), 2);
         assert_eq!(c.lookup(client, 0x5db8_d822).as_deref(), Some("www.example.com"));
         assert_eq!(c.lookup(0x0a00_0002, 0x5db8_d822), None, "another client did not ask");
-        c.learn(client, &response("cdn.example.net", &[[1, 2, 3, 4]]));
+        c.learn(client, &response("cdn.example.net", &[[1, 2, 3, 4]]), 2);
         assert_eq!(c.len(), 2);
         assert_eq!(c.lookup(client, 0x5db8_d822), None, "the oldest answer is evicted");
         assert_eq!(c.lookup(client, 0x0102_0304).as_deref(), Some("cdn.example.net"));
@@ -170,8 +298,53 @@ mod tests {
         let mut c = DnsCache::new(8);
         let mut q = response("a.example", &[[1, 1, 1, 1]]);
         q[2] = 0x01; // QR clear: a query
-        assert_eq!(c.learn(1, &q), 0);
-        assert_eq!(c.learn(1, b"\x00\x01garbage"), 0);
+        assert_eq!(c.learn(1, &q, 1), 0);
+        assert_eq!(c.learn(1, b"\x00\x01garbage", 1), 0);
         assert!(c.is_empty());
+    }
+
+    #[test]
+    fn shares_what_it_learns_and_knows_when() {
+        let mut a = DnsCache::new(8);
+        let mut b = DnsCache::new(8);
+        b.share();
+        a.learn(7, &response("x.example", &[[1, 1, 1, 1]]), 10);
+        assert_eq!(a.take_shared().count(), 0, "sharing is off by default");
+        a.share();
+        a.learn(7, &response("y.example", &[[2, 2, 2, 2], [3, 3, 3, 3]]), 20);
+        let got: Vec<DnsAnswer> = a.take_shared().collect();
+        assert_eq!(got.len(), 2);
+        assert_eq!((got[0].client, got[0].addr, &*got[0].name, got[0].ts_ns), (7, 0x0202_0202, "y.example", 20));
+        assert_eq!(a.take_shared().count(), 0, "taken once");
+        for x in got {
+            b.insert_answer(x);
+        }
+        assert_eq!(b.take_shared().count(), 0, "answers from others are not shared again");
+        assert_eq!(b.lookup(7, 0x0303_0303).as_deref(), Some("y.example"));
+        assert_eq!(b.lookup_before(7, 0x0303_0303, 20).as_deref(), Some("y.example"));
+        assert_eq!(b.lookup_before(7, 0x0303_0303, 19), None, "answered after the flow started");
+    }
+
+    /// Answers of two names for one address, learnt out of order (another worker's
+    /// arrive late): `lookup_before` gives the name of the latest answer by time.
+    #[test]
+    fn names_by_time_whatever_the_order_learnt() {
+        let mut c = DnsCache::new(8);
+        c.share();
+        let (a, b) = (response("a.example", &[[9, 9, 9, 9]]), response("b.example", &[[9, 9, 9, 9]]));
+        let at = |c: &DnsCache, t| c.lookup_before(1, 0x0909_0909, t).as_deref().map(str::to_string);
+        c.learn(1, &a, 30); // a at 30 (this worker)
+        c.learn(1, &b, 20); // b at 20, from another worker, late
+        c.learn(1, &a, 10); // a at 10, later still
+        c.learn(1, &a, 40); // a again: still one run from 30
+        c.learn(1, &b, 25); // b again, before a: b's run still starts at 20
+        assert_eq!(at(&c, 5), None);
+        assert_eq!(at(&c, 15), None, "a from 10 to 20 is a third, older run: forgotten");
+        assert_eq!(at(&c, 25).as_deref(), Some("b.example"));
+        assert_eq!(at(&c, 35).as_deref(), Some("a.example"));
+        assert_eq!(c.lookup(1, 0x0909_0909).as_deref(), Some("b.example"), "lookup: the last learnt");
+        let mut off = DnsCache::new(8);
+        off.learn(1, &a, 30);
+        assert_eq!(off.lookup_before(1, 0x0909_0909, 99), None, "no times kept without sharing");
     }
 }

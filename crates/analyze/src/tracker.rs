@@ -1,7 +1,7 @@
 //! The per-worker tracker: matches packets to flows, runs the analyzers, decides in
 //! packet time when a flow ends, and hands finished flows to a [`FlowSink`].
 
-use crate::dnhunter::DnsCache;
+use crate::dnhunter::{DnsAnswer, DnsCache};
 use crate::flow::{EndReason, FirstPacket, Flow, FlowId, Full, FullState, Kind, TcpFullState};
 use crate::l7log::{DnsRow, FlowRef, HttpRow};
 use crate::periodic::PeriodicRow;
@@ -254,6 +254,9 @@ pub struct Tracker {
     pool: Pool,
     /// Names resolved by clients, for `fqdn`.
     dns: DnsCache,
+    /// Answers come from other workers too, and may come after a flow they name has
+    /// started (live capture): a flow's name is decided again when it is written.
+    late_names: bool,
     pub stats: TrackerStats,
 }
 
@@ -272,6 +275,7 @@ impl Tracker {
             dirty: false,
             pool: Pool { first_n: cfg.first_n, ..Pool::default() },
             dns: DnsCache::new(cfg.dns_cache),
+            late_names: false,
             stats: TrackerStats::default(),
         }
     }
@@ -280,15 +284,50 @@ impl Tracker {
     /// that another worker does: see [`crate::dnhunter`]).
     #[inline]
     pub fn learn_dns(&mut self, d: &Decoded, payload: &[u8]) {
+        self.learn_dns_at(d, payload, self.now_ns);
+    }
+
+    #[inline]
+    fn learn_dns_at(&mut self, d: &Decoded, payload: &[u8], ts_ns: u64) {
         if self.cfg.l7.is_some() && crate::dnhunter::is_dns_response(d) {
-            self.dns.learn(d.dst, payload);
+            self.dns.learn(d.dst, payload, ts_ns);
+        }
+    }
+
+    /// Keeps the DNS answers this tracker learns from its own packets for
+    /// [`Tracker::take_dns_answers`], so that the engine can hand them to the other
+    /// workers: live capture, where no dispatcher broadcasts DNS responses.
+    ///
+    /// An answer from another worker may then arrive after the first packet of a flow
+    /// it names (the two waited in different queues), and a later answer before it.
+    /// So a flow's name is looked up by time: that of the latest answer stamped no
+    /// later than the flow's first packet, when the flow starts and again before its
+    /// HTTP rows and its record are written. It is the name a single worker would
+    /// have given it unless the pair was answered with a third name in between, or
+    /// evicted.
+    pub fn share_dns_answers(&mut self) {
+        self.dns.share();
+        self.late_names = true;
+    }
+
+    /// The DNS answers learnt from this tracker's packets since the last call (none
+    /// unless [`Tracker::share_dns_answers`]).
+    #[inline]
+    pub fn take_dns_answers(&mut self) -> std::vec::Drain<'_, DnsAnswer> {
+        self.dns.take_shared()
+    }
+
+    /// Learns an answer another worker's tracker learnt.
+    pub fn learn_dns_answer(&mut self, a: DnsAnswer) {
+        if self.cfg.l7.is_some() {
+            self.dns.insert_answer(a);
         }
     }
 
     /// Learns DNS answers parsed elsewhere (DN-Hunter; see [`Packet::dns_learnt`]).
-    pub fn learn_answers(&mut self, a: &crate::dnhunter::Answers) {
+    pub fn learn_answers(&mut self, a: &crate::dnhunter::Answers, ts_ns: u64) {
         if self.cfg.l7.is_some() {
-            self.dns.learn_answers(a);
+            self.dns.learn_answers(a, ts_ns);
         }
     }
 
@@ -308,7 +347,7 @@ impl Tracker {
             self.dirty = true;
         }
         if !p.dns_learnt {
-            self.learn_dns(p.dec, p.payload);
+            self.learn_dns_at(p.dec, p.payload, p.ts_ns);
         }
         let scan = self.gc.poll(self.now_ns, self.table.slab_len());
         if scan > 0 {
@@ -334,7 +373,11 @@ impl Tracker {
                 let mut f = Flow::new(p.dec, p.src_is_lo, p.ts_ns, full, self.cfg.l7.is_some());
                 f.flow_id = FlowId::new(&p.key, p.ts_ns);
                 if f.l7.is_some() {
-                    f.fqdn = self.dns.lookup(f.dir[0].ip, f.dir[1].ip);
+                    f.fqdn = if self.late_names {
+                        self.dns.lookup_before(f.dir[0].ip, f.dir[1].ip, p.ts_ns)
+                    } else {
+                        self.dns.lookup(f.dir[0].ip, f.dir[1].ip)
+                    };
                 }
                 match f.kind {
                     Kind::Tcp => self.stats.flows_tcp += 1,
@@ -345,7 +388,7 @@ impl Tracker {
                 if let Some((_, mut old)) = evicted {
                     old.end = end_reason(&old, EndReason::Evicted);
                     self.stats.evictions += 1;
-                    close(old, out, &mut self.pool);
+                    close(old, out, &mut self.pool, self.late_names.then_some(&self.dns));
                 }
                 self.stats.peak_flows = self.stats.peak_flows.max(self.table.len() as u64);
                 id
@@ -358,7 +401,7 @@ impl Tracker {
         let di = f.dir_of(p.src_is_lo);
         let fresh = f.update(p.dec, p.wire_len, p.ts_ns, di, &mut self.pool.rings);
         if let (Some(cfg), Some(fresh)) = (self.cfg.l7.as_ref(), fresh) {
-            on_payload(f, cfg, di, p, fresh, out);
+            on_payload(f, cfg, di, p, fresh, out, self.late_names.then_some(&self.dns));
         }
         self.table.touch(id, self.now_ns);
     }
@@ -375,10 +418,11 @@ impl Tracker {
         self.collect(usize::MAX, out);
         let stats = &mut self.stats;
         let pool = &mut self.pool;
+        let late = self.late_names.then_some(&self.dns);
         self.table.drain(|_, mut f| {
             f.end = end_reason(&f, at_end);
             count_end(stats, f.end);
-            close(f, out, pool);
+            close(f, out, pool, late);
         });
     }
 
@@ -388,6 +432,7 @@ impl Tracker {
         let cfg = self.cfg;
         let stats = &mut self.stats;
         let pool = &mut self.pool;
+        let late = self.late_names.then_some(&self.dns);
         self.table.scan(
             n,
             now,
@@ -396,7 +441,7 @@ impl Tracker {
             |_, mut f| {
                 f.end = end_reason(&f, EndReason::Idle);
                 count_end(stats, f.end);
-                close(f, out, pool);
+                close(f, out, pool, late);
             },
         );
     }
@@ -438,7 +483,7 @@ impl Tracker {
         let (_, mut f) = self.table.remove(id);
         f.end = why;
         count_end(&mut self.stats, why);
-        close(f, out, &mut self.pool);
+        close(f, out, &mut self.pool, self.late_names.then_some(&self.dns));
     }
 }
 
@@ -454,6 +499,7 @@ fn on_payload(
     p: &Packet<'_>,
     fresh: crate::tcp::Fresh,
     out: &mut impl FlowSink,
+    late: Option<&DnsCache>,
 ) {
     let Some(l7) = f.l7.as_mut() else { return };
     let off = fresh.off as usize;
@@ -471,6 +517,9 @@ fn on_payload(
     l7.on_payload(cfg, dir, &p.payload[off..], p.ts_ns);
     // Complete transactions go out now: a resolver's 5-tuple can live for hours.
     let (http, dns) = (l7.drain_http(false), l7.drain_dns(false));
+    if !(http.is_empty() && dns.is_empty()) {
+        name_late(f, late);
+    }
     emit_transactions(f, http, dns, out);
 }
 
@@ -549,7 +598,8 @@ fn pop_reset<T>(stack: &mut Vec<Box<T>>, reset: fn(&mut T), new: impl FnOnce() -
 
 /// Writes a flow that ended: its last HTTP and DNS transactions, then its record; its
 /// full sets' state goes back to the pool.
-fn close(mut f: Flow, out: &mut impl FlowSink, pool: &mut Pool) {
+fn close(mut f: Flow, out: &mut impl FlowSink, pool: &mut Pool, late: Option<&DnsCache>) {
+    name_late(&mut f, late);
     if f.folded() {
         pool.unfold(&mut f);
     } else if let Some(full) = &f.full {
@@ -561,6 +611,20 @@ fn close(mut f: Flow, out: &mut impl FlowSink, pool: &mut Pool) {
     }
     out.on_flow_end(&f);
     pool.give(f.full.take());
+}
+
+/// Names a flow again from the answers known now, by time (`late`: the cache of a
+/// tracker whose answers also come from other workers, see
+/// [`Tracker::share_dns_answers`]). An answer evicted since keeps the name it gave.
+#[inline]
+fn name_late(f: &mut Flow, late: Option<&DnsCache>) {
+    if let Some(c) = late {
+        if f.l7.is_some() {
+            if let Some(n) = c.lookup_before(f.dir[0].ip, f.dir[1].ip, f.first_ns) {
+                f.fqdn = Some(n);
+            }
+        }
+    }
 }
 
 fn emit_transactions(f: &Flow, http: Vec<HttpTransaction>, dns: Vec<DnsTransaction>, out: &mut impl FlowSink) {

@@ -749,7 +749,7 @@ impl Work {
         };
         if let Some(i) = p.learnt {
             if let Some(a) = (i as usize).checked_sub(1).and_then(|i| answers.get(i)) {
-                self.tracker.learn_answers(a);
+                self.tracker.learn_answers(a, p.ts_ns);
             }
         }
         if p.learn_only {

@@ -18,6 +18,12 @@
 //! `--rotate`, a worker that crosses an interval boundary in packet time flushes its
 //! record buffers and tells the writer, which closes an interval's directory (a
 //! rename from a hidden name) once every worker has moved past it.
+//!
+//! DN-Hunter's answers (`fqdn`): a DNS response reaches one worker, the flows it names
+//! any worker. A worker hands every answer it learns from its own packets to each other
+//! worker over a ring of its own for that pair, without ever waiting (a full ring
+//! drops the answer, counted); each worker takes in what the others sent before each
+//! burst of its own packets.
 
 use crate::acquire::{Acquire, Pacer};
 use crate::buffer::{packet_buffer, Consumer, Producer};
@@ -32,6 +38,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
+use tapstat_analyze::dnhunter::{is_dns_response, DnsAnswer};
 use tapstat_analyze::{Tracker, TrackerStats};
 use tapstat_capture::live::{LiveError, LiveSource};
 use tapstat_capture::{CaptureStats, LinkType};
@@ -104,7 +111,17 @@ pub struct LiveSummary {
     pub acquisition_cpu_s: Vec<f64>,
     /// CPU seconds of each analysis thread.
     pub analysis_cpu_s: Vec<f64>,
+    /// DNS answers (client, address → name) a worker learnt from its own packets and
+    /// handed to another worker, once per receiving worker (DN-Hunter across workers).
+    pub dns_answers_shared: u64,
+    /// Such answers not handed over because the receiving worker's ring was full.
+    pub dns_answers_dropped: u64,
 }
+
+/// Answers each worker can hold from each other worker before it takes them in.
+/// Workers take them in before every burst of at most 256 frames, and a DNS response
+/// carries a few answers; the ring fills only while its reader is stalled.
+const DNS_RING: usize = 1024;
 
 /// Index of a writer message that is not a block of records: worker `w` entered the
 /// interval whose start (epoch seconds) the 8 bytes hold.
@@ -209,9 +226,23 @@ pub fn run_live(
     let global_clock = Arc::new(AtomicU64::new(0));
     let final_clock = Arc::new(AtomicU64::new(0));
     let end_barrier = Arc::new(Barrier::new(n));
+    // A ring for every ordered pair of workers, for the DNS answers each learns (only
+    // with the application layer on and several workers).
+    let share_dns = n > 1 && cfg.tracker.l7.is_some();
+    let mut dns_out: Vec<Vec<rtrb::Producer<DnsAnswer>>> = (0..n).map(|_| Vec::new()).collect();
+    let mut dns_in: Vec<Vec<rtrb::Consumer<DnsAnswer>>> = (0..n).map(|_| Vec::new()).collect();
+    if share_dns {
+        for (w, out) in dns_out.iter_mut().enumerate() {
+            for (_, rx) in dns_in.iter_mut().enumerate().filter(|(v, _)| *v != w) {
+                let (p, c) = rtrb::RingBuffer::new(DNS_RING);
+                out.push(p);
+                rx.push(c);
+            }
+        }
+    }
     let mut acq_threads = Vec::with_capacity(n);
     let mut ana_threads = Vec::with_capacity(n);
-    for (w, src) in sources.into_iter().enumerate() {
+    for ((w, src), (dns_out, dns_in)) in sources.into_iter().enumerate().zip(dns_out.into_iter().zip(dns_in)) {
         let link = src.link();
         let (prod, cons) = packet_buffer(live.buffer_bytes);
         gauges[w].buffer_cap.store(prod.capacity(), Ordering::Relaxed);
@@ -223,10 +254,14 @@ pub fn run_live(
                 .spawn(move || acquire_loop(src, prod, policy, &g, &stop2, &ready2, &progress2))
                 .expect("spawning a thread succeeds"),
         );
+        let mut tracker = Tracker::new(cfg.tracker);
+        if share_dns {
+            tracker.share_dns_answers();
+        }
         let work = Work {
             // The live loop times every packet itself (telemetry); no sampling here.
             timer: super::PacketTimer::new(0),
-            tracker: Tracker::new(cfg.tracker),
+            tracker,
             rout: RecordOut::new(cfg, txs[w].clone(), free_rx.clone()),
         };
         let a = Analysis {
@@ -243,6 +278,9 @@ pub fn run_live(
             end_barrier: end_barrier.clone(),
             stop: stop.clone(),
             flush: live.flush,
+            dns_out,
+            dns_in,
+            dns: DnsShare::default(),
         };
         ana_threads.push(
             std::thread::Builder::new()
@@ -288,8 +326,11 @@ pub fn run_live(
     let mut stats = TrackerStats::default();
     let mut records = [0u64; super::NLOGS];
     let mut ana_cpu = Vec::with_capacity(n);
+    let mut dns = DnsShare::default();
     for h in ana_threads {
-        let (d, r, cpu) = h.join().map_err(|_| EngineError::Thread("analysis"))?;
+        let (d, r, cpu, sh) = h.join().map_err(|_| EngineError::Thread("analysis"))?;
+        dns.shared += sh.shared;
+        dns.dropped += sh.dropped;
         disp.anomalies.merge(&d.anomalies);
         disp.non_ip += d.non_ip;
         disp.frames += d.frames;
@@ -336,6 +377,8 @@ pub fn run_live(
         per_worker_packets,
         acquisition_cpu_s: acq.iter().map(|a| a.cpu_s).collect(),
         analysis_cpu_s: ana_cpu,
+        dns_answers_shared: dns.shared,
+        dns_answers_dropped: dns.dropped,
     };
     if ls.truncated_frames > 0 {
         // Silent truncation would read as smaller payloads and lost headers.
@@ -466,10 +509,21 @@ struct Analysis {
     /// Set when the run was stopped (a signal), as opposed to a source that ended.
     stop: Arc<AtomicBool>,
     flush: Duration,
+    /// Rings to every other worker for the DNS answers this one learns, and from them.
+    dns_out: Vec<rtrb::Producer<DnsAnswer>>,
+    dns_in: Vec<rtrb::Consumer<DnsAnswer>>,
+    dns: DnsShare,
+}
+
+/// DNS answers handed to other workers, and those dropped at a full ring.
+#[derive(Clone, Copy, Debug, Default)]
+struct DnsShare {
+    shared: u64,
+    dropped: u64,
 }
 
 impl Analysis {
-    fn run(mut self) -> (DispatchResult, WorkerResult, f64) {
+    fn run(mut self) -> (DispatchResult, WorkerResult, f64, DnsShare) {
         let mut times = ProcTimes::new();
         let mut idle = 0u32;
         let mut flushed = Instant::now();
@@ -481,8 +535,17 @@ impl Analysis {
                 flushed = Instant::now();
             }
             let closed = self.cons.closed();
+            // The answers the other workers learnt so far, before this worker's next
+            // packets: a client's connection follows the answer by at least the time
+            // the answer takes to reach it and the SYN to come back, while the two
+            // wait in different workers' queues.
+            for rx in &mut self.dns_in {
+                while let Ok(a) = rx.pop() {
+                    self.work.tracker.learn_dns_answer(a);
+                }
+            }
             let (dispatch, work, rotate_ns) = (&mut self.dispatch, &mut self.work, self.rotate_ns);
-            let interval = &mut self.interval;
+            let (interval, dns_out, dns) = (&mut self.interval, &mut self.dns_out, &mut self.dns);
             let k = self.cons.read(256, self.link, |f, bytes| {
                 let t0 = Instant::now();
                 if let Some((_, p)) = dispatch.frame(f, bytes) {
@@ -492,6 +555,9 @@ impl Analysis {
                         }
                     }
                     work.packet(&p, bytes, || dispatch.dec.reassembled(), &[]);
+                    if !dns_out.is_empty() && is_dns_response(&p.dec) {
+                        share(work.tracker.take_dns_answers(), dns_out, dns);
+                    }
                 }
                 times.add(t0.elapsed().as_nanos() as u64);
             });
@@ -526,7 +592,20 @@ impl Analysis {
         self.final_clock.fetch_max(end, Ordering::SeqCst);
         self.end_barrier.wait();
         let wr = self.work.finish(self.final_clock.load(Ordering::SeqCst), self.stop.load(Ordering::SeqCst));
-        (r, wr, thread_cpu_s())
+        (r, wr, thread_cpu_s(), self.dns)
+    }
+}
+
+/// Hands `answers` to every other worker; a full ring drops the answer for that worker
+/// (counted) rather than make the packet path wait.
+fn share(answers: impl Iterator<Item = DnsAnswer>, out: &mut [rtrb::Producer<DnsAnswer>], n: &mut DnsShare) {
+    for a in answers {
+        for tx in out.iter_mut() {
+            match tx.push(a.clone()) {
+                Ok(()) => n.shared += 1,
+                Err(_) => n.dropped += 1,
+            }
+        }
     }
 }
 

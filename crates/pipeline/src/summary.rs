@@ -103,7 +103,7 @@ pub const SUMMARY_KEYS: &[(&str, &str)] = &[
     ("pkts_per_s", "packets per wall-clock second"),
     ("gbit_per_s", "Gbit/s of wire bytes per wall-clock second"),
     ("pkts_per_cpu_s", "packets per CPU second"),
-    ("live", "live runs only: sources, packets received, kernel and buffer drops, buffer occupancy, per-worker packets"),
+    ("live", "live runs only: sources, packets received, kernel and buffer drops, buffer occupancy, per-worker packets, DNS answers shared between workers for `fqdn` (`dns_answers_shared`) and dropped at a full ring (`dns_answers_dropped`)"),
     ("flow_table", "the flow table's index structure (`--flow-table`)"),
     ("flow_hash", "the flow hash function (`--flow-hash`)"),
     ("packet_time", "per-packet processing time in the workers, 1 packet in `--time-sample`: mean, percentiles, maximum, outliers, histogram (ns)"),

@@ -200,7 +200,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "K", default_value_t = 64, allow_negative_numbers = true, value_parser = int_in::<u32, 0, { u32::MAX as u64 }>)]
     pub time_sample: u32,
     /// Dispatcher threads with several workers on files: each decodes and hashes every
-    /// D-th chunk of the input, in parallel; 0 = one per four workers [0..=1024]
+    /// D-th chunk of the input, in parallel; 0 = one per three workers [0..=1024]
     #[arg(long, value_name = "D", default_value_t = 0, allow_negative_numbers = true, value_parser = int_in::<usize, 0, 1024>)]
     pub dispatchers: usize,
     /// Frames per chunk read from a file (tests use small chunks to put chunk

@@ -63,17 +63,18 @@ pub struct EngineConfig {
     pub flow_hash: HashKind,
     /// Time 1 packet in this many in the workers (0: none).
     pub time_sample: u32,
-    /// Dispatcher threads with several workers on the offline path (0: one per four
+    /// Dispatcher threads with several workers on the offline path (0: one per three
     /// workers, see [`EngineConfig::dispatchers_for`]).
     pub dispatchers: usize,
 }
 
 impl EngineConfig {
-    /// The dispatcher threads for `workers` workers: as given, or one per four workers
-    /// (a dispatcher decodes a packet in about a quarter of what a worker spends on it:
-    /// docs/BENCHMARKS.md, "Many-core engine"), never more than the workers.
+    /// The dispatcher threads for `workers` workers: as given, or one per three workers,
+    /// never more than the workers. A dispatcher spends about a quarter of a worker's
+    /// instructions on a packet (decoding, hashing, batching); one per three keeps the
+    /// busiest thread a worker (docs/BENCHMARKS.md, "Many-core engine").
     pub fn dispatchers_for(&self, workers: usize) -> usize {
-        let d = if self.dispatchers > 0 { self.dispatchers } else { workers.div_ceil(4) };
+        let d = if self.dispatchers > 0 { self.dispatchers } else { workers.div_ceil(3) };
         d.clamp(1, workers.max(1))
     }
 }

@@ -29,4 +29,4 @@ pub mod tcp;
 mod tracker;
 
 pub use flow::{ClientRule, Dir, EndReason, Flow, FlowId, Full, FullState, Kind, TcpFullState};
-pub use tracker::{FlowSink, InputClock, Packet, TcpSets, Tracker, TrackerConfig, TrackerStats};
+pub use tracker::{FlowSink, InputClock, MovedFlow, Packet, TcpSets, Tracker, TrackerConfig, TrackerStats};

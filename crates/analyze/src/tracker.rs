@@ -82,6 +82,21 @@ impl InputClock {
     }
 }
 
+/// A flow on its way from one worker's tracker to another's.
+pub struct MovedFlow {
+    key: FlowKey,
+    hash: u64,
+    flow: Flow,
+    last_ns: u64,
+}
+
+impl MovedFlow {
+    /// The flow hash (the scheduler's bin comes from it).
+    pub fn hash(&self) -> u64 {
+        self.hash
+    }
+}
+
 /// Where finished flows go (the worker's record writer, a test's vector...).
 pub trait FlowSink {
     fn on_flow_end(&mut self, flow: &Flow);
@@ -404,6 +419,31 @@ impl Tracker {
             on_payload(f, cfg, di, p, fresh, out, self.late_names.then_some(&self.dns));
         }
         self.table.touch(id, self.now_ns);
+    }
+
+    /// Takes the flows whose hash `pick` chooses out of the table, state and last-use
+    /// time whole, to hand to another worker's tracker ([`Tracker::put_flows`]): the
+    /// scheduler moves a bin of flows between workers between two chunks.
+    pub fn take_flows(&mut self, pick: impl FnMut(u64) -> bool) -> Vec<MovedFlow> {
+        self.table
+            .take_where(pick)
+            .into_iter()
+            .map(|(key, hash, flow, last_ns)| MovedFlow { key, hash, flow, last_ns })
+            .collect()
+    }
+
+    /// Puts flows another tracker took ([`Tracker::take_flows`]) into this one, as if
+    /// they had always been here (a full table evicts, as for a new flow).
+    pub fn put_flows(&mut self, flows: Vec<MovedFlow>, out: &mut impl FlowSink) {
+        for m in flows {
+            let (_, evicted) = self.table.insert(m.key, m.hash, m.flow, m.last_ns);
+            if let Some((_, mut old)) = evicted {
+                old.end = end_reason(&old, EndReason::Evicted);
+                self.stats.evictions += 1;
+                close(old, out, &mut self.pool, self.late_names.then_some(&self.dns));
+            }
+        }
+        self.stats.peak_flows = self.stats.peak_flows.max(self.table.len() as u64);
     }
 
     /// Ends every flow: those idle at `final_ns` (the input's clock at its end, the

@@ -207,11 +207,28 @@ pub struct RunArgs {
     /// boundaries everywhere) [1..=65536]
     #[arg(long, value_name = "N", default_value_t = 1024, hide = true, allow_negative_numbers = true, value_parser = int_in::<usize, 1, 65536>)]
     pub chunk_frames: usize,
+    /// Which worker a flow's packets go to with several workers on files: hash (fixed
+    /// by the flow hash), balance (bins of flows move, state and all, from the busiest
+    /// workers to the least busy between epochs), bundle (last-flow-bundle: only bins
+    /// idle for an epoch move). Records are the same with every policy; see
+    /// docs/ARCHITECTURE.md, "Scheduling"
+    #[arg(long, value_enum, default_value = "hash")]
+    pub schedule: ScheduleArg,
+    /// Chunks per scheduling epoch (balance, bundle) [1..=2^20]
+    #[arg(long, value_name = "N", default_value_t = 64, hide = true, allow_negative_numbers = true, value_parser = int_in::<u64, 1, { 1 << 20 }>)]
+    pub epoch_chunks: u64,
     /// Write into an output directory that holds an earlier run's output: tapstat's
     /// own files there (log_*, summary.json, stats.jsonl, interval directories) are
     /// removed first; other files are left alone
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum ScheduleArg {
+    Hash,
+    Balance,
+    Bundle,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -389,6 +406,12 @@ impl RunArgs {
             time_sample: self.time_sample,
             dispatchers: self.dispatchers,
             chunk_frames: self.chunk_frames,
+            schedule: match self.schedule {
+                ScheduleArg::Hash => tapstat_pipeline::Schedule::Hash,
+                ScheduleArg::Balance => tapstat_pipeline::Schedule::Balance,
+                ScheduleArg::Bundle => tapstat_pipeline::Schedule::Bundle,
+            },
+            epoch_chunks: self.epoch_chunks,
             ..EngineConfig::default()
         }
     }

@@ -96,6 +96,19 @@ fn usage_error(e: clap::Error) -> ! {
 
 /// Runs the engine as the flags say; writes summary.json; prints the summary.
 pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
+    if a.schedule != args::ScheduleArg::Hash {
+        // The kernel's fanout or the NIC's RSS picks a live packet's worker; and a
+        // periodic row is written by the worker that holds the flow when its clock
+        // passes a boundary, which a flow moved between workers could see twice.
+        if a.live.is_live() {
+            bail!(
+                "--schedule applies to -r files: on live capture the kernel (fanout) or the NIC (RSS) picks the worker"
+            );
+        }
+        if a.periodic.is_some() {
+            bail!("--schedule balance|bundle does not work with --periodic yet: use --schedule hash");
+        }
+    }
     if a.live.is_live() {
         return live::analyze(a);
     }

@@ -47,3 +47,38 @@ fn one_and_three_workers_with_three_dispatchers_write_the_same_records_on_every_
     eprintln!("{named} flows named by DNS answers (fqdn) with 3 workers");
     assert!(named > 100, "too few flows with a DNS name: {named}");
 }
+
+/// The records are the same under every scheduling policy: `balance` and `bundle` move
+/// bins of flows, state and all, between workers at every epoch (here one chunk of 16
+/// frames, so flows move all the time), and must lose or change nothing.
+#[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn every_scheduling_policy_writes_the_records_of_one_worker() {
+    let Some(corpus) = corpus() else { return };
+    let caps = dev_captures(&corpus);
+    let mut moved = 0;
+    for cap in &caps {
+        let name = cap.file_name().unwrap().to_string_lossy().to_string();
+        let d1 = tempdir(&format!("s1-{name}"));
+        analyze(cap, &d1, 1, &[]);
+        for policy in ["balance", "bundle"] {
+            let d4 = tempdir(&format!("s4-{policy}-{name}"));
+            let flags = ["--schedule", policy, "--dispatchers", "2", "--chunk-frames", "16", "--epoch-chunks", "1"];
+            analyze(cap, &d4, 4, &flags);
+            for log in LOGS.iter().chain(L7_LOGS.iter()) {
+                assert!(
+                    record_set(&d1, log) == record_set(&d4, log),
+                    "{name}: {log} differs between 1 worker and 4 with --schedule {policy}"
+                );
+            }
+            let s = summary(&d4);
+            assert_eq!(s["packets"], summary(&d1)["packets"], "{name}");
+            assert_eq!(s["scheduling"]["policy"], policy);
+            moved += s["scheduling"]["flows_moved"].as_u64().unwrap();
+            let _ = std::fs::remove_dir_all(&d4);
+        }
+        let _ = std::fs::remove_dir_all(&d1);
+    }
+    eprintln!("{moved} flows moved between workers over the corpus");
+    assert!(moved > 1000, "the policies moved too few flows to test anything: {moved}");
+}

@@ -465,6 +465,20 @@ impl<V, I: FlowIndex> FlowTable<V, I> {
         }
     }
 
+    /// Removes the flows whose hash `pick` chooses and gives them back with their key,
+    /// hash and last-use time (to move them to another table: the scheduler's bins).
+    pub fn take_where(&mut self, mut pick: impl FnMut(u64) -> bool) -> Vec<(FlowKey, u64, V, u64)> {
+        let mut out = Vec::new();
+        for i in 0..self.hot.len() {
+            if self.vals[i].is_some() && pick(self.hot[i].hash) {
+                let (hash, last) = (self.hot[i].hash, self.meta[i].last_ns);
+                let (k, v) = self.remove(i as u32);
+                out.push((k, hash, v, last));
+            }
+        }
+        out
+    }
+
     /// Removes every flow, oldest first.
     pub fn drain(&mut self, mut out: impl FnMut(FlowKey, V)) {
         while self.head != NIL {

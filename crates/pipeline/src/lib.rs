@@ -19,6 +19,7 @@ mod acquire;
 mod buffer;
 mod live;
 mod ring;
+mod schedule;
 mod summary;
 mod telemetry;
 mod timing;
@@ -26,10 +27,13 @@ mod timing;
 pub use acquire::Acquire;
 pub use live::{interval_dir_name, run_live, LiveConfig, LiveSummary};
 pub use ring::{ring, Receiver, Sender};
-pub use summary::{cpu_seconds, unkeyed_hash_warning, Summary, SUMMARY_KEYS};
+pub use schedule::Schedule;
+use schedule::{Scheduler, Table, BINS};
+pub use summary::{cpu_seconds, unkeyed_hash_warning, SchedulingSummary, Summary, SUMMARY_KEYS};
 pub use telemetry::{Gauges, WorkerStats};
 pub use timing::{PacketTimeSummary, PacketTimer};
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -66,6 +70,10 @@ pub struct EngineConfig {
     /// Dispatcher threads with several workers on the offline path (0: one per three
     /// workers, see [`EngineConfig::dispatchers_for`]).
     pub dispatchers: usize,
+    /// Which worker a flow's packets go to with several workers on the offline path.
+    pub schedule: Schedule,
+    /// Chunks per scheduling epoch (`balance`, `bundle`: bins move between epochs).
+    pub epoch_chunks: u64,
 }
 
 impl EngineConfig {
@@ -93,6 +101,8 @@ impl Default for EngineConfig {
             flow_hash: HashKind::default(),
             time_sample: 64,
             dispatchers: 0,
+            schedule: Schedule::Hash,
+            epoch_chunks: 64,
         }
     }
 }
@@ -158,7 +168,14 @@ struct Batch {
     answers: Vec<Arc<dnhunter::Answers>>,
     /// The input's clock after the last frame of the batch's chunk.
     end_now: u64,
+    /// At the first chunk of a scheduling epoch whose table moved bins: the table.
+    /// Before the chunk's packets, each worker hands the flows of the bins it gives
+    /// away to their new workers and takes those it receives.
+    moves: Option<Arc<Table>>,
 }
+
+/// Flows of moved bins from one worker to another: (epoch, giving worker, flows).
+type Mail = (u64, usize, Vec<tapstat_analyze::MovedFlow>);
 
 /// A chunk on its way to a dispatcher: its place in the input (`seq`, counting from 0)
 /// and the input's clock at each of its frames and after the last. The reader keeps
@@ -308,6 +325,8 @@ struct WorkerResult {
     stats: TrackerStats,
     records: [u64; NLOGS],
     timer: PacketTimer,
+    /// Flows this worker received from others (moved bins).
+    moved_in: u64,
 }
 
 #[derive(Default)]
@@ -484,6 +503,7 @@ pub fn run(
         // decoders in turns, sees the fragments in input order.
         let nd = cfg.dispatchers_for(n);
         let (decoders, frags) = Decoder::shared(cfg.decode, nd);
+        let sched = (cfg.schedule != Schedule::Hash).then(|| Scheduler::new(cfg.schedule, n, cfg.epoch_chunks));
         let mut disp_tx = Vec::with_capacity(nd);
         let mut disp_rx = Vec::with_capacity(nd);
         for _ in 0..nd {
@@ -527,24 +547,32 @@ pub fn run(
             }
             let mut dispatch = Dispatch::with_decoder(dec, hasher.clone(), n);
             dispatch.dns_broadcast = cfg.tracker.l7.is_some();
-            let (stop, frags) = (stop.clone(), frags.clone());
+            let (stop, frags, sched) = (stop.clone(), frags.clone(), sched.clone());
             dispatchers.push(
                 std::thread::Builder::new()
                     .name(format!("tapstat-d{d}"))
-                    .spawn(move || run_dispatcher(dispatch, chunks, worker_tx, recycled_rx, &frags, &stop))
+                    .spawn(move || {
+                        let ends = Ends { frags: &frags, sched: sched.as_deref(), stop: &stop };
+                        run_dispatcher(dispatch, chunks, worker_tx, recycled_rx, ends)
+                    })
                     .expect("spawning a thread succeeds"),
             );
         }
+        // Mailboxes for the flows of moved bins (`balance`, `bundle`): unbounded, so a
+        // worker that gives flows away never waits for the one that takes them.
+        let (mail_tx, mail_rx): (Vec<_>, Vec<_>) = (0..n).map(|_| crossbeam_channel::unbounded::<Mail>()).unzip();
         let mut workers = Vec::with_capacity(n);
-        for (w, (rx, recycle)) in to_worker.into_iter().zip(recycle_tx).enumerate() {
+        for (w, ((rx, recycle), inbox)) in to_worker.into_iter().zip(recycle_tx).zip(mail_rx).enumerate() {
             let work = new_work(&block_tx);
+            let post = Post { me: w, inbox, outboxes: mail_tx.clone(), early: Vec::new(), moved_in: 0 };
             workers.push(
                 std::thread::Builder::new()
                     .name(format!("tapstat-w{w}"))
-                    .spawn(move || run_worker(work, rx, recycle))
+                    .spawn(move || run_worker(work, rx, recycle, post))
                     .expect("spawning a thread succeeds"),
             );
         }
+        drop(mail_tx);
         drop(dispatch);
         (dispatchers, workers)
     };
@@ -561,8 +589,15 @@ pub fn run(
     let mut records = [0u64; NLOGS];
     let mut timers = Vec::new();
     let worker_results = workers.into_iter().map(|h| h.join().map_err(|_| EngineError::Thread("worker")));
+    let mut sched = SchedulingSummary {
+        policy: cfg.schedule.name(),
+        dispatchers: if n > 1 { cfg.dispatchers_for(n) } else { 0 },
+        ..SchedulingSummary::default()
+    };
     for r in inline_work.into_iter().map(Ok).chain(worker_results) {
         let r = r?;
+        sched.flows_moved += r.moved_in;
+        sched.per_worker_packets.push(r.stats.packets);
         stats.merge(&r.stats);
         timers.push(r.timer);
         for (total, n) in records.iter_mut().zip(r.records) {
@@ -608,6 +643,7 @@ pub fn run(
     summary.flow_table = cfg.tracker.index.name();
     summary.flow_hash = cfg.flow_hash.name();
     summary.packet_time = PacketTimeSummary::of(&timers);
+    summary.scheduling = (n > 1).then_some(sched);
     Ok(summary)
 }
 
@@ -660,6 +696,10 @@ struct Dispatch {
     /// several workers).
     dns_broadcast: bool,
     r: DispatchResult,
+    /// The scheduler's table for the current chunk (`balance`, `bundle`), and the
+    /// chunk's packets per bin.
+    table: Option<Arc<Table>>,
+    per_bin: Vec<u32>,
 }
 
 impl Dispatch {
@@ -675,6 +715,8 @@ impl Dispatch {
             workers,
             dns_broadcast: false,
             r: DispatchResult::default(),
+            table: None,
+            per_bin: Vec::new(),
         }
     }
 
@@ -698,7 +740,14 @@ impl Dispatch {
         }
         let (key, _) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
         let hash = self.hasher.hash(&key);
-        let w = FlowHasher::worker_of(hash, self.workers);
+        let w = match &self.table {
+            None => FlowHasher::worker_of(hash, self.workers),
+            Some(t) => {
+                let b = FlowHasher::bin_of(hash, BINS);
+                self.per_bin[b] += 1;
+                t.bins[b] as usize
+            }
+        };
         let pkt = Pkt {
             ts_ns: f.ts_ns,
             now_ns,
@@ -783,7 +832,7 @@ impl Work {
     fn finish(mut self, final_ns: u64, interrupted: bool) -> WorkerResult {
         self.tracker.finish(final_ns, interrupted, &mut self.rout);
         self.rout.flush_all();
-        WorkerResult { stats: self.tracker.stats.clone(), records: self.rout.records, timer: self.timer }
+        WorkerResult { stats: self.tracker.stats.clone(), records: self.rout.records, timer: self.timer, moved_in: 0 }
     }
 }
 
@@ -854,9 +903,9 @@ fn run_dispatcher(
     mut chunks: Receiver<Clocked>,
     mut worker_tx: Vec<Sender<Msg>>,
     mut recycled: Vec<Receiver<Vec<Pkt>>>,
-    frags: &SharedFrags,
-    stop: &AtomicBool,
+    ends: Ends<'_>,
 ) -> (DispatchResult, Option<WorkerResult>) {
+    let Ends { frags, sched, stop } = ends;
     let n = worker_tx.len();
     let mut batches: Vec<Vec<Pkt>> = (0..n).map(|_| Vec::new()).collect();
     let mut wholes: Vec<Vec<Option<Vec<u8>>>> = (0..n).map(|_| Vec::new()).collect();
@@ -865,6 +914,15 @@ fn run_dispatcher(
     'chunks: while let Some(c) = chunks.recv_unless(stop) {
         let chunk = &c.chunk;
         dispatch.dec.begin_turn(c.seq);
+        let mut moves = None;
+        if let Some(sc) = sched {
+            let t = sc.table_for(c.seq);
+            if sc.starts_epoch(c.seq) && !t.moves.is_empty() {
+                moves = Some(t.clone());
+            }
+            dispatch.table = Some(t);
+            dispatch.per_bin.resize(BINS, 0);
+        }
         for (f, &now) in chunk.frames.iter().zip(&c.now) {
             dispatch.r.count(f);
             let frame = chunk.data(f);
@@ -897,6 +955,10 @@ fn run_dispatcher(
             }
         }
         dispatch.dec.end_turn();
+        if let Some(sc) = sched {
+            sc.count(c.seq, &dispatch.per_bin);
+            dispatch.per_bin.fill(0);
+        }
         last_now = c.end_now;
         // Every worker gets a batch for every chunk, empty or not: it takes the
         // chunks in input order, and an empty batch says this one had nothing for it.
@@ -913,6 +975,7 @@ fn run_dispatcher(
                 wholes: std::mem::take(&mut wholes[w]),
                 answers: std::mem::take(&mut answers[w]),
                 end_now: c.end_now,
+                moves: moves.clone(),
             };
             if worker_tx[w].send(Msg::Batch(batch)).is_err() {
                 break 'chunks;
@@ -922,8 +985,11 @@ fn run_dispatcher(
     let stopped = stop.load(Ordering::Relaxed);
     if stopped {
         // Chunks left in the rings will never be decoded: the decoders waiting for
-        // their turns must not wait for them.
+        // their turns, and the scheduler waiting for their counts, must not wait.
         frags.abandon();
+        if let Some(sc) = sched {
+            sc.abandon();
+        }
     }
     for tx in &mut worker_tx {
         let _ = tx.send(Msg::End(last_now, stopped));
@@ -933,11 +999,19 @@ fn run_dispatcher(
 
 /// A worker thread fed by the dispatchers: chunk `seq`'s batch comes from dispatcher
 /// `seq % D`, so taking them in turn keeps the input's order.
-fn run_worker(mut work: Work, mut rx: Vec<Receiver<Msg>>, mut recycle: Vec<Sender<Vec<Pkt>>>) -> WorkerResult {
+fn run_worker(
+    mut work: Work,
+    mut rx: Vec<Receiver<Msg>>,
+    mut recycle: Vec<Sender<Vec<Pkt>>>,
+    mut post: Post,
+) -> WorkerResult {
     let (mut final_ns, mut interrupted) = (0, false);
     for d in (0..rx.len()).cycle() {
         match rx[d].recv() {
             Some(Msg::Batch(b)) => {
+                if let Some(t) = &b.moves {
+                    post.exchange(&mut work, t);
+                }
                 let mut wholes = b.wholes.iter();
                 for p in &b.pkts {
                     let frame = tapstat_capture::bytes_at(&*b.backing, p.offset, p.caplen);
@@ -958,7 +1032,80 @@ fn run_worker(mut work: Work, mut rx: Vec<Receiver<Msg>>, mut recycle: Vec<Sende
             None => break,
         }
     }
-    work.finish(final_ns, interrupted)
+    let mut r = work.finish(final_ns, interrupted);
+    r.moved_in = post.moved_in;
+    r
+}
+
+/// What ends or releases a dispatcher's waits: the shared fragment table's turns, the
+/// scheduler's epochs, the stop flag.
+struct Ends<'a> {
+    frags: &'a SharedFrags,
+    sched: Option<&'a Scheduler>,
+    stop: &'a AtomicBool,
+}
+
+/// A worker's mailboxes for the flows of moved bins.
+struct Post {
+    me: usize,
+    inbox: crossbeam_channel::Receiver<Mail>,
+    outboxes: Vec<crossbeam_channel::Sender<Mail>>,
+    /// Mail of a later epoch that came before this worker got there.
+    early: Vec<Mail>,
+    /// Flows received.
+    moved_in: u64,
+}
+
+impl Post {
+    /// Between two chunks, at the start of an epoch whose table `t` moved bins: sends
+    /// the flows of the bins this worker gives away to their new workers (one message
+    /// to each taker, empty or not), then takes the flows of the bins it receives. A
+    /// worker sends before it waits, and sending never blocks, so no worker waits for
+    /// one that waits for it.
+    fn exchange(&mut self, work: &mut Work, t: &Table) {
+        let me = self.me as u16;
+        let takers: std::collections::BTreeSet<u16> = t.moves.iter().filter(|m| m.1 == me).map(|m| m.2).collect();
+        if !takers.is_empty() {
+            let mut giving = vec![false; BINS];
+            for &(bin, from, _) in &t.moves {
+                giving[bin as usize] = from == me;
+            }
+            let flows = work.tracker.take_flows(|h| giving[FlowHasher::bin_of(h, BINS)]);
+            let mut by_taker: BTreeMap<u16, Vec<tapstat_analyze::MovedFlow>> =
+                takers.iter().map(|&to| (to, Vec::new())).collect();
+            for f in flows {
+                if let Some(v) = by_taker.get_mut(&(t.worker_of(f.hash()) as u16)) {
+                    v.push(f);
+                }
+            }
+            for (to, v) in by_taker {
+                // A taker gone (it stopped) takes nothing; the flows are dropped with
+                // the run.
+                let _ = self.outboxes[to as usize].send((t.epoch, self.me, v));
+            }
+        }
+        let mut givers: std::collections::BTreeSet<usize> =
+            t.moves.iter().filter(|m| m.2 == me).map(|m| m.1 as usize).collect();
+        let mut i = 0;
+        while i < self.early.len() {
+            if self.early[i].0 == t.epoch && givers.remove(&self.early[i].1) {
+                let (_, _, v) = self.early.swap_remove(i);
+                self.moved_in += v.len() as u64;
+                work.tracker.put_flows(v, &mut work.rout);
+            } else {
+                i += 1;
+            }
+        }
+        while !givers.is_empty() {
+            let Ok(m) = self.inbox.recv() else { break };
+            if m.0 == t.epoch && givers.remove(&m.1) {
+                self.moved_in += m.2.len() as u64;
+                work.tracker.put_flows(m.2, &mut work.rout);
+            } else {
+                self.early.push(m);
+            }
+        }
+    }
 }
 
 fn random_seed() -> u64 {

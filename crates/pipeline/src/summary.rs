@@ -70,6 +70,23 @@ pub struct Summary {
     pub flow_hash: &'static str,
     /// Per-packet processing time in the workers, sampled (`--time-sample`).
     pub packet_time: crate::PacketTimeSummary,
+    /// How packets were spread over the workers (file runs with several workers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduling: Option<SchedulingSummary>,
+}
+
+/// summary.json's `scheduling`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SchedulingSummary {
+    /// `--schedule`: hash, balance or bundle.
+    pub policy: &'static str,
+    /// Dispatcher threads (decoding in parallel).
+    pub dispatchers: usize,
+    /// Flows moved between workers with their bins (balance, bundle).
+    pub flows_moved: u64,
+    /// Packets each worker analysed (DNS responses learnt from by other workers not
+    /// included): how evenly the policy spread the load.
+    pub per_worker_packets: Vec<u64>,
 }
 
 /// The top-level keys of summary.json and what each holds (docs/METRICS.md is made
@@ -107,6 +124,7 @@ pub const SUMMARY_KEYS: &[(&str, &str)] = &[
     ("flow_table", "the flow table's index structure (`--flow-table`)"),
     ("flow_hash", "the flow hash function (`--flow-hash`)"),
     ("packet_time", "per-packet processing time in the workers, 1 packet in `--time-sample`: mean, percentiles, maximum, outliers, histogram (ns)"),
+    ("scheduling", "file runs with several workers: the policy (`--schedule`), the dispatcher threads, the flows moved between workers (balance, bundle) and the packets each worker analysed"),
 ];
 
 #[derive(Clone, Debug, Serialize)]
@@ -202,6 +220,7 @@ impl Summary {
             write_error: None,
             records_not_written: 0,
             flow_table: "",
+            scheduling: None,
             flow_hash: "",
             packet_time: Default::default(),
         }

@@ -97,6 +97,16 @@ impl HashKind {
     }
 }
 
+/// MurmurHash3's 64-bit finalizer: every output bit depends on every input bit.
+#[inline]
+fn fmix64(hash: u64) -> u64 {
+    let mut x = hash ^ (hash >> 33);
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
 /// The canonical key in the classic 5-tuple layout (see the module doc); returns the
 /// length used (13 or 37).
 #[inline(always)]
@@ -228,12 +238,16 @@ impl FlowHasher {
         if n <= 1 {
             return 0; // the single-worker path pays nothing for the mixing
         }
-        let mut x = hash ^ (hash >> 33);
-        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        x ^= x >> 33;
-        x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        x ^= x >> 33;
-        (((x >> 32) * n as u64) >> 32) as usize
+        (((fmix64(hash) >> 32) * n as u64) >> 32) as usize
+    }
+
+    /// The scheduling bin of a flow among `n` (`--schedule balance|bundle` moves bins
+    /// between workers): from the low 32 bits of the same finalizer, which
+    /// [`FlowHasher::worker_of`] does not take, and so independent of it and of every
+    /// index's bits.
+    #[inline]
+    pub fn bin_of(hash: u64, n: usize) -> usize {
+        (((fmix64(hash) & 0xffff_ffff) * n as u64) >> 32) as usize
     }
 }
 

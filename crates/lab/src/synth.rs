@@ -325,12 +325,13 @@ impl Synth {
         let mut pkts = Vec::new();
         let mut truth = Vec::with_capacity(plans.len());
         for (id, plan) in plans.iter().enumerate() {
-            let em = Emitter { out: &mut pkts, flow: id as u32, idx: 0, last: [None, None] };
-            let t = if plan.tcp {
+            let em = Emitter::new(std::mem::take(&mut pkts), id as u32);
+            let (t, em) = if plan.tcp {
                 tcp_flow(cfg, plan, &clients[plan.client], &servers[plan.server], em)
             } else {
                 dns_flow(plan, &clients[plan.client], em)
             };
+            pkts = em.out;
             truth.push(t);
         }
 
@@ -593,15 +594,20 @@ fn make_servers(rng: &mut ChaCha8Rng, n: usize) -> Vec<Host> {
         .collect()
 }
 
-/// Collects one flow's packets; assigns capture timestamps.
-struct Emitter<'a> {
-    out: &'a mut Vec<Pkt>,
+/// Collects one flow's packets (appended to `out`, which it owns so that a flow can be
+/// generated a phase at a time); assigns capture timestamps.
+struct Emitter {
+    out: Vec<Pkt>,
     flow: u32,
     idx: u32,
     last: [Option<u64>; 2],
 }
 
-impl Emitter<'_> {
+impl Emitter {
+    fn new(out: Vec<Pkt>, flow: u32) -> Emitter {
+        Emitter { out, flow, idx: 0, last: [None, None] }
+    }
+
     /// The capture time of a packet meant for `t`: whole microseconds (what the pcap
     /// holds, so the truth matches a reader exactly), and strictly after the previous
     /// packet of the same direction, so generation order is capture order within a
@@ -809,9 +815,9 @@ enum Fate {
     LostBeforeProbe,
 }
 
-struct TcpGen<'a> {
+struct TcpGen {
     rng: ChaCha8Rng,
-    em: Emitter<'a>,
+    em: Emitter,
     sides: [Side; 2],
     /// One-way delay probe↔client (`d[C]`) and probe↔server (`d[S]`).
     d: [u64; 2],
@@ -829,7 +835,185 @@ struct TcpGen<'a> {
     msgs: [u32; 2],
 }
 
-impl TcpGen<'_> {
+/// How a connection ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shut {
+    /// FIN both ways, the second one ACKed.
+    Fin,
+    /// An RST from the closer.
+    Rst,
+    /// Left open: only the owed ACK, if any, is ever sent.
+    Open,
+}
+
+/// When and by whom a connection is closed: see [`TcpGen::closing`].
+#[derive(Clone, Copy, Debug)]
+struct Closing {
+    closer: usize,
+    t_close: u64,
+    /// When the client would next send (its FIN or its ACK of the server's), which
+    /// carries the ACK it owes for the last response.
+    t_client_next: u64,
+    how: Shut,
+}
+
+impl TcpGen {
+    /// The state of a connection between `ends` (client then server: host, address,
+    /// port), with a random path (RTT 1–200 ms, log-uniform; the probe near the client,
+    /// with 2–20% of the RTT, at least 20 µs each way, on the client side), options
+    /// (timestamps, MSS), windows, link speed and application (from the server port).
+    fn new(mut rng: ChaCha8Rng, em: Emitter, ends: [(&Host, IpAddr, u16); 2], loss: f64) -> TcpGen {
+        let [(client, cip, cport), (server, sip, sport)] = ends;
+        let app = match sport {
+            80 | 8080 => App::Http,
+            22 => App::Ssh,
+            _ => App::Tls,
+        };
+        let rtt = log_uniform(&mut rng, MS, 200 * MS);
+        let d_c = (rtt * rng.gen_range(2..=20u64) / 200).max(20 * US);
+        let d_s = (rtt / 2).saturating_sub(d_c).max(20 * US);
+        let ts = !client.windows && rng.gen_bool(0.95);
+        let v4mss: u16 = if cip.is_ipv6() { 1440 } else { 1460 };
+        let c_mss = if rng.gen_bool(0.1) { v4mss - 80 } else { v4mss };
+        let s_mss = if rng.gen_bool(0.15) { v4mss - 100 } else { v4mss };
+        let mss = c_mss.min(s_mss);
+        let side = |host: &Host, ip: IpAddr, port: u16, mss: u16, rng: &mut ChaCha8Rng| Side {
+            ip,
+            port,
+            mac: host.mac,
+            isn: rng.gen(),
+            snd_nxt: 0,
+            rcv_nxt: 0,
+            ts_base: rng.gen(),
+            ts_recent: 0,
+            ip_id: rng.gen(),
+            ttl: host.ttl,
+            syn_win: if host.windows { 64240 } else { 65535 - rng.gen_range(0..4u16) * 0x1000 },
+            win: rng.gen_range(250..=2048),
+            wscale: if host.windows { 8 } else { rng.gen_range(7..=10) },
+            mss,
+            flow_label: rng.gen_range(0..0x10_0000),
+        };
+        let cs = side(client, cip, cport, c_mss, &mut rng);
+        let ss = side(server, sip, sport, s_mss, &mut rng);
+        let ns_per_byte = [8, 16, 80, 160, 800][rng.gen_range(0..5)];
+        let mut g = TcpGen {
+            rng,
+            em,
+            sides: [cs, ss],
+            d: [d_c, d_s],
+            ts,
+            established: false,
+            mss_eff: mss as usize - if ts { 12 } else { 0 },
+            ns_per_byte,
+            max_cwnd: 0,
+            cwnd: [10, 10],
+            loss,
+            app,
+            host: String::new(),
+            msgs: [0, 0],
+        };
+        g.max_cwnd = g.rng.gen_range(16..=128);
+        g.host = host_name(&mut g.rng);
+        g
+    }
+
+    /// Writes the path's round trips into `truth`.
+    fn path_truth(&self, truth: &mut FlowTruth) {
+        truth.rtt_ns = self.rtt();
+        truth.rtt_probe_client_ns = 2 * self.d[C];
+        truth.rtt_probe_server_ns = 2 * self.d[S];
+    }
+
+    /// The negotiated MSS.
+    fn mss(&self) -> u16 {
+        self.sides[C].mss.min(self.sides[S].mss)
+    }
+
+    /// The client's SYN at (about) `t0`; returns its capture time.
+    fn syn(&mut self, t0: u64) -> u64 {
+        let isn_c = self.sides[C].isn;
+        let t = self.ctl(C, t0, SYN, isn_c);
+        self.sides[C].snd_nxt = isn_c.wrapping_add(1);
+        self.sides[S].rcv_nxt = isn_c.wrapping_add(1);
+        t
+    }
+
+    /// The rest of the handshake after the SYN captured at `t`: the server's SYN/ACK
+    /// and the client's ACK. Returns the ACK's capture time.
+    fn accept(&mut self, t: u64) -> u64 {
+        let isn_s = self.sides[S].isn;
+        let t_synack = t + 2 * self.d[S] + self.rng.gen_range(10 * US..200 * US);
+        let t = self.ctl(S, t_synack, SYN | ACK, isn_s);
+        self.sides[S].snd_nxt = isn_s.wrapping_add(1);
+        self.sides[C].rcv_nxt = isn_s.wrapping_add(1);
+        self.established = true;
+        let t_ack = t + 2 * self.d[C] + self.rng.gen_range(5 * US..50 * US);
+        self.ack(C, t_ack, None)
+    }
+
+    /// One exchange: a request of about `req` bytes leaves the client at `t_next` (the
+    /// ACK it still owes for `prev`, the previous response, goes first if the
+    /// delayed-ACK timer fires before), then the response of about `resp` bytes after
+    /// the server's think time. Returns how the response was received.
+    fn exchange(&mut self, req: usize, resp: usize, t_next: u64, prev: Option<Done>) -> Done {
+        let req = self.message(C, req);
+        if let Some(prev) = prev {
+            self.settle(C, prev, t_next);
+        }
+        let done = self.transfer(C, &req, t_next);
+        let server_think = match self.app {
+            App::Ssh => self.rng.gen_range(50 * US..2 * MS),
+            _ => log_uniform(&mut self.rng, 100 * US, 100 * MS),
+        };
+        let t_resp = done.t + 2 * self.d[S] + server_think;
+        self.settle(S, done, t_resp);
+        let resp = self.message(S, resp);
+        self.transfer(S, &resp, t_resp)
+    }
+
+    /// The close of a connection whose last response was received as `last`: by
+    /// `closer`, `idle` after it. Decides times only; [`TcpGen::close`] emits.
+    fn closing(&self, last: Done, closer: usize, idle: u64, how: Shut) -> Closing {
+        let t_close = if closer == C { last.t + 2 * self.d[C] + idle } else { last.t + idle };
+        let t_client_next = if closer == C { t_close } else { t_close + 2 * self.d[C] };
+        Closing { closer, t_close, t_client_next, how }
+    }
+
+    /// Emits the close planned by `c`. The client's owed ACK of the last response
+    /// rides on its next packet when that comes soon enough.
+    fn close(&mut self, last: Done, c: &Closing) {
+        let (closer, other) = (c.closer, 1 - c.closer);
+        match c.how {
+            Shut::Fin => {
+                self.settle(C, last, c.t_client_next);
+                let seq = self.sides[closer].snd_nxt;
+                let t = self.ctl(closer, c.t_close, FIN | ACK, seq);
+                self.sides[closer].snd_nxt = seq.wrapping_add(1);
+                self.sides[other].rcv_nxt = seq.wrapping_add(1);
+                let t_reply = t + 2 * self.d[other] + self.rng.gen_range(10 * US..200 * US);
+                let t_fin = if self.rng.gen_bool(0.5) {
+                    t_reply // FIN piggybacked on the ACK
+                } else {
+                    let t = self.ack(other, t_reply, None);
+                    t + log_uniform(&mut self.rng, 50 * US, 20 * MS)
+                };
+                let seq = self.sides[other].snd_nxt;
+                let t = self.ctl(other, t_fin, FIN | ACK, seq);
+                self.sides[other].snd_nxt = seq.wrapping_add(1);
+                self.sides[closer].rcv_nxt = seq.wrapping_add(1);
+                let t_last_ack = t + 2 * self.d[closer] + self.rng.gen_range(10 * US..100 * US);
+                self.ack(closer, t_last_ack, None);
+            }
+            Shut::Rst => {
+                self.settle(C, last, c.t_client_next);
+                let seq = self.sides[closer].snd_nxt;
+                self.ctl(closer, c.t_close, RST | ACK, seq);
+            }
+            Shut::Open => self.settle(C, last, u64::MAX),
+        }
+    }
+
     fn rtt(&self) -> u64 {
         2 * (self.d[C] + self.d[S])
     }
@@ -1065,10 +1249,15 @@ impl TcpGen<'_> {
     /// timer (40 ms) fires before the receiver's next packet at `next_t`, which
     /// otherwise carries it.
     fn settle(&mut self, rcv: usize, done: Done, next_t: u64) {
-        let t_delack = done.t + 2 * self.d[rcv] + DELACK;
-        if done.owed && t_delack < next_t {
-            self.ack(rcv, t_delack, None);
+        if let Some(t) = self.settle_at(rcv, done, next_t) {
+            self.ack(rcv, t, None);
         }
+    }
+
+    /// When [`TcpGen::settle`] sends its pure ACK, if it does.
+    fn settle_at(&self, rcv: usize, done: Done, next_t: u64) -> Option<u64> {
+        let t_delack = done.t + 2 * self.d[rcv] + DELACK;
+        (done.owed && t_delack < next_t).then_some(t_delack)
     }
 
     /// Application content of a message of about `size` bytes from `from`: real
@@ -1336,7 +1525,7 @@ fn host_name(rng: &mut ChaCha8Rng) -> String {
     }
 }
 
-fn tcp_flow(cfg: &SynthConfig, plan: &Plan, client: &Host, server: &Host, em: Emitter<'_>) -> FlowTruth {
+fn tcp_flow(cfg: &SynthConfig, plan: &Plan, client: &Host, server: &Host, em: Emitter) -> (FlowTruth, Emitter) {
     let mut rng = ChaCha8Rng::seed_from_u64(plan.seed);
     let (cip, sip) = if plan.v6 {
         (IpAddr::V6(client.v6), IpAddr::V6(server.v6))
@@ -1355,11 +1544,6 @@ fn tcp_flow(cfg: &SynthConfig, plan: &Plan, client: &Host, server: &Host, em: Em
             _ => 993,
         }
     };
-    let app = match sport {
-        80 | 8080 => App::Http,
-        22 => App::Ssh,
-        _ => App::Tls,
-    };
     let kind = if plan.bulk {
         FlowKind::Tcp
     } else {
@@ -1370,93 +1554,33 @@ fn tcp_flow(cfg: &SynthConfig, plan: &Plan, client: &Host, server: &Host, em: Em
         }
     };
     let mut truth = FlowTruth::new(PROTO_TCP, kind, (cip, plan.port), (sip, sport));
+    let ends = [(client, cip, plan.port), (server, sip, sport)];
+    let mut g = TcpGen::new(rng, em, ends, probability(cfg.loss_rate));
+    g.path_truth(&mut truth);
 
-    // Path: RTT 1–200 ms (log-uniform); the probe is near the client, with 2–20% of
-    // the RTT (at least 20 µs each way) on the client side.
-    let rtt = log_uniform(&mut rng, MS, 200 * MS);
-    let d_c = (rtt * rng.gen_range(2..=20u64) / 200).max(20 * US);
-    let d_s = (rtt / 2).saturating_sub(d_c).max(20 * US);
-    truth.rtt_ns = 2 * (d_c + d_s);
-    truth.rtt_probe_client_ns = 2 * d_c;
-    truth.rtt_probe_server_ns = 2 * d_s;
-
-    let ts = !client.windows && rng.gen_bool(0.95);
-    let v4mss: u16 = if plan.v6 { 1440 } else { 1460 };
-    let c_mss = if rng.gen_bool(0.1) { v4mss - 80 } else { v4mss };
-    let s_mss = if rng.gen_bool(0.15) { v4mss - 100 } else { v4mss };
-    let mss = c_mss.min(s_mss);
-    let side = |host: &Host, ip: IpAddr, port: u16, mss: u16, rng: &mut ChaCha8Rng| Side {
-        ip,
-        port,
-        mac: host.mac,
-        isn: rng.gen(),
-        snd_nxt: 0,
-        rcv_nxt: 0,
-        ts_base: rng.gen(),
-        ts_recent: 0,
-        ip_id: rng.gen(),
-        ttl: host.ttl,
-        syn_win: if host.windows { 64240 } else { 65535 - rng.gen_range(0..4u16) * 0x1000 },
-        win: rng.gen_range(250..=2048),
-        wscale: if host.windows { 8 } else { rng.gen_range(7..=10) },
-        mss,
-        flow_label: rng.gen_range(0..0x10_0000),
-    };
-    let cs = side(client, cip, plan.port, c_mss, &mut rng);
-    let ss = side(server, sip, sport, s_mss, &mut rng);
-    let ns_per_byte = [8, 16, 80, 160, 800][rng.gen_range(0..5)];
-    let mut g = TcpGen {
-        rng,
-        em,
-        sides: [cs, ss],
-        d: [d_c, d_s],
-        ts,
-        established: false,
-        mss_eff: mss as usize - if ts { 12 } else { 0 },
-        ns_per_byte,
-        max_cwnd: 0,
-        cwnd: [10, 10],
-        loss: probability(cfg.loss_rate),
-        app,
-        host: String::new(),
-        msgs: [0, 0],
-    };
-    g.max_cwnd = g.rng.gen_range(16..=128);
-    g.host = host_name(&mut g.rng);
-
-    // Handshake.
-    let isn_c = g.sides[C].isn;
-    let t = g.ctl(C, plan.start, SYN, isn_c);
-    g.sides[C].snd_nxt = isn_c.wrapping_add(1);
-    g.sides[S].rcv_nxt = isn_c.wrapping_add(1);
+    let t = g.syn(plan.start);
     match kind {
         FlowKind::TcpRejected => {
-            let t_rst = t + 2 * d_s + g.rng.gen_range(10 * US..100 * US);
+            let t_rst = t + 2 * g.d[S] + g.rng.gen_range(10 * US..100 * US);
             g.ctl(S, t_rst, RST | ACK, 0);
-            return truth;
+            return (truth, g.em);
         }
         FlowKind::TcpUnanswered => {
             // Linux's initial RTO: the SYN goes again after 1 s (same sequence number).
+            let isn_c = g.sides[C].isn;
             g.ctl(C, t + SEC, SYN, isn_c);
-            return truth;
+            return (truth, g.em);
         }
         _ => {}
     }
-    truth.mss = mss;
-    truth.timestamps = ts;
-    let isn_s = g.sides[S].isn;
-    let t_synack = t + 2 * d_s + g.rng.gen_range(10 * US..200 * US);
-    let t = g.ctl(S, t_synack, SYN | ACK, isn_s);
-    g.sides[S].snd_nxt = isn_s.wrapping_add(1);
-    g.sides[C].rcv_nxt = isn_s.wrapping_add(1);
-    g.established = true;
-    let t_ack = t + 2 * d_c + g.rng.gen_range(5 * US..50 * US);
-    let t = g.ack(C, t_ack, None);
+    truth.mss = g.mss();
+    truth.timestamps = g.ts;
+    let t = g.accept(t);
 
     // Exchanges: a request, then the response after the server's think time.
     let mut t_next = t + g.rng.gen_range(10 * US..2 * MS);
     let cap = cfg.max_response_bytes.max(64) as u64;
-    let (exchanges, upload) = match app {
+    let (exchanges, upload) = match g.app {
         App::Ssh => (g.rng.gen_range(4..=12), false),
         _ if plan.bulk => (1, false),
         _ => ([1, 1, 1, 1, 1, 1, 2, 3][g.rng.gen_range(0..8)], g.rng.gen_bool(0.03)),
@@ -1465,7 +1589,7 @@ fn tcp_flow(cfg: &SynthConfig, plan: &Plan, client: &Host, server: &Host, em: Em
     let exchanges = if upload { exchanges.max(2) } else { exchanges };
     let mut last = Done { t, owed: false };
     for e in 0..exchanges {
-        let (req, resp) = match app {
+        let (req, resp) = match g.app {
             App::Ssh => (g.rng.gen_range(36..=180), g.rng.gen_range(36..=600)),
             _ if plan.bulk => {
                 let b = cfg.bulk_bytes.max(2) as u64;
@@ -1474,61 +1598,25 @@ fn tcp_flow(cfg: &SynthConfig, plan: &Plan, client: &Host, server: &Host, em: Em
             _ if upload && e == exchanges - 1 => (heavy_tail(&mut g.rng, 1024, 0.5, cap), g.rng.gen_range(150..=600)),
             _ => (g.rng.gen_range(150..=450), heavy_tail(&mut g.rng, 150, 0.4, cap)),
         };
-        let req = g.message(C, req as usize);
-        if e > 0 {
-            g.settle(C, last, t_next);
-        }
-        let done = g.transfer(C, &req, t_next);
-        let server_think = match app {
-            App::Ssh => g.rng.gen_range(50 * US..2 * MS),
-            _ => log_uniform(&mut g.rng, 100 * US, 100 * MS),
-        };
-        let t_resp = done.t + 2 * d_s + server_think;
-        g.settle(S, done, t_resp);
-        let resp = g.message(S, resp as usize);
-        last = g.transfer(S, &resp, t_resp);
-        let client_think = match app {
+        last = g.exchange(req as usize, resp as usize, t_next, (e > 0).then_some(last));
+        let client_think = match g.app {
             App::Ssh => g.rng.gen_range(100 * MS..2 * SEC),
             _ => log_uniform(&mut g.rng, 200 * US, 1500 * MS),
         };
-        t_next = last.t + 2 * d_c + client_think;
+        t_next = last.t + 2 * g.d[C] + client_think;
     }
 
-    // Close: FIN both ways (most), RST (~5%), or left open (~4%). The client's owed
-    // ACK of the last response rides on its next packet when that comes soon enough.
+    // Close: FIN both ways (most), RST (~5%), or left open (~4%).
     let closer = if g.rng.gen_bool(0.6) { C } else { S };
-    let other = 1 - closer;
     let idle = log_uniform(&mut g.rng, MS, 5 * SEC);
-    let t_close = if closer == C { last.t + 2 * d_c + idle } else { last.t + idle };
-    let t_client_next = if closer == C { t_close } else { t_close + 2 * d_c };
-    let how = if plan.bulk { 0 } else { g.rng.gen_range(0..100) };
-    if how < 91 {
-        g.settle(C, last, t_client_next);
-        let seq = g.sides[closer].snd_nxt;
-        let t = g.ctl(closer, t_close, FIN | ACK, seq);
-        g.sides[closer].snd_nxt = seq.wrapping_add(1);
-        g.sides[other].rcv_nxt = seq.wrapping_add(1);
-        let t_reply = t + 2 * g.d[other] + g.rng.gen_range(10 * US..200 * US);
-        let t_fin = if g.rng.gen_bool(0.5) {
-            t_reply // FIN piggybacked on the ACK
-        } else {
-            let t = g.ack(other, t_reply, None);
-            t + log_uniform(&mut g.rng, 50 * US, 20 * MS)
-        };
-        let seq = g.sides[other].snd_nxt;
-        let t = g.ctl(other, t_fin, FIN | ACK, seq);
-        g.sides[other].snd_nxt = seq.wrapping_add(1);
-        g.sides[closer].rcv_nxt = seq.wrapping_add(1);
-        let t_last_ack = t + 2 * g.d[closer] + g.rng.gen_range(10 * US..100 * US);
-        g.ack(closer, t_last_ack, None);
-    } else if how < 96 {
-        g.settle(C, last, t_client_next);
-        let seq = g.sides[closer].snd_nxt;
-        g.ctl(closer, t_close, RST | ACK, seq);
-    } else {
-        g.settle(C, last, u64::MAX);
-    }
-    truth
+    let how = match if plan.bulk { 0 } else { g.rng.gen_range(0..100) } {
+        0..=90 => Shut::Fin,
+        91..=95 => Shut::Rst,
+        _ => Shut::Open,
+    };
+    let closing = g.closing(last, closer, idle, how);
+    g.close(last, &closing);
+    (truth, g.em)
 }
 
 /// Encodes a DNS name as labels.
@@ -1540,7 +1628,7 @@ fn dns_name(name: &str, out: &mut Vec<u8>) {
     out.push(0);
 }
 
-fn dns_flow(plan: &Plan, client: &Host, mut em: Emitter<'_>) -> FlowTruth {
+fn dns_flow(plan: &Plan, client: &Host, mut em: Emitter) -> (FlowTruth, Emitter) {
     let mut rng = ChaCha8Rng::seed_from_u64(plan.seed);
     // The local resolver (sub-ms away) or a remote one.
     let local = rng.gen_bool(0.6);
@@ -1607,7 +1695,7 @@ fn dns_flow(plan: &Plan, client: &Host, mut em: Emitter<'_>) -> FlowTruth {
     let t = em.at(C, plan.start);
     em.push(C, t, Class::Normal, 0, query.len(), frame(&l3c, PROTO_UDP, udp(plan.port, 53, &query), 6));
     if !answered {
-        return truth;
+        return (truth, em);
     }
 
     let nxdomain = rng.gen_bool(0.05);
@@ -1644,7 +1732,7 @@ fn dns_flow(plan: &Plan, client: &Host, mut em: Emitter<'_>) -> FlowTruth {
     };
     let t = em.at(S, t + truth.rtt_probe_server_ns + rng.gen_range(0..200 * US));
     em.push(S, t, Class::Normal, 0, resp.len(), frame(&l3s, PROTO_UDP, udp(53, plan.port, &resp), 6));
-    truth
+    (truth, em)
 }
 
 #[cfg(test)]

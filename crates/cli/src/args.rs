@@ -4,6 +4,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use tapstat_analyze::{TcpSets, TrackerConfig};
 use tapstat_flow::{GcConfig, HashKind, IndexKind, Slots};
+use tapstat_lab::synth::Profile;
 use tapstat_pipeline::EngineConfig;
 
 const EXAMPLES: &str = "\
@@ -45,7 +46,8 @@ pub struct Cli {
 pub enum Command {
     /// Measure throughput (packets/s and Gbit/s, per CPU-second and wall-clock)
     Bench(BenchArgs),
-    /// Write tapstat's deterministic sample trace (TCP with loss, DNS over UDP)
+    /// Write tapstat's deterministic sample trace (TCP with loss, DNS over UDP), a SYN flood
+    /// or a traffic profile (dominant, many, balanced)
     Synth(SynthArgs),
     /// Print the columns of every log (name, type, unit, meaning)
     Schema {
@@ -451,6 +453,24 @@ pub struct SynthArgs {
     /// Packets per second of packet time of --flood
     #[arg(long, value_name = "PPS", default_value_t = 1_000_000, requires = "flood")]
     pub flood_pps: u64,
+    /// Write a traffic profile instead, complete TCP connections only (for comparing
+    /// scheduling policies; see docs/BENCHMARKS.md): dominant = one elephant carries ~90%
+    /// of the packets over a background of short connections (a few thousand in 1 M
+    /// packets); many = ~N/10 connections of ~10 packets (handshake, one request, one
+    /// response, close), nearly all open at once: the many-flow capture; balanced =
+    /// 64..256 long connections with equal shares of the packets, interleaved
+    #[arg(long, value_name = "PROFILE", value_parser = profile_parser(), conflicts_with_all = ["tcp_flows", "udp_flows", "flood"])]
+    pub profile: Option<Profile>,
+    /// About how many packets --profile writes [1..=1000000000]
+    #[arg(long, value_name = "N", default_value_t = 1_000_000, requires = "profile", allow_negative_numbers = true, value_parser = int_in::<u64, 1, 1_000_000_000>)]
+    pub packets: u64,
+}
+
+/// `--profile`'s values, listed in the help and in the error for any other.
+fn profile_parser() -> impl clap::builder::TypedValueParser<Value = Profile> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Profile::ALL.map(Profile::name))
+        .map(|s| s.parse::<Profile>().expect("a listed profile parses"))
 }
 
 impl SynthArgs {

@@ -268,6 +268,21 @@ fn synth(s: &args::SynthArgs) -> Result<()> {
         eprintln!("tapstat: wrote {} ({pkts} flows, {pkts} packets: a SYN flood)", s.output.display());
         return Ok(());
     }
+    if let Some(profile) = s.profile {
+        let t = tapstat_lab::synth::write_profile(&s.output, profile, s.packets, s.seed)
+            .with_context(|| format!("writing {}", s.output.display()))?;
+        say!(
+            "tapstat: wrote {} (profile {profile}: {} flows, {} packets, {:.1} MB, {:.1} s, largest flow {} packets, at most {} open at once)",
+            s.output.display(),
+            t.flows(),
+            t.packets,
+            t.pcap_bytes as f64 / 1e6,
+            (t.last_ns - t.first_ns) as f64 / 1e9,
+            t.largest(),
+            t.peak_open
+        );
+        return Ok(());
+    }
     let truth =
         tapstat_lab::synth::write_pcap(&s.output, &cfg).with_context(|| format!("writing {}", s.output.display()))?;
     let pkts: u64 = truth.iter().map(|t| t.c_pkts + t.s_pkts).sum();

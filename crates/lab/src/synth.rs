@@ -12,6 +12,13 @@
 //! - [`FlowTruth`]: per-flow ground truth (packets, wire/payload bytes,
 //!   retransmissions, out-of-order fills per direction; handshake; how it closed).
 //! - [`synthesize`] and [`write_pcap`]: the one-call entry points.
+//! - [`Profile`], [`write_profile`], [`ProfileTruth`]: traffic shapes for comparing
+//!   scheduling policies (`dominant`, `many`, `balanced`), about N packets of complete
+//!   TCP connections built by the same conversation model, streamed to the file in
+//!   time order (connections are generated a phase at a time and merged by time, so
+//!   memory holds the open connections, not the capture; ~1–2 s per million packets
+//!   in a release build).
+//! - [`write_flood`]: a SYN flood, every packet a new flow.
 //!
 //! What is in a capture:
 //! - TCP connections (IPv4 and some IPv6) from a pool of clients to servers on
@@ -52,6 +59,8 @@
 //! assert!(packets > 30);
 //! ```
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
@@ -325,12 +334,13 @@ impl Synth {
         let mut pkts = Vec::new();
         let mut truth = Vec::with_capacity(plans.len());
         for (id, plan) in plans.iter().enumerate() {
-            let em = Emitter { out: &mut pkts, flow: id as u32, idx: 0, last: [None, None] };
-            let t = if plan.tcp {
+            let em = Emitter::new(std::mem::take(&mut pkts), id as u32);
+            let (t, em) = if plan.tcp {
                 tcp_flow(cfg, plan, &clients[plan.client], &servers[plan.server], em)
             } else {
                 dns_flow(plan, &clients[plan.client], em)
             };
+            pkts = em.out;
             truth.push(t);
         }
 
@@ -455,6 +465,533 @@ pub fn write_flood(path: &Path, flows: usize, pps: u64, seed: u64) -> io::Result
     }
     w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     Ok(flows as u64)
+}
+
+/// A shape of traffic for comparing how packets are scheduled onto workers (issue 14,
+/// after the seed paper's three cases). Every flow of every profile is a complete TCP
+/// connection (handshake, request/response data both ways with its ACKs, FIN both ways
+/// and the last ACK), built by the same conversation model as the sample capture,
+/// without losses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Profile {
+    /// One elephant (a long TLS download in chunks of 0.5–4 MB) carries about 90% of
+    /// the packets; the rest is a background of short web connections (a few thousand
+    /// in a million packets).
+    Dominant,
+    /// Very many short connections of about 10 packets each (handshake, one request,
+    /// one response of one or two segments, close), 10,000 new ones per second of
+    /// packet time, each held open 15–75 s before the server closes it (a keep-alive
+    /// timeout): nearly all of them are open at once in a million packets.
+    Many,
+    /// 64–256 long connections (one per 4,000 packets) with equal shares of the
+    /// packets, started within the first 100 ms at the same rate (chunks of 64–256 KB
+    /// every 50–200 ms, 10–30 ms RTT), so their packets interleave throughout.
+    Balanced,
+}
+
+impl Profile {
+    /// Every profile, in the order the docs list them.
+    pub const ALL: [Profile; 3] = [Profile::Dominant, Profile::Many, Profile::Balanced];
+
+    /// The profile's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Dominant => "dominant",
+            Profile::Many => "many",
+            Profile::Balanced => "balanced",
+        }
+    }
+}
+
+impl std::fmt::Display for Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Profile {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Profile, String> {
+        Profile::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("unknown profile {s:?} (one of: {})", Profile::ALL.map(Profile::name).join(", ")))
+    }
+}
+
+/// What [`write_profile`] wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProfileTruth {
+    /// Packets in the capture.
+    pub packets: u64,
+    /// Size of the pcap file, bytes.
+    pub pcap_bytes: u64,
+    /// Packets of each connection (both ways), in order of connection start.
+    pub flow_pkts: Vec<u64>,
+    /// Time of the first and last packet, ns since the Unix epoch.
+    pub first_ns: u64,
+    pub last_ns: u64,
+    /// Most connections open at once (between a connection's first and last packet).
+    pub peak_open: u64,
+}
+
+impl ProfileTruth {
+    /// Number of connections.
+    pub fn flows(&self) -> usize {
+        self.flow_pkts.len()
+    }
+
+    /// Packets of the largest connection.
+    pub fn largest(&self) -> u64 {
+        self.flow_pkts.iter().copied().max().unwrap_or(0)
+    }
+}
+
+/// Writes about `packets` packets of `profile` traffic, derived from `seed`, to `path`
+/// (classic pcap, µs, Ethernet, in time order) and says what it wrote. Connections are
+/// generated a phase at a time and their packets merged by time, so memory holds the
+/// connections open at once and the packets of the last few round trips, never the
+/// capture.
+pub fn write_profile(path: &Path, profile: Profile, packets: u64, seed: u64) -> io::Result<ProfileTruth> {
+    let mut w = io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+    let truth = profile_to(&mut w, profile, packets, seed)?;
+    w.into_inner().map_err(|e| e.into_error())?;
+    Ok(truth)
+}
+
+/// [`write_profile`] into any writer.
+pub fn profile_to<W: Write>(w: &mut W, profile: Profile, packets: u64, seed: u64) -> io::Result<ProfileTruth> {
+    Merge::new(Schedule::new(profile, packets.max(1), seed)).run(w)
+}
+
+/// Elephants and the balanced profile's connections ask for chunks of this size or
+/// less once their packet budget is close, so that they end near it.
+fn bytes_for(pkts: u64, mss_eff: usize) -> u64 {
+    // A full segment and half an ACK per segment (ACK every second segment).
+    pkts * 2 * mss_eff as u64 / 3
+}
+
+/// What one of a profile's connections does after its handshake: exchanges (a request,
+/// then a response) until `exchanges` or `budget` packets, then a FIN close.
+#[derive(Clone, Copy, Debug)]
+struct Script {
+    exchanges: u32,
+    /// Packets (both ways) after which no new exchange starts; the last response is
+    /// sized to end near it.
+    budget: u64,
+    /// Request size, bytes: uniform.
+    req: (u64, u64),
+    /// Response size, bytes: log-uniform.
+    resp: (u64, u64),
+    /// The client's think time between a response and the next request: log-uniform.
+    think: (u64, u64),
+    /// From the last response to the close: log-uniform.
+    idle: (u64, u64),
+    /// Probability that the server closes (as at a keep-alive timeout), else the client.
+    server_closes: f64,
+    /// Path overrides: RTT, largest congestion window (segments), link speed (ns per
+    /// byte).
+    rtt: Option<u64>,
+    max_cwnd: Option<u32>,
+    ns_per_byte: Option<u64>,
+}
+
+impl Script {
+    /// A short web connection (the background of `dominant`; `many` tightens it).
+    fn web() -> Script {
+        Script {
+            exchanges: 1,
+            budget: u64::MAX,
+            req: (150, 450),
+            resp: (200, 64 * 1024),
+            think: (200 * US, 1500 * MS),
+            idle: (MS, 5 * SEC),
+            server_closes: 0.4,
+            rtt: None,
+            max_cwnd: None,
+            ns_per_byte: None,
+        }
+    }
+}
+
+/// One connection to start.
+struct NewConn {
+    start: u64,
+    client: usize,
+    server: usize,
+    sport: u16,
+    v6: bool,
+    seed: u64,
+    script: Script,
+}
+
+/// The connections of a profile, in order of start.
+struct Schedule {
+    rng: ChaCha8Rng,
+    profile: Profile,
+    clients: Vec<Host>,
+    servers: Vec<Host>,
+    /// Next source port of each client.
+    ports: Vec<u16>,
+    /// Connections still to start, and the next start time.
+    left: u64,
+    t: u64,
+    /// Mean gap between starts.
+    gap: u64,
+    /// Packet budget of a long connection (the elephant, or each balanced one).
+    budget: u64,
+    /// The elephant's RTT and largest congestion window.
+    elephant: (u64, u32),
+    started: u64,
+}
+
+/// Packets of a `many` connection and of a background web one, on average (measured
+/// over the first million packets of seed 42; they set how many connections make the
+/// requested number of packets).
+const MANY_PKTS: u64 = 10;
+const WEB_PKTS: u64 = 33;
+
+impl Schedule {
+    fn new(profile: Profile, packets: u64, seed: u64) -> Schedule {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let start = START_2026_NS + rng.gen_range(0..SEC);
+        let elephant = (log_uniform(&mut rng, 10 * MS, 30 * MS), rng.gen_range(128..=256u32));
+        let (conns, clients, gap, budget) = match profile {
+            // 10,000 new connections per second.
+            Profile::Many => {
+                let n = packets.div_ceil(MANY_PKTS);
+                (n, (n / 64).clamp(200, 64_000), SEC / 10_000, 0)
+            }
+            // The elephant takes ~90%; the background spreads over about the time the
+            // elephant needs: chunks of ~1.7 MB (~1,170 segments and ~1,760 packets),
+            // each a request's round trip, cwnd-sized flights a round trip apart and
+            // ~27 ms of server and client think time.
+            Profile::Dominant => {
+                let bg = (packets / 10).div_ceil(WEB_PKTS);
+                let budget = packets - (bg * WEB_PKTS).min(packets / 5);
+                let (rtt, cwnd) = elephant;
+                let chunk_ns = (1170 / cwnd as u64 + 2) * rtt + 27 * MS;
+                let span = budget * chunk_ns / 1760;
+                (1 + bg, 200, span / bg.max(1), budget)
+            }
+            // All start within the first 100 ms, long before the first ends.
+            Profile::Balanced => {
+                let n = (packets / 4000).clamp(64, 256);
+                (n, n, 100 * MS / n, packets.div_ceil(n))
+            }
+        };
+        let clients = make_clients(&mut rng, clients as usize);
+        let servers = make_servers(&mut rng, 250);
+        let ports = clients.iter().map(|_| rng.gen_range(32768..=60999)).collect();
+        Schedule { rng, profile, clients, servers, ports, left: conns, t: start, gap, budget, elephant, started: 0 }
+    }
+
+    fn next(&mut self) -> Option<NewConn> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let rng = &mut self.rng;
+        let start = self.t;
+        self.t += rng.gen_range(0..=2 * self.gap);
+        let first = self.started == 0;
+        self.started += 1;
+        let (sport, script) = match self.profile {
+            Profile::Dominant if first => (
+                443,
+                Script {
+                    exchanges: u32::MAX,
+                    budget: self.budget,
+                    resp: (512 * 1024, 4 << 20),
+                    think: (MS, 50 * MS),
+                    rtt: Some(self.elephant.0),
+                    max_cwnd: Some(self.elephant.1),
+                    ns_per_byte: Some(8),
+                    ..Script::web()
+                },
+            ),
+            Profile::Dominant => {
+                let exchanges = [1, 1, 1, 1, 2, 3][rng.gen_range(0..6)];
+                ([443, 443, 443, 80][rng.gen_range(0..4)], Script { exchanges, ..Script::web() })
+            }
+            Profile::Many => (
+                [443, 443, 80][rng.gen_range(0..3)],
+                Script {
+                    resp: (200, 2800),
+                    idle: (15 * SEC, 75 * SEC),
+                    server_closes: 0.8,
+                    // Short connections see the RTTs of the whole Internet, but not
+                    // its slowest links (which would stretch the opening).
+                    ns_per_byte: Some([8, 16, 80][rng.gen_range(0..3)]),
+                    ..Script::web()
+                },
+            ),
+            Profile::Balanced => (
+                443,
+                Script {
+                    exchanges: u32::MAX,
+                    budget: self.budget,
+                    resp: (64 * 1024, 256 * 1024),
+                    think: (50 * MS, 200 * MS),
+                    idle: (MS, 50 * MS),
+                    rtt: Some(log_uniform(rng, 10 * MS, 30 * MS)),
+                    max_cwnd: Some(rng.gen_range(32..=48)),
+                    ns_per_byte: Some(80),
+                    ..Script::web()
+                },
+            ),
+        };
+        let client = match self.profile {
+            Profile::Balanced => self.started as usize - 1,
+            _ => rng.gen_range(0..self.clients.len()),
+        };
+        Some(NewConn {
+            start,
+            client,
+            server: rng.gen_range(0..self.servers.len()),
+            sport,
+            v6: rng.gen_bool(0.1),
+            seed: rng.gen(),
+            script,
+        })
+    }
+
+    /// The client's next source port: a per-client counter with a random stride, so
+    /// that no 5-tuple repeats within a capture (a client wraps after ~1,700
+    /// connections, and clients are added with the connections).
+    fn port(&mut self, client: usize) -> u16 {
+        let port = self.ports[client];
+        let next = port as u32 + self.rng.gen_range(1..=31u32);
+        self.ports[client] = if next > 60999 { (32768 + next - 61000) as u16 } else { next as u16 };
+        port
+    }
+}
+
+/// Where a profile's connection is in its script.
+enum Phase {
+    Open(u64),
+    Exchange,
+    Close(Closing),
+}
+
+/// A profile's connection, generated a phase at a time.
+struct Conv {
+    g: TcpGen,
+    script: Script,
+    phase: Phase,
+    last: Done,
+    t_next: u64,
+    exchanges: u32,
+}
+
+impl Conv {
+    fn new(id: u32, c: &NewConn, sch: &mut Schedule) -> Conv {
+        let port = sch.port(c.client);
+        let (client, server) = (&sch.clients[c.client], &sch.servers[c.server]);
+        let (cip, sip) = if c.v6 {
+            (IpAddr::V6(client.v6), IpAddr::V6(server.v6))
+        } else {
+            (IpAddr::V4(client.v4), IpAddr::V4(server.v4))
+        };
+        let ends = [(client, cip, port), (server, sip, c.sport)];
+        let mut g = TcpGen::new(ChaCha8Rng::seed_from_u64(c.seed), Emitter::new(Vec::new(), id), ends, 0.0);
+        let s = c.script;
+        if let Some(rtt) = s.rtt {
+            let pct = g.rng.gen_range(2..=20);
+            g.set_rtt(rtt, pct);
+        }
+        if let Some(n) = s.max_cwnd {
+            g.max_cwnd = n;
+        }
+        if let Some(n) = s.ns_per_byte {
+            g.ns_per_byte = n;
+        }
+        Conv { g, script: s, phase: Phase::Open(c.start), last: Done { t: 0, owed: false }, t_next: 0, exchanges: 0 }
+    }
+
+    /// Generates the next phase into the emitter's buffer. Returns the earliest time
+    /// (whole µs) of any packet of the phase after it, or `None` when the connection is
+    /// done: no later packet of this connection can come before it.
+    fn step(&mut self) -> Option<u64> {
+        let g = &mut self.g;
+        let s = &self.script;
+        match self.phase {
+            Phase::Open(t0) => {
+                let t = g.syn(t0);
+                let t = g.accept(t);
+                self.last = Done { t, owed: false };
+                self.t_next = t + g.rng.gen_range(10 * US..2 * MS);
+                self.phase = Phase::Exchange;
+                self.step()
+            }
+            Phase::Exchange => {
+                let req = g.rng.gen_range(s.req.0..=s.req.1);
+                let mut resp = log_uniform(&mut g.rng, s.resp.0, s.resp.1);
+                let sent = g.em.idx as u64;
+                if s.budget != u64::MAX {
+                    // Request, its ACK and the close: about 8 packets.
+                    resp = resp.min(bytes_for(s.budget.saturating_sub(sent + 8), g.mss_eff).max(1));
+                }
+                let prev = (self.exchanges > 0).then_some(self.last);
+                self.last = g.exchange(req as usize, resp as usize, self.t_next, prev);
+                self.exchanges += 1;
+                if self.exchanges < s.exchanges && (g.em.idx as u64) + 16 < s.budget {
+                    self.t_next = self.last.t + 2 * g.d[C] + log_uniform(&mut g.rng, s.think.0, s.think.1);
+                    let wake = g.settle_at(C, self.last, self.t_next).unwrap_or(self.t_next);
+                    return Some(wake / US * US);
+                }
+                let closer = if g.rng.gen_bool(s.server_closes) { S } else { C };
+                let idle = log_uniform(&mut g.rng, s.idle.0, s.idle.1);
+                let c = g.closing(self.last, closer, idle, Shut::Fin);
+                let wake = g.settle_at(C, self.last, c.t_client_next).unwrap_or(c.t_close).min(c.t_close);
+                self.phase = Phase::Close(c);
+                Some(wake / US * US)
+            }
+            Phase::Close(c) => {
+                g.close(self.last, &c);
+                None
+            }
+        }
+    }
+}
+
+/// A generated packet waiting in the merge, ordered by (time, connection, index).
+struct Queued(Pkt);
+
+impl Queued {
+    fn key(&self) -> (u64, u32, u32) {
+        (self.0.ts_ns, self.0.flow, self.0.idx)
+    }
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, o: &Self) -> bool {
+        self.key() == o.key()
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&o.key())
+    }
+}
+
+/// The time merge of a profile's connections: a discrete-event loop that runs the
+/// phase of the connection due first, and writes every generated packet older than
+/// anything still to be generated (the earliest due phase, or the next start).
+struct Merge {
+    sch: Schedule,
+    pending: Option<NewConn>,
+    /// Open connections by slot, and the free slots.
+    convs: Vec<Option<Box<Conv>>>,
+    free: Vec<usize>,
+    /// (next phase's earliest packet time, connection id, slot), earliest first.
+    due: BinaryHeap<Reverse<(u64, u32, usize)>>,
+    queue: BinaryHeap<Reverse<Queued>>,
+    /// Last packet time of connections fully generated, earliest first.
+    ends: BinaryHeap<Reverse<u64>>,
+    open: u64,
+    truth: ProfileTruth,
+}
+
+impl Merge {
+    fn new(mut sch: Schedule) -> Merge {
+        let pending = sch.next();
+        let truth =
+            ProfileTruth { packets: 0, pcap_bytes: 24, flow_pkts: Vec::new(), first_ns: 0, last_ns: 0, peak_open: 0 };
+        Merge {
+            sch,
+            pending,
+            convs: Vec::new(),
+            free: Vec::new(),
+            due: BinaryHeap::new(),
+            queue: BinaryHeap::new(),
+            ends: BinaryHeap::new(),
+            open: 0,
+            truth,
+        }
+    }
+
+    fn run<W: Write>(mut self, w: &mut W) -> io::Result<ProfileTruth> {
+        w.write_all(&pcap_header())?;
+        loop {
+            let next_start = self.pending.as_ref().map_or(u64::MAX, |c| c.start);
+            let next_due = self.due.peek().map_or(u64::MAX, |Reverse(d)| d.0);
+            self.flush(w, next_start.min(next_due))?;
+            if next_start == u64::MAX && next_due == u64::MAX {
+                break;
+            }
+            let slot = if next_start <= next_due {
+                let c = self.pending.take().expect("a pending connection starts before u64::MAX");
+                self.pending = self.sch.next();
+                let id = self.truth.flow_pkts.len() as u32;
+                self.truth.flow_pkts.push(0);
+                let conv = Box::new(Conv::new(id, &c, &mut self.sch));
+                match self.free.pop() {
+                    Some(s) => {
+                        self.convs[s] = Some(conv);
+                        s
+                    }
+                    None => {
+                        self.convs.push(Some(conv));
+                        self.convs.len() - 1
+                    }
+                }
+            } else {
+                let Reverse((_, _, slot)) = self.due.pop().expect("a phase is due");
+                slot
+            };
+            let conv = self.convs[slot].as_mut().expect("a due slot holds a connection");
+            let wake = conv.step();
+            let id = conv.g.em.flow;
+            self.queue.extend(conv.g.em.out.drain(..).map(|p| Reverse(Queued(p))));
+            match wake {
+                Some(t) => self.due.push(Reverse((t, id, slot))),
+                None => {
+                    let end = conv.g.em.last.iter().flatten().copied().max().unwrap_or(0);
+                    self.ends.push(Reverse(end));
+                    self.convs[slot] = None;
+                    self.free.push(slot);
+                }
+            }
+        }
+        Ok(self.truth)
+    }
+
+    /// Writes the queued packets older than `before`.
+    fn flush<W: Write>(&mut self, w: &mut W, before: u64) -> io::Result<()> {
+        while let Some(Reverse(q)) = self.queue.peek() {
+            if q.0.ts_ns >= before {
+                break;
+            }
+            let Reverse(Queued(p)) = self.queue.pop().expect("peeked");
+            let t = &mut self.truth;
+            debug_assert!(p.ts_ns >= t.last_ns, "time order");
+            while self.ends.peek().is_some_and(|Reverse(e)| *e < p.ts_ns) {
+                self.ends.pop();
+                self.open -= 1;
+            }
+            let n = &mut t.flow_pkts[p.flow as usize];
+            if *n == 0 {
+                self.open += 1;
+                t.peak_open = t.peak_open.max(self.open);
+            }
+            *n += 1;
+            if t.packets == 0 {
+                t.first_ns = p.ts_ns;
+            }
+            t.packets += 1;
+            t.last_ns = p.ts_ns;
+            t.pcap_bytes += 16 + p.frame.len() as u64;
+            write_record(w, p.ts_ns, &p.frame)?;
+        }
+        Ok(())
+    }
 }
 
 /// Walks the packets in capture order and counts them into the truth, so the truth is
@@ -593,15 +1130,20 @@ fn make_servers(rng: &mut ChaCha8Rng, n: usize) -> Vec<Host> {
         .collect()
 }
 
-/// Collects one flow's packets; assigns capture timestamps.
-struct Emitter<'a> {
-    out: &'a mut Vec<Pkt>,
+/// Collects one flow's packets (appended to `out`, which it owns so that a flow can be
+/// generated a phase at a time); assigns capture timestamps.
+struct Emitter {
+    out: Vec<Pkt>,
     flow: u32,
     idx: u32,
     last: [Option<u64>; 2],
 }
 
-impl Emitter<'_> {
+impl Emitter {
+    fn new(out: Vec<Pkt>, flow: u32) -> Emitter {
+        Emitter { out, flow, idx: 0, last: [None, None] }
+    }
+
     /// The capture time of a packet meant for `t`: whole microseconds (what the pcap
     /// holds, so the truth matches a reader exactly), and strictly after the previous
     /// packet of the same direction, so generation order is capture order within a
@@ -809,9 +1351,9 @@ enum Fate {
     LostBeforeProbe,
 }
 
-struct TcpGen<'a> {
+struct TcpGen {
     rng: ChaCha8Rng,
-    em: Emitter<'a>,
+    em: Emitter,
     sides: [Side; 2],
     /// One-way delay probe↔client (`d[C]`) and probe↔server (`d[S]`).
     d: [u64; 2],
@@ -829,7 +1371,192 @@ struct TcpGen<'a> {
     msgs: [u32; 2],
 }
 
-impl TcpGen<'_> {
+/// How a connection ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shut {
+    /// FIN both ways, the second one ACKed.
+    Fin,
+    /// An RST from the closer.
+    Rst,
+    /// Left open: only the owed ACK, if any, is ever sent.
+    Open,
+}
+
+/// When and by whom a connection is closed: see [`TcpGen::closing`].
+#[derive(Clone, Copy, Debug)]
+struct Closing {
+    closer: usize,
+    t_close: u64,
+    /// When the client would next send (its FIN or its ACK of the server's), which
+    /// carries the ACK it owes for the last response.
+    t_client_next: u64,
+    how: Shut,
+}
+
+impl TcpGen {
+    /// The state of a connection between `ends` (client then server: host, address,
+    /// port), with a random path (RTT 1–200 ms, log-uniform; the probe near the client,
+    /// with 2–20% of the RTT, at least 20 µs each way, on the client side), options
+    /// (timestamps, MSS), windows, link speed and application (from the server port).
+    fn new(mut rng: ChaCha8Rng, em: Emitter, ends: [(&Host, IpAddr, u16); 2], loss: f64) -> TcpGen {
+        let [(client, cip, cport), (server, sip, sport)] = ends;
+        let app = match sport {
+            80 | 8080 => App::Http,
+            22 => App::Ssh,
+            _ => App::Tls,
+        };
+        let rtt = log_uniform(&mut rng, MS, 200 * MS);
+        let d_c = (rtt * rng.gen_range(2..=20u64) / 200).max(20 * US);
+        let d_s = (rtt / 2).saturating_sub(d_c).max(20 * US);
+        let ts = !client.windows && rng.gen_bool(0.95);
+        let v4mss: u16 = if cip.is_ipv6() { 1440 } else { 1460 };
+        let c_mss = if rng.gen_bool(0.1) { v4mss - 80 } else { v4mss };
+        let s_mss = if rng.gen_bool(0.15) { v4mss - 100 } else { v4mss };
+        let mss = c_mss.min(s_mss);
+        let side = |host: &Host, ip: IpAddr, port: u16, mss: u16, rng: &mut ChaCha8Rng| Side {
+            ip,
+            port,
+            mac: host.mac,
+            isn: rng.gen(),
+            snd_nxt: 0,
+            rcv_nxt: 0,
+            ts_base: rng.gen(),
+            ts_recent: 0,
+            ip_id: rng.gen(),
+            ttl: host.ttl,
+            syn_win: if host.windows { 64240 } else { 65535 - rng.gen_range(0..4u16) * 0x1000 },
+            win: rng.gen_range(250..=2048),
+            wscale: if host.windows { 8 } else { rng.gen_range(7..=10) },
+            mss,
+            flow_label: rng.gen_range(0..0x10_0000),
+        };
+        let cs = side(client, cip, cport, c_mss, &mut rng);
+        let ss = side(server, sip, sport, s_mss, &mut rng);
+        let ns_per_byte = [8, 16, 80, 160, 800][rng.gen_range(0..5)];
+        let mut g = TcpGen {
+            rng,
+            em,
+            sides: [cs, ss],
+            d: [d_c, d_s],
+            ts,
+            established: false,
+            mss_eff: mss as usize - if ts { 12 } else { 0 },
+            ns_per_byte,
+            max_cwnd: 0,
+            cwnd: [10, 10],
+            loss,
+            app,
+            host: String::new(),
+            msgs: [0, 0],
+        };
+        g.max_cwnd = g.rng.gen_range(16..=128);
+        g.host = host_name(&mut g.rng);
+        g
+    }
+
+    /// Sets the path's round trip, `client_pct` percent of it on the client side of the
+    /// probe (at least 20 µs each way on either side).
+    fn set_rtt(&mut self, rtt: u64, client_pct: u64) {
+        self.d[C] = (rtt * client_pct / 200).max(20 * US);
+        self.d[S] = (rtt / 2).saturating_sub(self.d[C]).max(20 * US);
+    }
+
+    /// Writes the path's round trips into `truth`.
+    fn path_truth(&self, truth: &mut FlowTruth) {
+        truth.rtt_ns = self.rtt();
+        truth.rtt_probe_client_ns = 2 * self.d[C];
+        truth.rtt_probe_server_ns = 2 * self.d[S];
+    }
+
+    /// The negotiated MSS.
+    fn mss(&self) -> u16 {
+        self.sides[C].mss.min(self.sides[S].mss)
+    }
+
+    /// The client's SYN at (about) `t0`; returns its capture time.
+    fn syn(&mut self, t0: u64) -> u64 {
+        let isn_c = self.sides[C].isn;
+        let t = self.ctl(C, t0, SYN, isn_c);
+        self.sides[C].snd_nxt = isn_c.wrapping_add(1);
+        self.sides[S].rcv_nxt = isn_c.wrapping_add(1);
+        t
+    }
+
+    /// The rest of the handshake after the SYN captured at `t`: the server's SYN/ACK
+    /// and the client's ACK. Returns the ACK's capture time.
+    fn accept(&mut self, t: u64) -> u64 {
+        let isn_s = self.sides[S].isn;
+        let t_synack = t + 2 * self.d[S] + self.rng.gen_range(10 * US..200 * US);
+        let t = self.ctl(S, t_synack, SYN | ACK, isn_s);
+        self.sides[S].snd_nxt = isn_s.wrapping_add(1);
+        self.sides[C].rcv_nxt = isn_s.wrapping_add(1);
+        self.established = true;
+        let t_ack = t + 2 * self.d[C] + self.rng.gen_range(5 * US..50 * US);
+        self.ack(C, t_ack, None)
+    }
+
+    /// One exchange: a request of about `req` bytes leaves the client at `t_next` (the
+    /// ACK it still owes for `prev`, the previous response, goes first if the
+    /// delayed-ACK timer fires before), then the response of about `resp` bytes after
+    /// the server's think time. Returns how the response was received.
+    fn exchange(&mut self, req: usize, resp: usize, t_next: u64, prev: Option<Done>) -> Done {
+        let req = self.message(C, req);
+        if let Some(prev) = prev {
+            self.settle(C, prev, t_next);
+        }
+        let done = self.transfer(C, &req, t_next);
+        let server_think = match self.app {
+            App::Ssh => self.rng.gen_range(50 * US..2 * MS),
+            _ => log_uniform(&mut self.rng, 100 * US, 100 * MS),
+        };
+        let t_resp = done.t + 2 * self.d[S] + server_think;
+        self.settle(S, done, t_resp);
+        let resp = self.message(S, resp);
+        self.transfer(S, &resp, t_resp)
+    }
+
+    /// The close of a connection whose last response was received as `last`: by
+    /// `closer`, `idle` after it. Decides times only; [`TcpGen::close`] emits.
+    fn closing(&self, last: Done, closer: usize, idle: u64, how: Shut) -> Closing {
+        let t_close = if closer == C { last.t + 2 * self.d[C] + idle } else { last.t + idle };
+        let t_client_next = if closer == C { t_close } else { t_close + 2 * self.d[C] };
+        Closing { closer, t_close, t_client_next, how }
+    }
+
+    /// Emits the close planned by `c`. The client's owed ACK of the last response
+    /// rides on its next packet when that comes soon enough.
+    fn close(&mut self, last: Done, c: &Closing) {
+        let (closer, other) = (c.closer, 1 - c.closer);
+        match c.how {
+            Shut::Fin => {
+                self.settle(C, last, c.t_client_next);
+                let seq = self.sides[closer].snd_nxt;
+                let t = self.ctl(closer, c.t_close, FIN | ACK, seq);
+                self.sides[closer].snd_nxt = seq.wrapping_add(1);
+                self.sides[other].rcv_nxt = seq.wrapping_add(1);
+                let t_reply = t + 2 * self.d[other] + self.rng.gen_range(10 * US..200 * US);
+                let t_fin = if self.rng.gen_bool(0.5) {
+                    t_reply // FIN piggybacked on the ACK
+                } else {
+                    let t = self.ack(other, t_reply, None);
+                    t + log_uniform(&mut self.rng, 50 * US, 20 * MS)
+                };
+                let seq = self.sides[other].snd_nxt;
+                let t = self.ctl(other, t_fin, FIN | ACK, seq);
+                self.sides[other].snd_nxt = seq.wrapping_add(1);
+                self.sides[closer].rcv_nxt = seq.wrapping_add(1);
+                let t_last_ack = t + 2 * self.d[closer] + self.rng.gen_range(10 * US..100 * US);
+                self.ack(closer, t_last_ack, None);
+            }
+            Shut::Rst => {
+                self.settle(C, last, c.t_client_next);
+                let seq = self.sides[closer].snd_nxt;
+                self.ctl(closer, c.t_close, RST | ACK, seq);
+            }
+            Shut::Open => self.settle(C, last, u64::MAX),
+        }
+    }
+
     fn rtt(&self) -> u64 {
         2 * (self.d[C] + self.d[S])
     }
@@ -1065,10 +1792,15 @@ impl TcpGen<'_> {
     /// timer (40 ms) fires before the receiver's next packet at `next_t`, which
     /// otherwise carries it.
     fn settle(&mut self, rcv: usize, done: Done, next_t: u64) {
-        let t_delack = done.t + 2 * self.d[rcv] + DELACK;
-        if done.owed && t_delack < next_t {
-            self.ack(rcv, t_delack, None);
+        if let Some(t) = self.settle_at(rcv, done, next_t) {
+            self.ack(rcv, t, None);
         }
+    }
+
+    /// When [`TcpGen::settle`] sends its pure ACK, if it does.
+    fn settle_at(&self, rcv: usize, done: Done, next_t: u64) -> Option<u64> {
+        let t_delack = done.t + 2 * self.d[rcv] + DELACK;
+        (done.owed && t_delack < next_t).then_some(t_delack)
     }
 
     /// Application content of a message of about `size` bytes from `from`: real
@@ -1336,7 +2068,7 @@ fn host_name(rng: &mut ChaCha8Rng) -> String {
     }
 }
 
-fn tcp_flow(cfg: &SynthConfig, plan: &Plan, client: &Host, server: &Host, em: Emitter<'_>) -> FlowTruth {
+fn tcp_flow(cfg: &SynthConfig, plan: &Plan, client: &Host, server: &Host, em: Emitter) -> (FlowTruth, Emitter) {
     let mut rng = ChaCha8Rng::seed_from_u64(plan.seed);
     let (cip, sip) = if plan.v6 {
         (IpAddr::V6(client.v6), IpAddr::V6(server.v6))
@@ -1355,11 +2087,6 @@ fn tcp_flow(cfg: &SynthConfig, plan: &Plan, client: &Host, server: &Host, em: Em
             _ => 993,
         }
     };
-    let app = match sport {
-        80 | 8080 => App::Http,
-        22 => App::Ssh,
-        _ => App::Tls,
-    };
     let kind = if plan.bulk {
         FlowKind::Tcp
     } else {
@@ -1370,93 +2097,33 @@ fn tcp_flow(cfg: &SynthConfig, plan: &Plan, client: &Host, server: &Host, em: Em
         }
     };
     let mut truth = FlowTruth::new(PROTO_TCP, kind, (cip, plan.port), (sip, sport));
+    let ends = [(client, cip, plan.port), (server, sip, sport)];
+    let mut g = TcpGen::new(rng, em, ends, probability(cfg.loss_rate));
+    g.path_truth(&mut truth);
 
-    // Path: RTT 1–200 ms (log-uniform); the probe is near the client, with 2–20% of
-    // the RTT (at least 20 µs each way) on the client side.
-    let rtt = log_uniform(&mut rng, MS, 200 * MS);
-    let d_c = (rtt * rng.gen_range(2..=20u64) / 200).max(20 * US);
-    let d_s = (rtt / 2).saturating_sub(d_c).max(20 * US);
-    truth.rtt_ns = 2 * (d_c + d_s);
-    truth.rtt_probe_client_ns = 2 * d_c;
-    truth.rtt_probe_server_ns = 2 * d_s;
-
-    let ts = !client.windows && rng.gen_bool(0.95);
-    let v4mss: u16 = if plan.v6 { 1440 } else { 1460 };
-    let c_mss = if rng.gen_bool(0.1) { v4mss - 80 } else { v4mss };
-    let s_mss = if rng.gen_bool(0.15) { v4mss - 100 } else { v4mss };
-    let mss = c_mss.min(s_mss);
-    let side = |host: &Host, ip: IpAddr, port: u16, mss: u16, rng: &mut ChaCha8Rng| Side {
-        ip,
-        port,
-        mac: host.mac,
-        isn: rng.gen(),
-        snd_nxt: 0,
-        rcv_nxt: 0,
-        ts_base: rng.gen(),
-        ts_recent: 0,
-        ip_id: rng.gen(),
-        ttl: host.ttl,
-        syn_win: if host.windows { 64240 } else { 65535 - rng.gen_range(0..4u16) * 0x1000 },
-        win: rng.gen_range(250..=2048),
-        wscale: if host.windows { 8 } else { rng.gen_range(7..=10) },
-        mss,
-        flow_label: rng.gen_range(0..0x10_0000),
-    };
-    let cs = side(client, cip, plan.port, c_mss, &mut rng);
-    let ss = side(server, sip, sport, s_mss, &mut rng);
-    let ns_per_byte = [8, 16, 80, 160, 800][rng.gen_range(0..5)];
-    let mut g = TcpGen {
-        rng,
-        em,
-        sides: [cs, ss],
-        d: [d_c, d_s],
-        ts,
-        established: false,
-        mss_eff: mss as usize - if ts { 12 } else { 0 },
-        ns_per_byte,
-        max_cwnd: 0,
-        cwnd: [10, 10],
-        loss: probability(cfg.loss_rate),
-        app,
-        host: String::new(),
-        msgs: [0, 0],
-    };
-    g.max_cwnd = g.rng.gen_range(16..=128);
-    g.host = host_name(&mut g.rng);
-
-    // Handshake.
-    let isn_c = g.sides[C].isn;
-    let t = g.ctl(C, plan.start, SYN, isn_c);
-    g.sides[C].snd_nxt = isn_c.wrapping_add(1);
-    g.sides[S].rcv_nxt = isn_c.wrapping_add(1);
+    let t = g.syn(plan.start);
     match kind {
         FlowKind::TcpRejected => {
-            let t_rst = t + 2 * d_s + g.rng.gen_range(10 * US..100 * US);
+            let t_rst = t + 2 * g.d[S] + g.rng.gen_range(10 * US..100 * US);
             g.ctl(S, t_rst, RST | ACK, 0);
-            return truth;
+            return (truth, g.em);
         }
         FlowKind::TcpUnanswered => {
             // Linux's initial RTO: the SYN goes again after 1 s (same sequence number).
+            let isn_c = g.sides[C].isn;
             g.ctl(C, t + SEC, SYN, isn_c);
-            return truth;
+            return (truth, g.em);
         }
         _ => {}
     }
-    truth.mss = mss;
-    truth.timestamps = ts;
-    let isn_s = g.sides[S].isn;
-    let t_synack = t + 2 * d_s + g.rng.gen_range(10 * US..200 * US);
-    let t = g.ctl(S, t_synack, SYN | ACK, isn_s);
-    g.sides[S].snd_nxt = isn_s.wrapping_add(1);
-    g.sides[C].rcv_nxt = isn_s.wrapping_add(1);
-    g.established = true;
-    let t_ack = t + 2 * d_c + g.rng.gen_range(5 * US..50 * US);
-    let t = g.ack(C, t_ack, None);
+    truth.mss = g.mss();
+    truth.timestamps = g.ts;
+    let t = g.accept(t);
 
     // Exchanges: a request, then the response after the server's think time.
     let mut t_next = t + g.rng.gen_range(10 * US..2 * MS);
     let cap = cfg.max_response_bytes.max(64) as u64;
-    let (exchanges, upload) = match app {
+    let (exchanges, upload) = match g.app {
         App::Ssh => (g.rng.gen_range(4..=12), false),
         _ if plan.bulk => (1, false),
         _ => ([1, 1, 1, 1, 1, 1, 2, 3][g.rng.gen_range(0..8)], g.rng.gen_bool(0.03)),
@@ -1465,7 +2132,7 @@ fn tcp_flow(cfg: &SynthConfig, plan: &Plan, client: &Host, server: &Host, em: Em
     let exchanges = if upload { exchanges.max(2) } else { exchanges };
     let mut last = Done { t, owed: false };
     for e in 0..exchanges {
-        let (req, resp) = match app {
+        let (req, resp) = match g.app {
             App::Ssh => (g.rng.gen_range(36..=180), g.rng.gen_range(36..=600)),
             _ if plan.bulk => {
                 let b = cfg.bulk_bytes.max(2) as u64;
@@ -1474,61 +2141,25 @@ fn tcp_flow(cfg: &SynthConfig, plan: &Plan, client: &Host, server: &Host, em: Em
             _ if upload && e == exchanges - 1 => (heavy_tail(&mut g.rng, 1024, 0.5, cap), g.rng.gen_range(150..=600)),
             _ => (g.rng.gen_range(150..=450), heavy_tail(&mut g.rng, 150, 0.4, cap)),
         };
-        let req = g.message(C, req as usize);
-        if e > 0 {
-            g.settle(C, last, t_next);
-        }
-        let done = g.transfer(C, &req, t_next);
-        let server_think = match app {
-            App::Ssh => g.rng.gen_range(50 * US..2 * MS),
-            _ => log_uniform(&mut g.rng, 100 * US, 100 * MS),
-        };
-        let t_resp = done.t + 2 * d_s + server_think;
-        g.settle(S, done, t_resp);
-        let resp = g.message(S, resp as usize);
-        last = g.transfer(S, &resp, t_resp);
-        let client_think = match app {
+        last = g.exchange(req as usize, resp as usize, t_next, (e > 0).then_some(last));
+        let client_think = match g.app {
             App::Ssh => g.rng.gen_range(100 * MS..2 * SEC),
             _ => log_uniform(&mut g.rng, 200 * US, 1500 * MS),
         };
-        t_next = last.t + 2 * d_c + client_think;
+        t_next = last.t + 2 * g.d[C] + client_think;
     }
 
-    // Close: FIN both ways (most), RST (~5%), or left open (~4%). The client's owed
-    // ACK of the last response rides on its next packet when that comes soon enough.
+    // Close: FIN both ways (most), RST (~5%), or left open (~4%).
     let closer = if g.rng.gen_bool(0.6) { C } else { S };
-    let other = 1 - closer;
     let idle = log_uniform(&mut g.rng, MS, 5 * SEC);
-    let t_close = if closer == C { last.t + 2 * d_c + idle } else { last.t + idle };
-    let t_client_next = if closer == C { t_close } else { t_close + 2 * d_c };
-    let how = if plan.bulk { 0 } else { g.rng.gen_range(0..100) };
-    if how < 91 {
-        g.settle(C, last, t_client_next);
-        let seq = g.sides[closer].snd_nxt;
-        let t = g.ctl(closer, t_close, FIN | ACK, seq);
-        g.sides[closer].snd_nxt = seq.wrapping_add(1);
-        g.sides[other].rcv_nxt = seq.wrapping_add(1);
-        let t_reply = t + 2 * g.d[other] + g.rng.gen_range(10 * US..200 * US);
-        let t_fin = if g.rng.gen_bool(0.5) {
-            t_reply // FIN piggybacked on the ACK
-        } else {
-            let t = g.ack(other, t_reply, None);
-            t + log_uniform(&mut g.rng, 50 * US, 20 * MS)
-        };
-        let seq = g.sides[other].snd_nxt;
-        let t = g.ctl(other, t_fin, FIN | ACK, seq);
-        g.sides[other].snd_nxt = seq.wrapping_add(1);
-        g.sides[closer].rcv_nxt = seq.wrapping_add(1);
-        let t_last_ack = t + 2 * g.d[closer] + g.rng.gen_range(10 * US..100 * US);
-        g.ack(closer, t_last_ack, None);
-    } else if how < 96 {
-        g.settle(C, last, t_client_next);
-        let seq = g.sides[closer].snd_nxt;
-        g.ctl(closer, t_close, RST | ACK, seq);
-    } else {
-        g.settle(C, last, u64::MAX);
-    }
-    truth
+    let how = match if plan.bulk { 0 } else { g.rng.gen_range(0..100) } {
+        0..=90 => Shut::Fin,
+        91..=95 => Shut::Rst,
+        _ => Shut::Open,
+    };
+    let closing = g.closing(last, closer, idle, how);
+    g.close(last, &closing);
+    (truth, g.em)
 }
 
 /// Encodes a DNS name as labels.
@@ -1540,7 +2171,7 @@ fn dns_name(name: &str, out: &mut Vec<u8>) {
     out.push(0);
 }
 
-fn dns_flow(plan: &Plan, client: &Host, mut em: Emitter<'_>) -> FlowTruth {
+fn dns_flow(plan: &Plan, client: &Host, mut em: Emitter) -> (FlowTruth, Emitter) {
     let mut rng = ChaCha8Rng::seed_from_u64(plan.seed);
     // The local resolver (sub-ms away) or a remote one.
     let local = rng.gen_bool(0.6);
@@ -1607,7 +2238,7 @@ fn dns_flow(plan: &Plan, client: &Host, mut em: Emitter<'_>) -> FlowTruth {
     let t = em.at(C, plan.start);
     em.push(C, t, Class::Normal, 0, query.len(), frame(&l3c, PROTO_UDP, udp(plan.port, 53, &query), 6));
     if !answered {
-        return truth;
+        return (truth, em);
     }
 
     let nxdomain = rng.gen_bool(0.05);
@@ -1644,7 +2275,7 @@ fn dns_flow(plan: &Plan, client: &Host, mut em: Emitter<'_>) -> FlowTruth {
     };
     let t = em.at(S, t + truth.rtt_probe_server_ns + rng.gen_range(0..200 * US));
     em.push(S, t, Class::Normal, 0, resp.len(), frame(&l3s, PROTO_UDP, udp(53, plan.port, &resp), 6));
-    truth
+    (truth, em)
 }
 
 #[cfg(test)]
@@ -1957,28 +2588,150 @@ mod tests {
         || ((_ws.malformed || _ws.expert.severity >= error) \
             && !(tcp.analysis.retransmission || tcp.analysis.out_of_order))";
 
-    /// Optional: when tshark is installed, it must read the capture without errors or
-    /// malformed packets.
-    #[test]
-    fn tshark_reads_it_if_installed() {
+    /// The frames of the capture at `path` that tshark flags (see [`TSHARK_BAD`]), or
+    /// `None` when tshark is not installed.
+    fn tshark_flags(path: &std::path::Path) -> Option<String> {
         let Ok(out) = std::process::Command::new("tshark").arg("-v").output() else {
             eprintln!("tshark not installed; skipped");
-            return;
+            return None;
         };
         assert!(out.status.success());
-        let path = std::env::temp_dir().join(format!("tapstat-lab-tshark-{}.pcap", std::process::id()));
-        write_pcap(&path, &small()).unwrap();
         let out = std::process::Command::new("tshark")
             .args(["-n", "-r"])
-            .arg(&path)
+            .arg(path)
             .args(["-o", "tcp.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE"])
             .args(["-Y", TSHARK_BAD, "-T", "fields", "-e", "frame.number", "-e", "_ws.expert.message"])
             .output()
             .unwrap();
-        let _ = std::fs::remove_file(&path);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "tshark failed: {stderr}");
-        let bad = String::from_utf8_lossy(&out.stdout);
-        assert!(bad.trim().is_empty(), "tshark flags frames: {bad}");
+        Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Optional: when tshark is installed, it must read the capture without errors or
+    /// malformed packets.
+    #[test]
+    fn tshark_reads_it_if_installed() {
+        let path = std::env::temp_dir().join(format!("tapstat-lab-tshark-{}.pcap", std::process::id()));
+        write_pcap(&path, &small()).unwrap();
+        let bad = tshark_flags(&path);
+        let _ = std::fs::remove_file(&path);
+        if let Some(bad) = bad {
+            assert!(bad.trim().is_empty(), "tshark flags frames: {bad}");
+        }
+    }
+
+    #[test]
+    fn tshark_reads_the_profiles_if_installed() {
+        for p in Profile::ALL {
+            let path = std::env::temp_dir().join(format!("tapstat-lab-tshark-{p}-{}.pcap", std::process::id()));
+            write_profile(&path, p, 5000, 9).unwrap();
+            let bad = tshark_flags(&path);
+            let _ = std::fs::remove_file(&path);
+            match bad {
+                Some(bad) => assert!(bad.trim().is_empty(), "{p}: tshark flags frames: {bad}"),
+                None => return,
+            }
+        }
+    }
+
+    fn profile(p: Profile, packets: u64, seed: u64) -> (Vec<u8>, ProfileTruth) {
+        let mut v = Vec::new();
+        let t = profile_to(&mut v, p, packets, seed).unwrap();
+        (v, t)
+    }
+
+    type Endpoint = (IpAddr, u16);
+
+    /// Per connection (by 5-tuple, client first): packets, and the SYN, SYN/ACK, FIN
+    /// and RST counts, from a walk of the capture.
+    fn connections(pkts: &[Parsed]) -> BTreeMap<(Endpoint, Endpoint), [u64; 5]> {
+        let mut conns: BTreeMap<_, [u64; 5]> = BTreeMap::new();
+        for p in pkts {
+            assert_eq!(p.proto, PROTO_TCP, "profiles are TCP only");
+            if p.tcp_flags & (SYN | ACK) == SYN {
+                assert!(conns.insert((p.src, p.dst), [0; 5]).is_none(), "a 5-tuple is reused");
+            }
+            let c = match conns.get_mut(&(p.src, p.dst)) {
+                Some(c) => c,
+                None => conns.get_mut(&(p.dst, p.src)).expect("every packet belongs to a connection opened by a SYN"),
+            };
+            c[0] += 1;
+            c[1] += (p.tcp_flags & (SYN | ACK) == SYN) as u64;
+            c[2] += (p.tcp_flags & (SYN | ACK) == SYN | ACK) as u64;
+            c[3] += (p.tcp_flags & FIN != 0) as u64;
+            c[4] += (p.tcp_flags & RST != 0) as u64;
+        }
+        conns
+    }
+
+    #[test]
+    fn profiles_are_complete_connections_in_time_order_as_counted() {
+        for p in Profile::ALL {
+            let (pcap, truth) = profile(p, 8000, 5);
+            let pkts = walk(&pcap);
+            assert_eq!(pkts.len() as u64, truth.packets, "{p}");
+            assert_eq!(pcap.len() as u64, truth.pcap_bytes, "{p}");
+            assert!(pkts.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns), "{p}: time order");
+            assert_eq!((pkts[0].ts_ns, pkts[pkts.len() - 1].ts_ns), (truth.first_ns, truth.last_ns));
+            assert!((7000..=9000).contains(&truth.packets), "{p}: about the packets asked for: {}", truth.packets);
+            let conns = connections(&pkts);
+            assert_eq!(conns.len(), truth.flows(), "{p}");
+            for c in conns.values() {
+                assert_eq!(c[1..], [1, 1, 2, 0], "{p}: handshake, a FIN each way, no RST");
+            }
+            let mut seen: Vec<u64> = conns.values().map(|c| c[0]).collect();
+            let mut told = truth.flow_pkts.clone();
+            seen.sort_unstable();
+            told.sort_unstable();
+            assert_eq!(seen, told, "{p}: packets per connection");
+            // Packets with a payload: every connection carries data both ways.
+            assert!(pkts.iter().any(|p| p.payload > 1000));
+        }
+    }
+
+    #[test]
+    fn profiles_have_their_shapes() {
+        let (_, d) = profile(Profile::Dominant, 20_000, 42);
+        assert!(d.largest() * 100 >= d.packets * 80, "dominant: {} of {}", d.largest(), d.packets);
+        assert!(d.flows() > 50, "dominant: a background ({} connections)", d.flows());
+
+        let (_, m) = profile(Profile::Many, 20_000, 42);
+        assert_eq!(m.flows(), 2000);
+        assert!(m.flow_pkts.iter().all(|&n| (8..=16).contains(&n)), "many: about 10 packets each");
+        assert!(m.peak_open * 10 >= m.flows() as u64 * 9, "many: nearly all open at once ({})", m.peak_open);
+
+        let (_, b) = profile(Profile::Balanced, 20_000, 42);
+        assert_eq!(b.flows(), 64);
+        let min = b.flow_pkts.iter().copied().min().unwrap();
+        assert!(b.largest() * 10 <= min * 12, "balanced: {min}..{}", b.largest());
+        assert_eq!(b.peak_open, 64, "balanced: all open at once");
+        for (packets, conns) in [(100, 64), (1_000_000, 250), (2_000_000, 256)] {
+            assert_eq!(Schedule::new(Profile::Balanced, packets, 42).left, conns, "one per 4000 packets, 64..=256");
+        }
+    }
+
+    #[test]
+    fn profiles_are_deterministic() {
+        for p in Profile::ALL {
+            let (a, ta) = profile(p, 3000, 1);
+            let (b, tb) = profile(p, 3000, 1);
+            assert!(a == b && ta == tb, "{p}: same seed, same bytes");
+            let (c, _) = profile(p, 3000, 2);
+            assert_ne!(a, c, "{p}: another seed, other bytes");
+        }
+    }
+
+    #[test]
+    fn tiny_profiles_work() {
+        for p in Profile::ALL {
+            for n in [1, 10, 100] {
+                let (pcap, t) = profile(p, n, 3);
+                assert_eq!(walk(&pcap).len() as u64, t.packets);
+                assert!(t.flows() >= 1);
+            }
+        }
+        assert_eq!("many".parse::<Profile>(), Ok(Profile::Many));
+        assert!("most".parse::<Profile>().is_err());
     }
 }

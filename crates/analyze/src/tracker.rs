@@ -141,6 +141,10 @@ pub struct TrackerConfig {
     /// The flow table's index structure and size (records do not depend on them).
     pub index: IndexKind,
     pub slots: Slots,
+    /// Flows a growing index (`Slots::Auto`) has room for at the start (at most
+    /// `capacity`): 65,536 for one worker; the engine gives each of W workers 1/W of
+    /// it, since each holds 1/W of the flows, rather than W times the start-up cost.
+    pub start_flows: usize,
 }
 
 /// The TCP sets computed and written: the core set alone (volumes, sequence
@@ -173,6 +177,7 @@ impl Default for TrackerConfig {
             dns_cache: 1 << 16,
             index: IndexKind::default(),
             slots: Slots::Auto,
+            start_flows: 1 << 16,
         }
     }
 }
@@ -277,7 +282,8 @@ pub struct Tracker {
 
 impl Tracker {
     pub fn new(cfg: TrackerConfig) -> Self {
-        let mut table = FlowTable::with_kind(cfg.capacity, cfg.index, cfg.slots);
+        let index = tapstat_flow::AnyIndex::new(cfg.index, cfg.slots, cfg.start_flows.clamp(1, cfg.capacity.max(1)));
+        let mut table = FlowTable::with_index(cfg.capacity, index);
         // No stall for growing the table while packets wait; without the address space
         // for it, the table grows as before.
         let _ = table.reserve_all();

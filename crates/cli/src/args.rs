@@ -392,6 +392,7 @@ impl RunArgs {
                     FlowTableArg::Chunks => IndexKind::Chunks,
                 },
                 slots: if self.flow_slots == 0 { Slots::Auto } else { Slots::Fixed(self.flow_slots) },
+                start_flows: TrackerConfig::default().start_flows,
             },
             hash_seed: self.hash_seed,
             flow_hash: match self.flow_hash {

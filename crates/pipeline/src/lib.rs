@@ -447,9 +447,12 @@ pub fn run(
     let (reader_done_tx, reader_done_rx) = crossbeam_channel::bounded::<ReaderResult>(1);
     let mut dispatch = Dispatch::new(cfg.decode, hasher.clone(), n);
     dispatch.dns_broadcast = n > 1 && cfg.tracker.l7.is_some();
+    // Each of n workers holds about 1/n of the flows: its index starts that much
+    // smaller (it grows as any other), instead of n times one worker's start-up.
+    let tracker_cfg = TrackerConfig { start_flows: (cfg.tracker.start_flows / n).max(4096), ..cfg.tracker };
     let new_work = |tx: &crossbeam_channel::Sender<Block>| Work {
         timer: PacketTimer::new(cfg.time_sample),
-        tracker: Tracker::new(cfg.tracker),
+        tracker: Tracker::new(tracker_cfg),
         rout: RecordOut::new(cfg, tx.clone(), free_rx.clone()),
     };
     let (dispatchers, workers) = if n == 1 && !reader.source.may_block() {

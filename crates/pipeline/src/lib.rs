@@ -164,8 +164,8 @@ struct Batch {
     /// the packets. Empty, and unallocated, in almost every batch.
     wholes: Vec<Option<Vec<u8>>>,
     /// The DNS answers the batch's packets point to (`Pkt::learnt`), parsed once for
-    /// every worker.
-    answers: Vec<Arc<dnhunter::Answers>>,
+    /// every worker: one list per chunk, shared by the chunk's batches.
+    answers: Option<Arc<Vec<dnhunter::Answers>>>,
     /// The input's clock after the last frame of the batch's chunk.
     end_now: u64,
     /// At the first chunk of a scheduling epoch whose table moved bins: the table.
@@ -790,7 +790,7 @@ impl Work {
         p: &Pkt,
         frame: &'a [u8],
         whole: impl FnOnce() -> Option<&'a [u8]>,
-        answers: &[Arc<dnhunter::Answers>],
+        answers: &[dnhunter::Answers],
     ) {
         let d = &p.dec;
         let payload = if d.fragment == Fragment::No {
@@ -912,7 +912,7 @@ fn run_dispatcher(
     let n = worker_tx.len();
     let mut batches: Vec<Vec<Pkt>> = (0..n).map(|_| Vec::new()).collect();
     let mut wholes: Vec<Vec<Option<Vec<u8>>>> = (0..n).map(|_| Vec::new()).collect();
-    let mut answers: Vec<Vec<Arc<dnhunter::Answers>>> = (0..n).map(|_| Vec::new()).collect();
+    let mut answers: Vec<dnhunter::Answers> = Vec::new();
     let mut last_now = 0;
     'chunks: while let Some(c) = chunks.recv_unless(stop) {
         let chunk = &c.chunk;
@@ -935,12 +935,11 @@ fn run_dispatcher(
                 if dispatch.dns_broadcast && dnhunter::is_dns_response(&p.dec) {
                     // Parsed once here for every worker, not once per worker.
                     let payload = if frag { whole.as_deref().unwrap_or_default() } else { payload_of(&p.dec, frame) };
-                    let learnt = dnhunter::Answers::parse(p.dec.dst, payload).map(Arc::new);
-                    for (v, (b, a)) in batches.iter_mut().zip(answers.iter_mut()).enumerate() {
-                        let i = learnt.as_ref().map_or(0, |x| {
-                            a.push(x.clone());
-                            a.len() as u32
-                        });
+                    let i = dnhunter::Answers::parse(p.dec.dst, payload).map_or(0, |a| {
+                        answers.push(a);
+                        answers.len() as u32
+                    });
+                    for (v, b) in batches.iter_mut().enumerate() {
                         if v == w {
                             p.learnt = Some(i);
                         } else {
@@ -965,6 +964,7 @@ fn run_dispatcher(
         last_now = c.end_now;
         // Every worker gets a batch for every chunk, empty or not: it takes the
         // chunks in input order, and an empty batch says this one had nothing for it.
+        let shared = (!answers.is_empty()).then(|| Arc::new(std::mem::take(&mut answers)));
         for (w, b) in batches.iter_mut().enumerate() {
             let pkts = if b.is_empty() {
                 Vec::new()
@@ -976,7 +976,7 @@ fn run_dispatcher(
                 backing: chunk.backing.clone(),
                 pkts,
                 wholes: std::mem::take(&mut wholes[w]),
-                answers: std::mem::take(&mut answers[w]),
+                answers: shared.clone(),
                 end_now: c.end_now,
                 moves: moves.clone(),
             };
@@ -1018,7 +1018,12 @@ fn run_worker(
                 let mut wholes = b.wholes.iter();
                 for p in &b.pkts {
                     let frame = tapstat_capture::bytes_at(&*b.backing, p.offset, p.caplen);
-                    work.packet(p, frame, || wholes.next().and_then(Option::as_deref), &b.answers);
+                    work.packet(
+                        p,
+                        frame,
+                        || wholes.next().and_then(Option::as_deref),
+                        b.answers.as_deref().map_or(&[], Vec::as_slice),
+                    );
                 }
                 final_ns = b.end_now;
                 let mut v = b.pkts;

@@ -96,6 +96,12 @@ fn usage_error(e: clap::Error) -> ! {
 
 /// Runs the engine as the flags say; writes summary.json; prints the summary.
 pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
+    if a.live.is_live() && (a.dispatchers != 0 || a.chunk_frames != 1024) {
+        bail!("--dispatchers applies to -r files: live capture has no dispatcher (each worker reads its own socket or queue)");
+    }
+    if a.schedule == args::ScheduleArg::Hash && a.epoch_chunks != 64 {
+        bail!("--epoch-chunks applies to --schedule balance|bundle");
+    }
     if a.schedule != args::ScheduleArg::Hash {
         // The kernel's fanout or the NIC's RSS picks a live packet's worker; and a
         // periodic row is written by the worker that holds the flow when its clock

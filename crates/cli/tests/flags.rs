@@ -273,6 +273,30 @@ refused! {
     hash_seed_negative: ["--hash-seed", "-1"];
     buffer_1kib: ["--buffer", "1KiB"];
     kernel_ring_1024gib: ["--kernel-ring", "1024GiB"];
+    dispatchers_1025: ["--dispatchers", "1025"];
+    epoch_chunks_0: ["--schedule", "balance", "--epoch-chunks", "0"];
+}
+
+/// The file run's scheduling flags are refused where they would do nothing: a policy or
+/// dispatchers on live capture, a policy with --periodic, an epoch length without a
+/// policy that has epochs.
+#[test]
+fn scheduling_flags_are_refused_where_they_do_nothing() {
+    let f = sample("sched-sample");
+    for (case, says) in [
+        (&["-i", "lo", "--schedule", "balance"][..], "--schedule applies to -r files"),
+        (&["-i", "lo", "--dispatchers", "2"], "--dispatchers applies to -r files"),
+        (&["-r", f.as_str(), "--schedule", "bundle", "--periodic", "60"], "--periodic"),
+        (&["-r", f.as_str(), "--epoch-chunks", "8"], "--epoch-chunks applies to --schedule balance|bundle"),
+    ] {
+        let (ok, _, err) = run(case, "sched-flags");
+        assert!(!ok, "{case:?} accepted");
+        assert!(err.contains(says) && err.trim_end().lines().count() == 1, "{case:?}: {err}");
+    }
+    let (ok, s, err) = run(&["-r", f.as_str(), "-w", "3", "--schedule", "balance", "--dispatchers", "2"], "sched-ok");
+    assert!(ok, "{err}");
+    assert_eq!(s["scheduling"]["policy"], "balance");
+    assert_eq!(s["scheduling"]["dispatchers"], 2);
 }
 
 /// NaN used to become 0 s, negatives "unexpected argument '-1'", infinities a

@@ -360,9 +360,51 @@ impl Tracker {
     /// Accounts one packet; flows that end on the way go to `out`.
     #[inline]
     pub fn on_packet(&mut self, p: &Packet<'_>, out: &mut impl FlowSink) {
+        self.now_ns = self.now_ns.max(p.now_ns);
+        self.account(p, self.now_ns, out);
+    }
+
+    /// Accounts packet `p` of a run that the engine took out of input order to group
+    /// it by flow (flow-affinity batches), with the clock of garbage collection and of
+    /// periodic boundaries held at `held_ns`; flows that end on the way go to `out`.
+    ///
+    /// The caller's contract (what makes the records those of input order, see
+    /// docs/ARCHITECTURE.md, "Flow-affinity batches"): the run's packets are in input
+    /// order within each flow; `held_ns` is the clock of the run's first packet in
+    /// input order, so no packet of the run or after it has an earlier clock; no
+    /// packet of the run teaches DNS answers; all its packets fall between the same two
+    /// periodic boundaries; and after the run, [`Tracker::advance`] gives the clock of
+    /// its last packet. Then:
+    /// - each packet's own decisions (expiry at lookup, the new flow's and the touched
+    ///   flow's last use) are taken on the packet's clock, `p.now_ns`, which is what
+    ///   `on_packet` uses in input order (the clock is monotonic there);
+    /// - the collector never ends a flow that input order would have kept: a flow
+    ///   idle past its timeout at `held_ns` is idle past it at the clock of its next
+    ///   packet too, so input order splits it there (or ends it as idle at the end)
+    ///   with the same packets in it;
+    /// - a periodic boundary can only be passed at the run's first packet, before any
+    ///   of its packets is accounted, as in input order.
+    #[inline]
+    pub fn on_packet_held(&mut self, p: &Packet<'_>, held_ns: u64, out: &mut impl FlowSink) {
+        self.now_ns = self.now_ns.max(held_ns);
+        self.account(p, self.now_ns.max(p.now_ns), out);
+    }
+
+    /// Moves the clock to `now_ns` (never back) without a packet: after a run of
+    /// [`Tracker::on_packet_held`], the clock of its last packet, which input order
+    /// would have reached.
+    #[inline]
+    pub fn advance(&mut self, now_ns: u64) {
+        self.now_ns = self.now_ns.max(now_ns);
+    }
+
+    /// The work of a packet: periodic rows, DNS learning and garbage collection on the
+    /// tracker's clock, and the packet's own flow on `now` (the tracker's clock, or the
+    /// packet's in a held run).
+    #[inline(always)]
+    fn account(&mut self, p: &Packet<'_>, now: u64, out: &mut impl FlowSink) {
         self.stats.packets += 1;
         self.stats.wire_bytes += p.wire_len as u64;
-        self.now_ns = self.now_ns.max(p.now_ns);
         if self.cfg.periodic_ns > 0 {
             self.periodic(out);
             self.dirty = true;
@@ -381,7 +423,7 @@ impl Tracker {
             // 5-tuple into flows depends on packet times only — not on when the
             // collector happened to pass (which depends on the number of workers).
             let f = self.table.get(id);
-            let why = self.cfg.expiry(f, self.table.last_ns(id), self.now_ns).or_else(|| reuse(f, p));
+            let why = self.cfg.expiry(f, self.table.last_ns(id), now).or_else(|| reuse(f, p));
             if let Some(why) = why {
                 self.end(id, why, out);
                 slot = None;
@@ -405,7 +447,7 @@ impl Tracker {
                     Kind::Udp => self.stats.flows_udp += 1,
                     Kind::Other => self.stats.flows_other += 1,
                 }
-                let (id, evicted) = self.table.insert(p.key, p.hash, f, self.now_ns);
+                let (id, evicted) = self.table.insert(p.key, p.hash, f, now);
                 if let Some((_, mut old)) = evicted {
                     old.end = end_reason(&old, EndReason::Evicted);
                     self.stats.evictions += 1;
@@ -424,7 +466,7 @@ impl Tracker {
         if let (Some(cfg), Some(fresh)) = (self.cfg.l7.as_ref(), fresh) {
             on_payload(f, cfg, di, p, fresh, out, self.late_names.then_some(&self.dns));
         }
-        self.table.touch(id, self.now_ns);
+        self.table.touch(id, now);
     }
 
     /// Takes the flows whose hash `pick` chooses out of the table, state and last-use
@@ -1187,6 +1229,53 @@ mod tests {
         assert_eq!(t.stats.evictions, 1);
         t.finish(3 * S, false, &mut |f: &Flow| out.push(f.clone()));
         assert_eq!(out.len(), 3, "nothing is lost: every flow is written once");
+    }
+
+    /// A run grouped by flow and held at its first clock ends the flows that input order
+    /// ends; grouped on the latest clock instead, the collector and the lookup would
+    /// see a later flow's time and split a flow that input order keeps.
+    #[test]
+    fn a_held_run_grouped_by_flow_keeps_the_flows_of_input_order() {
+        // Idle timeouts 60 s; the collector scans the whole table at every packet.
+        let cfg = TrackerConfig {
+            tcp_idle_ns: 60 * S,
+            singleton_ns: 60 * S,
+            gc: GcConfig { period_ns: 1, steps: 1 },
+            ..Default::default()
+        };
+        let h = tapstat_flow::FlowHasher::new(1);
+        let data = |port: u16, seq: u32| Decoded { sport: port, ..seg(true, ACK, seq, 10) };
+        let (a, b) = (40000, 40001);
+        // Input order: A at 0 s; then a batch B 40, A 55, B 70, A 80. A is never idle
+        // 60 s at its own packets. Grouped by last packets: B 40, B 70, A 55, A 80.
+        let first = data(a, 1);
+        let batch = [(40, data(b, 1)), (55, data(a, 11)), (70, data(b, 11)), (80, data(a, 21))];
+        let grouped = [0usize, 2, 1, 3];
+        let ends = |mode: u8| {
+            let mut t = Tracker::new(cfg);
+            let mut out: Vec<Flow> = Vec::new();
+            let mut sink = |f: &Flow| out.push(f.clone());
+            t.on_packet(&packet(&h, 0, 0, &first, &[]), &mut sink);
+            let order: Vec<usize> = if mode == 0 { vec![0, 1, 2, 3] } else { grouped.to_vec() };
+            for i in order {
+                let (ts, d) = &batch[i];
+                let p = packet(&h, ts * S, ts * S, d, &[]);
+                match mode {
+                    0 | 2 => t.on_packet(&p, &mut sink),
+                    _ => t.on_packet_held(&p, 40 * S, &mut sink),
+                }
+            }
+            t.advance(80 * S);
+            t.finish(80 * S, false, &mut sink);
+            let mut v: Vec<(u16, u64, u64, EndReason)> =
+                out.iter().map(|f| (f.dir[0].port.max(f.dir[1].port), f.first_ns, f.packets(), f.end)).collect();
+            v.sort_by_key(|x| (x.0, x.1));
+            v
+        };
+        let input = ends(0);
+        assert_eq!(input, vec![(a, 0, 3, EndReason::EndOfInput), (b, 40 * S, 2, EndReason::EndOfInput)]);
+        assert_eq!(ends(1), input, "held at the run's first clock");
+        assert_ne!(ends(2), input, "on the latest clock, A is split at 55 s");
     }
 
     #[test]

@@ -205,6 +205,12 @@ pub struct RunArgs {
     /// D-th chunk of the input, in parallel; 0 = one per three workers [0..=1024]
     #[arg(long, value_name = "D", default_value_t = 0, allow_negative_numbers = true, value_parser = int_in::<usize, 0, 1024>)]
     pub dispatchers: usize,
+    /// Flow-affinity batches: with several workers on files, each worker accounts the
+    /// packets of a batch grouped by flow (records are those of input order; see
+    /// docs/BENCHMARKS.md, issue 14; off by default: it did not pay). Refused with one
+    /// worker and on live capture, which account packets in input order
+    #[arg(long, value_enum, default_value = "off")]
+    pub flow_batches: OnOff,
     /// Frames per chunk read from a file (tests use small chunks to put chunk
     /// boundaries everywhere) [1..=65536]
     #[arg(long, value_name = "N", default_value_t = 1024, hide = true, allow_negative_numbers = true, value_parser = int_in::<usize, 1, 65536>)]
@@ -408,6 +414,7 @@ impl RunArgs {
             },
             time_sample: self.time_sample,
             dispatchers: self.dispatchers,
+            flow_batches: self.flow_batches == OnOff::On,
             chunk_frames: self.chunk_frames,
             schedule: match self.schedule {
                 ScheduleArg::Hash => tapstat_pipeline::Schedule::Hash,

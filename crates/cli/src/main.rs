@@ -99,6 +99,9 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
     if a.live.is_live() && (a.dispatchers != 0 || a.chunk_frames != 1024) {
         bail!("--dispatchers applies to -r files: live capture has no dispatcher (each worker reads its own socket or queue)");
     }
+    if a.flow_batches == args::OnOff::On && (a.live.is_live() || a.workers == Some(1)) {
+        bail!("--flow-batches applies to -r files with several workers (their batches come from the dispatchers)");
+    }
     if a.schedule == args::ScheduleArg::Hash && a.epoch_chunks != 64 {
         bail!("--epoch-chunks applies to --schedule balance|bundle");
     }

@@ -288,6 +288,11 @@ fn scheduling_flags_are_refused_where_they_do_nothing() {
         (&["-i", "lo", "--dispatchers", "2"], "--dispatchers applies to -r files"),
         (&["-r", f.as_str(), "--schedule", "bundle", "--periodic", "60"], "--periodic"),
         (&["-r", f.as_str(), "--epoch-chunks", "8"], "--epoch-chunks applies to --schedule balance|bundle"),
+        (
+            &["-r", f.as_str(), "-w", "1", "--flow-batches", "on"],
+            "--flow-batches applies to -r files with several workers",
+        ),
+        (&["-i", "lo", "--flow-batches", "on"], "--flow-batches applies"),
     ] {
         let (ok, _, err) = run(case, "sched-flags");
         assert!(!ok, "{case:?} accepted");

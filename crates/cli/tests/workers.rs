@@ -82,3 +82,60 @@ fn every_scheduling_policy_writes_the_records_of_one_worker() {
     eprintln!("{moved} flows moved between workers over the corpus");
     assert!(moved > 1000, "the policies moved too few flows to test anything: {moved}");
 }
+
+/// Flow-affinity batches (`--flow-batches on`, issue 14): workers account each batch
+/// grouped by flow, and the records are those of input order. Chunks of 64 frames put
+/// many batch and segment boundaries in every capture; DNS answers cut segments (the
+/// `fqdn` of every flow is compared); with `--periodic`, segments stop at boundaries
+/// and the periodic rows are compared too.
+#[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn flow_affinity_batches_write_the_records_of_input_order_on_every_dev_capture() {
+    let Some(corpus) = corpus() else { return };
+    let caps = dev_captures(&corpus);
+    assert!(caps.len() > 100, "expected the dev corpus, found {} captures", caps.len());
+    let periodic_logs = ["log_tcp_periodic", "log_udp_periodic"];
+    let mut total = 0;
+    for cap in &caps {
+        let name = cap.file_name().unwrap().to_string_lossy().to_string();
+        let runs: [(&str, usize, &[&str]); 4] = [
+            ("w1", 1, &[]),
+            ("w3g", 3, &["--flow-batches", "on", "--chunk-frames", "64"]),
+            ("w3p", 3, &["--periodic", "1", "--chunk-frames", "64"]),
+            ("w3gp", 3, &["--periodic", "1", "--flow-batches", "on", "--chunk-frames", "64"]),
+        ];
+        let dirs: Vec<std::path::PathBuf> = runs
+            .iter()
+            .map(|(tag, w, extra)| {
+                let d = tempdir(&format!("fb-{tag}-{name}"));
+                analyze(cap, &d, *w, extra);
+                d
+            })
+            .collect();
+        let pairs = [(0, 1, &LOGS[..]), (0, 1, &L7_LOGS[..]), (2, 3, &LOGS[..]), (2, 3, &periodic_logs[..])];
+        for (x, y, logs) in pairs {
+            for log in logs {
+                let (a, b) = (record_set(&dirs[x], log), record_set(&dirs[y], log));
+                if a != b {
+                    let only_a: Vec<&String> = a.iter().filter(|r| !b.contains(r)).take(3).collect();
+                    let only_b: Vec<&String> = b.iter().filter(|r| !a.contains(r)).take(3).collect();
+                    panic!(
+                        "{name}: {log} differs between {} and {} ({} vs {} records)\nonly in the first: {only_a:#?}\nonly in the second: {only_b:#?}",
+                        runs[x].0,
+                        runs[y].0,
+                        a.len(),
+                        b.len()
+                    );
+                }
+                total += a.len();
+            }
+        }
+        let (s1, s3) = (summary(&dirs[0]), summary(&dirs[1]));
+        assert_eq!(s1["packets"], s3["packets"], "{name}");
+        assert_eq!(s1["records"], s3["records"], "{name}");
+        for d in dirs {
+            let _ = std::fs::remove_dir_all(&d);
+        }
+    }
+    assert!(total > 10000, "suspiciously few records over the corpus: {total}");
+}

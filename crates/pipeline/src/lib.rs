@@ -770,6 +770,40 @@ impl Dispatch {
         Some((w, pkt))
     }
 
+    /// [`Dispatch::frame_at`] for a dispatcher thread: the packet goes straight to the
+    /// end of its worker's batch (no decoded packet returned and moved again: ~100
+    /// instructions a packet of copies); returns the worker.
+    #[inline]
+    fn frame_to(&mut self, f: &FrameMeta, bytes: &[u8], now_ns: u64, batches: &mut [Vec<Pkt>]) -> Option<usize> {
+        let d = self.dec.decode(f.link, bytes, f.ts_ns);
+        if d.l4 == L4::None {
+            self.r.non_ip += 1;
+            return None;
+        }
+        let (key, _) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
+        let hash = self.hasher.hash(&key);
+        let w = match &self.table {
+            None => FlowHasher::worker_of(hash, self.workers),
+            Some(t) => {
+                let b = FlowHasher::bin_of(hash, BINS);
+                self.per_bin[b] += 1;
+                t.bins[b] as usize
+            }
+        };
+        batches[w].push(Pkt {
+            ts_ns: f.ts_ns,
+            now_ns,
+            wire_len: f.orig_len,
+            caplen: f.caplen,
+            offset: f.offset,
+            hash,
+            learn_only: false,
+            learnt: None,
+            dec: d,
+        });
+        Some(w)
+    }
+
     /// The counters, and the input's clock at the end.
     fn finish(mut self) -> (DispatchResult, u64) {
         self.r.anomalies = self.dec.anomalies.clone();
@@ -950,28 +984,29 @@ fn run_dispatcher(
         for (f, &now) in chunk.frames.iter().zip(&c.now) {
             dispatch.r.count(f);
             let frame = chunk.data(f);
-            if let Some((w, mut p)) = dispatch.frame_at(f, frame, now) {
-                let frag = p.dec.fragment != Fragment::No;
+            if let Some(w) = dispatch.frame_to(f, frame, now, &mut batches) {
+                let dec = &batches[w].last().expect("frame_to pushed the packet").dec;
+                let frag = dec.fragment != Fragment::No;
                 let whole = if frag { dispatch.dec.take_reassembled() } else { None };
-                if dispatch.dns_broadcast && dnhunter::is_dns_response(&p.dec) {
+                if dispatch.dns_broadcast && dnhunter::is_dns_response(dec) {
                     // Parsed once here for every worker, not once per worker.
-                    let payload = if frag { whole.as_deref().unwrap_or_default() } else { payload_of(&p.dec, frame) };
-                    let i = dnhunter::Answers::parse(p.dec.dst, payload).map_or(0, |a| {
+                    let payload = if frag { whole.as_deref().unwrap_or_default() } else { payload_of(dec, frame) };
+                    let i = dnhunter::Answers::parse(dec.dst, payload).map_or(0, |a| {
                         answers.push(a);
                         answers.len() as u32
                     });
+                    let p = batches[w].last_mut().expect("frame_to pushed the packet");
+                    p.learnt = Some(i);
+                    let p = *p;
                     for (v, b) in batches.iter_mut().enumerate() {
-                        if v == w {
-                            p.learnt = Some(i);
-                        } else {
-                            b.push(Pkt { learn_only: true, learnt: Some(i), ..p });
+                        if v != w {
+                            b.push(Pkt { learn_only: true, ..p });
                             if frag {
                                 wholes[v].push(whole.clone());
                             }
                         }
                     }
                 }
-                batches[w].push(p);
                 if frag {
                     wholes[w].push(whole);
                 }

@@ -84,40 +84,39 @@ struct Named {
     name: Arc<str>,
     /// Its insertion number, for eviction.
     when: u64,
-    /// With sharing on, for [`DnsCache::lookup_before`]: the names of the two latest
+    /// With sharing on, for [`DnsCache::lookup_before`]: the names of the latest
     /// answers by packet time, newest first, each with the time of the first answer
-    /// that gave it since the other name.
+    /// that gave it since another name; at most [`MAX_RUNS`] (empty, unallocated,
+    /// without sharing).
     runs: Runs,
 }
 
 /// Names by the packet time from which they hold (see [`Named::runs`]).
-type Runs = [Option<(Arc<str>, u64)>; 2];
+type Runs = Vec<(Arc<str>, u64)>;
+
+/// Runs of names kept per (client, address). Anycast addresses are answered under many
+/// names in turn (ndpi__android.pcap: five names for one Google address within five
+/// seconds), and another worker's answer may arrive after later ones: with two runs a
+/// flow's name could be forgotten before the flow ended.
+const MAX_RUNS: usize = 8;
 
 /// Records that an answer stamped `ts_ns` named `name`, in `runs`, whatever the order
 /// the answers arrive in (another worker's may come late): two answers of the same
 /// name with none of another name between them make one run from the earlier.
 fn record(runs: &mut Runs, name: &Arc<str>, ts_ns: u64) {
     // The run holding `ts_ns`: the newest that started no later.
-    let i = runs.iter().position(|r| r.as_ref().is_none_or(|(_, since)| *since <= ts_ns)).unwrap_or(runs.len());
-    if let Some(Some((n, _))) = runs.get(i) {
-        if n == name {
-            return;
-        }
+    let i = runs.iter().position(|(_, since)| *since <= ts_ns).unwrap_or(runs.len());
+    if runs.get(i).is_some_and(|(n, _)| n == name) {
+        return;
     }
-    if i > 0 {
-        if let Some((n, since)) = &mut runs[i - 1] {
-            if n == name {
-                *since = ts_ns;
-                return;
-            }
-        }
+    if i > 0 && runs[i - 1].0 == *name {
+        runs[i - 1].1 = ts_ns;
+        return;
     }
-    if i < runs.len() {
-        // Shift the older runs down; the oldest falls off.
-        for j in (i + 1..runs.len()).rev() {
-            runs[j] = runs[j - 1].take();
-        }
-        runs[i] = Some((name.clone(), ts_ns));
+    if i < MAX_RUNS {
+        // The oldest falls off.
+        runs.insert(i, (name.clone(), ts_ns));
+        runs.truncate(MAX_RUNS);
     }
 }
 
@@ -213,9 +212,9 @@ impl DnsCache {
                 e.when = when;
             }
             hashbrown::hash_map::Entry::Vacant(v) => {
-                let mut runs: Runs = [None, None];
+                let mut runs: Runs = Vec::new();
                 if self.sharing {
-                    runs[0] = Some((name.clone(), ts_ns));
+                    runs.push((name.clone(), ts_ns));
                 }
                 v.insert(Named { name, when, runs });
             }
@@ -248,7 +247,7 @@ impl DnsCache {
     /// `ts_ns`, whatever the order the responses were learnt in, with sharing on (else
     /// `None`): the name of a flow that started at `ts_ns` when answers also come
     /// from other workers, and may arrive after the flow's first packet (live
-    /// capture). The cache remembers the two latest names of a pair; an older one, or
+    /// capture). The cache remembers the `MAX_RUNS` latest names of a pair; an older one, or
     /// an evicted pair, is not found.
     #[inline]
     pub fn lookup_before(&self, client: u128, server: u128, ts_ns: u64) -> Option<Arc<str>> {
@@ -256,7 +255,7 @@ impl DnsCache {
             return None;
         }
         let e = self.map.get(&(client, server))?;
-        e.runs.iter().flatten().find(|(_, since)| *since <= ts_ns).map(|(n, _)| n.clone())
+        e.runs.iter().find(|(_, since)| *since <= ts_ns).map(|(n, _)| n.clone())
     }
 }
 
@@ -339,12 +338,36 @@ mod tests {
         c.learn(1, &a, 40); // a again: still one run from 30
         c.learn(1, &b, 25); // b again, before a: b's run still starts at 20
         assert_eq!(at(&c, 5), None);
-        assert_eq!(at(&c, 15), None, "a from 10 to 20 is a third, older run: forgotten");
+        assert_eq!(at(&c, 15).as_deref(), Some("a.example"), "a from 10 to 20, a third run");
         assert_eq!(at(&c, 25).as_deref(), Some("b.example"));
         assert_eq!(at(&c, 35).as_deref(), Some("a.example"));
         assert_eq!(c.lookup(1, 0x0909_0909).as_deref(), Some("b.example"), "lookup: the last learnt");
         let mut off = DnsCache::new(8);
         off.learn(1, &a, 30);
         assert_eq!(off.lookup_before(1, 0x0909_0909, 99), None, "no times kept without sharing");
+    }
+
+    /// An anycast address answered under five names in turn, the answers arriving late
+    /// and out of order (ndpi__android.pcap's Google address, seen live with 2 workers):
+    /// a flow that started between two of them still finds its name once every answer
+    /// is in, however many came after; past `MAX_RUNS` runs the oldest is forgotten.
+    #[test]
+    fn many_names_for_one_address_keep_their_times() {
+        let mut c = DnsCache::new(8);
+        c.share();
+        let names = ["clients1", "mtalk", "android.clients", "www", "accounts"];
+        let r: Vec<Vec<u8>> = names.iter().map(|n| response(&format!("{n}.google.com"), &[[9, 9, 9, 9]])).collect();
+        // Learnt in the order another worker's ring delivers them: the third late.
+        for (i, t) in [(0, 10), (1, 20), (3, 40), (4, 50), (2, 30)] {
+            c.learn(1, &r[i], t);
+        }
+        let at = |c: &DnsCache, t| c.lookup_before(1, 0x0909_0909, t).as_deref().map(str::to_string);
+        assert_eq!(at(&c, 31).as_deref(), Some("android.clients.google.com"));
+        assert_eq!(at(&c, 21).as_deref(), Some("mtalk.google.com"));
+        assert_eq!(at(&c, 51).as_deref(), Some("accounts.google.com"));
+        for t in 0..MAX_RUNS as u64 {
+            c.learn(1, &r[(t % 2) as usize], 100 + t);
+        }
+        assert_eq!(at(&c, 11), None, "the oldest runs are forgotten past MAX_RUNS");
     }
 }

@@ -19,6 +19,8 @@ Examples:
   tapstat --dpdk '-a 0000:3b:00.0' -w 2 -o out/ capture through DPDK (--features dpdk builds)
   tapstat synth -o sample.pcap                  write the built-in sample trace
   tapstat bench -r trace.pcap -w 1,2            measure packets/s per CPU-second
+  tapstat bench -r trace.pcap --pps 1e6 -o out/ replay through the live path at 1M packets/s
+  tapstat bench -r trace.pcap --find-rate -w 2  the sustainable no-loss rate (bisection)
 
 Output (in -o DIR): log_tcp_complete, log_tcp_nocomplete, log_udp_complete,
 log_other, log_http_complete and log_dns_complete (application layer on),

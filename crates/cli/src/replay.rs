@@ -192,8 +192,8 @@ fn find_rate(a: &RunArgs, file: &Arc<ReplayFile>, runs: usize, stop: &Arc<Atomic
             hi = Some(next);
         }
         next = match hi {
-            // Above every rate tried so far without a failure: go up, at most three times.
-            None if n >= 4 => break,
+            // Above every rate tried so far without a failure: go up, doubling, for half the probes.
+            None if n >= MAX_PROBES / 2 => break,
             None => lo * 2.0,
             Some(h) if (h - lo) / h <= PRECISION => break,
             Some(h) => (lo + h) / 2.0,

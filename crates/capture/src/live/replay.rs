@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 /// The most frames one poll hands out: a source far behind its pace still lets the
 /// acquisition thread publish its buffer regularly.
-const MAX_POLL: usize = 4096;
+const MAX_POLL: usize = 32768;
 
 /// How fast a replay goes.
 #[derive(Clone, Copy, Debug, PartialEq)]

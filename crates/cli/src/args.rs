@@ -19,6 +19,8 @@ Examples:
   tapstat --dpdk '-a 0000:3b:00.0' -w 2 -o out/ capture through DPDK (--features dpdk builds)
   tapstat synth -o sample.pcap                  write the built-in sample trace
   tapstat bench -r trace.pcap -w 1,2            measure packets/s per CPU-second
+  tapstat bench -r trace.pcap --pps 1e6 -o out/ replay through the live path at 1M packets/s
+  tapstat bench -r trace.pcap --find-rate -w 2  the sustainable no-loss rate (bisection)
 
 Output (in -o DIR): log_tcp_complete, log_tcp_nocomplete, log_udp_complete,
 log_other, log_http_complete and log_dns_complete (application layer on),
@@ -438,6 +440,53 @@ pub struct BenchArgs {
     /// Timed runs per worker count (the median is reported), after one warm-up [1..=1000]
     #[arg(long, default_value_t = 3, allow_negative_numbers = true, value_parser = int_in::<usize, 1, 1000>)]
     pub runs: usize,
+    /// Replay the capture through the live path (acquisition threads, per-worker
+    /// buffers, analysis workers) at X times its packet-time speed (e.g. 10, 0.5)
+    #[arg(long, value_name = "X", conflicts_with = "pps", allow_hyphen_values = true, value_parser = positive_f64)]
+    pub speed: Option<f64>,
+    /// Replay through the live path at N packets per second, evenly spaced
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = positive_f64)]
+    pub pps: Option<f64>,
+    /// Find the sustainable no-loss rate: bisection on --pps, each rate replayed --runs times
+    #[arg(long, conflicts_with_all = ["speed", "pps"])]
+    pub find_rate: bool,
+    /// Largest capture a replay loads into memory (e.g. 512MiB, 4GiB)
+    #[arg(long, value_name = "SIZE", default_value = "4GiB", value_parser = crate::live::parse_size)]
+    pub replay_max: u64,
+    /// Output directory of a replay (a temporary one when not given)
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Record format of a replay
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+    /// Each worker's packet buffer in a replay (as a live run's --buffer) [1MiB..=64GiB]
+    #[arg(long, value_name = "SIZE", value_parser = crate::live::buffer_size)]
+    pub buffer: Option<u64>,
+    /// Overwrite a replay's existing output directory
+    #[arg(long)]
+    pub force: bool,
+    /// No per-second lines and summary on stderr
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Any other option of a run for a replay, after `--` (e.g. `-- --l7 off --acquire poll`)
+    #[arg(last = true, value_name = "RUN OPTIONS")]
+    pub run_options: Vec<String>,
+}
+
+impl BenchArgs {
+    /// Whether this bench replays through the live path rather than reading offline.
+    pub fn is_replay(&self) -> bool {
+        self.speed.is_some() || self.pps.is_some() || self.find_rate
+    }
+}
+
+/// A finite number above 0.
+pub fn positive_f64(s: &str) -> Result<f64, String> {
+    let x: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if !(x.is_finite() && x > 0.0) {
+        return Err(format!("{s:?} is out of range (must be above 0)"));
+    }
+    Ok(x)
 }
 
 #[derive(Args, Debug)]

@@ -1,13 +1,20 @@
-//! `tapstat bench`: throughput of the whole engine on a capture, per worker count.
+//! `tapstat bench`: throughput of the whole engine on a capture, per worker count; with
+//! `--speed`, `--pps` or `--find-rate`, a replay through the live path (`replay.rs`).
 
 use crate::args::{BenchArgs, RunArgs};
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::Parser;
 
 /// Runs the engine `runs` times per worker count (after a warm-up that brings the file
 /// into the page cache) and prints the medians: packets/s and Gbit/s on the wall clock
 /// and per CPU-second (all threads of the process: reader, dispatcher, workers, writer).
 pub fn run(b: &BenchArgs) -> Result<()> {
+    if b.is_replay() {
+        return crate::replay::run(b);
+    }
+    if b.out.is_some() || b.format.is_some() || b.buffer.is_some() || b.force || b.quiet || !b.run_options.is_empty() {
+        bail!("-o, --format, --buffer, --force, -q and run options after -- apply to replays (--speed, --pps, --find-rate)");
+    }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let counts = if b.workers.is_empty() {
         let mut v = vec![1];

@@ -145,7 +145,7 @@ fn size_in(s: &str, lo: u64, hi: u64, range: &str) -> Result<u64, String> {
     Ok(n)
 }
 
-fn buffer_size(s: &str) -> Result<u64, String> {
+pub fn buffer_size(s: &str) -> Result<u64, String> {
     size_in(s, 1 << 20, 64 << 30, "1MiB..=64GiB")
 }
 
@@ -364,23 +364,10 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
     }
     catch_sighup();
     let out = cfg.out_dir.clone();
-    let live = LiveConfig {
-        buffer_bytes: l.buffer.min(usize::MAX as u64) as usize,
-        acquire: match l.acquire {
-            AcquireArg::Poll => Acquire::Poll,
-            AcquireArg::Periodic => Acquire::Periodic { period: l.period },
-            AcquireArg::Block => Acquire::Block,
-        },
-        stats_interval: l.stats_interval,
-        stats_stderr: !a.quiet,
-        metrics: l.metrics,
-        rotate: l.rotate,
-        flush: l.flush,
-        reopen: &REOPEN,
-        on_ready: user.map(|(uid, gid)| {
-            Box::new(move || drop_privileges(uid, gid, &out)) as Box<dyn FnOnce() -> Result<(), String> + Send>
-        }),
-    };
+    let mut live = live_config(a);
+    live.on_ready = user.map(|(uid, gid)| {
+        Box::new(move || drop_privileges(uid, gid, &out)) as Box<dyn FnOnce() -> Result<(), String> + Send>
+    });
     if !a.quiet {
         crate::say!(
             "tapstat: capturing on {what} with {} worker(s), {} acquisition; SIGINT/SIGTERM to stop, SIGHUP to reopen files",
@@ -395,21 +382,46 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
         crate::say!("tapstat: warning: {w}");
     }
     if !a.quiet {
-        crate::say!("{}", summary.human().trim_end());
-        if let Some(ls) = &summary.live {
-            crate::say!(
-                "  live: {} received, {} kernel drops, {} buffer drops, buffer max {:.1}% ({})",
-                ls.received_packets,
-                ls.kernel_drops,
-                ls.buffer_drops,
-                100.0 * ls.buffer_max_bytes as f64 / ls.buffer_capacity_bytes.max(1) as f64,
-                ls.pacing.join(",")
-            );
-        }
-        crate::say!("  output: {}", cfg.out_dir.display());
+        print_summary(&summary, &cfg.out_dir);
     }
     crate::write_failed(&summary)?;
     Ok(summary)
+}
+
+/// How a live run (or a replay) acquires, buffers, reports and writes, as the flags say.
+pub(crate) fn live_config(a: &RunArgs) -> LiveConfig {
+    let l = &a.live;
+    LiveConfig {
+        buffer_bytes: l.buffer.min(usize::MAX as u64) as usize,
+        acquire: match l.acquire {
+            AcquireArg::Poll => Acquire::Poll,
+            AcquireArg::Periodic => Acquire::Periodic { period: l.period },
+            AcquireArg::Block => Acquire::Block,
+        },
+        stats_interval: l.stats_interval,
+        stats_stderr: !a.quiet,
+        metrics: l.metrics,
+        rotate: l.rotate,
+        flush: l.flush,
+        reopen: &REOPEN,
+        on_ready: None,
+    }
+}
+
+/// The summary of a live run on stderr, with its drops.
+pub(crate) fn print_summary(summary: &Summary, out: &std::path::Path) {
+    crate::say!("{}", summary.human().trim_end());
+    if let Some(ls) = &summary.live {
+        crate::say!(
+            "  live: {} received, {} kernel drops, {} buffer drops, buffer max {:.1}% ({})",
+            ls.received_packets,
+            ls.kernel_drops,
+            ls.buffer_drops,
+            100.0 * ls.buffer_max_bytes as f64 / ls.buffer_capacity_bytes.max(1) as f64,
+            ls.pacing.join(",")
+        );
+    }
+    crate::say!("  output: {}", out.display());
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ mod args;
 mod bench;
 mod live;
 mod outdir;
+mod replay;
 
 use anyhow::{bail, Context, Result};
 use args::{Cli, Command, RunArgs};

@@ -4,7 +4,8 @@
 //! [`AfPacket`] (a Linux `AF_PACKET` socket with a `TPACKET_V3` block ring, one per
 //! worker, all in one fanout group so the kernel spreads flows over the workers) and
 //! [`BpfProgram`] (a tcpdump-style filter compiled by libpcap, attached to every
-//! socket).
+//! socket) and [`ReplaySource`] (a capture file in memory, replayed at a pace through
+//! the live path, one source per worker: `tapstat bench --speed/--pps`).
 //!
 //! ```no_run
 //! use tapstat_capture::live::{open_fanout, AfPacketConfig, LiveSource};
@@ -20,9 +21,11 @@
 
 mod afpacket;
 mod bpf;
+mod replay;
 
 pub use afpacket::{open_fanout, AfPacket, AfPacketConfig};
 pub use bpf::{compile_filter, BpfProgram};
+pub use replay::{flow_worker, Pace, ReplayFile, ReplaySource};
 
 use crate::{FrameMeta, LinkType};
 use std::time::Duration;

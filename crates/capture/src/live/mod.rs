@@ -25,7 +25,7 @@ mod replay;
 
 pub use afpacket::{open_fanout, AfPacket, AfPacketConfig};
 pub use bpf::{compile_filter, BpfProgram};
-pub use replay::{flow_worker, Pace, ReplayFile, ReplaySource};
+pub use replay::{flow_worker, frame_flow, FrameFlow, Pace, ReplayFile, ReplaySource};
 
 use crate::{FrameMeta, LinkType};
 use std::time::Duration;

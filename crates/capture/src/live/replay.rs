@@ -206,16 +206,39 @@ impl LiveSource for ReplaySource {
     }
 }
 
-/// The worker (of `n`) of a frame: a symmetric hash of its outer IP addresses and,
-/// for TCP and UDP outside fragments, its ports, read at fixed offsets (Ethernet with
-/// up to two VLAN tags, or raw IP). Both directions of a flow get the same worker.
-/// Anything else — another link type or ethertype, a frame too short — goes to
-/// worker 0. Fragments are hashed on their addresses alone, as a NIC's RSS does, so
-/// they may land on another worker than their flow's unfragmented packets.
+/// The worker (of `n`) of a frame: [`frame_flow`]'s hash scaled to `n`, as a NIC's
+/// RSS or the kernel's fanout would choose. Both directions of a flow get the same
+/// worker; a frame without a key goes to worker 0. Fragments are hashed on their
+/// addresses alone, as a NIC's RSS does, so they may land on another worker than
+/// their flow's unfragmented packets.
 pub fn flow_worker(link: LinkType, b: &[u8], n: usize) -> usize {
     if n <= 1 {
         return 0;
     }
+    match frame_flow(link, b) {
+        Some(f) => (((f.hash >> 32) * n as u64) >> 32) as usize,
+        None => 0,
+    }
+}
+
+/// What the acquisition side reads of a frame's outer headers without decoding it:
+/// enough to spread flows over workers and to keep the packets whose loss costs most
+/// (issue 15: the overload controller's priorities).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameFlow {
+    /// A symmetric hash of the outer addresses and (outside fragments) the TCP/UDP
+    /// ports and protocol: both directions of a flow have the same.
+    pub hash: u64,
+    /// The TCP flags byte (RFC 9293 §3.1), for an unfragmented TCP segment whose
+    /// header reaches that far.
+    pub tcp_flags: Option<u8>,
+    /// TCP or UDP with port 53 on either side (DNS).
+    pub dns: bool,
+}
+
+/// Reads [`FrameFlow`] at fixed offsets (Ethernet with up to two VLAN tags, or raw
+/// IP); `None` for anything else — another link type or ethertype, a frame too short.
+pub fn frame_flow(link: LinkType, b: &[u8]) -> Option<FrameFlow> {
     let ip = match link {
         LinkType::ETHERNET => {
             let mut off = 12;
@@ -228,26 +251,37 @@ pub fn flow_worker(link: LinkType, b: &[u8], n: usize) -> usize {
             }
             match ethertype {
                 Some(0x0800 | 0x86dd) => &b[off + 2..],
-                _ => return 0,
+                _ => return None,
             }
         }
         LinkType::RAW | LinkType::RAW_BSD12 | LinkType::RAW_BSD14 | LinkType::IPV4 | LinkType::IPV6 => b,
-        _ => return 0,
+        _ => return None,
     };
-    let Some(key) = flow_key(ip) else { return 0 };
-    // fmix64 (MurmurHash3's finalizer), then the high bits scaled to n.
+    let (key, l4) = flow_key(ip)?;
+    // fmix64 (MurmurHash3's finalizer).
     let mut h = key;
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^= h >> 33;
     h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
     h ^= h >> 33;
-    (((h >> 32) * n as u64) >> 32) as usize
+    let proto = key as u8;
+    let (mut tcp_flags, mut dns) = (None, false);
+    if let Some(off) = l4 {
+        if matches!(proto, 6 | 17) {
+            dns = be16(ip, off) == Some(53) || be16(ip, off + 2) == Some(53);
+        }
+        if proto == 6 {
+            tcp_flags = ip.get(off + 13).copied();
+        }
+    }
+    Some(FrameFlow { hash: h, tcp_flags, dns })
 }
 
 /// The symmetric key of an IP packet: XORs of the addresses (IPv6 folded to 32 bits)
-/// and of the ports, so swapping source and destination changes nothing.
-fn flow_key(ip: &[u8]) -> Option<u64> {
+/// and of the ports, so swapping source and destination changes nothing; and the
+/// offset of the TCP/UDP header, outside fragments.
+fn flow_key(ip: &[u8]) -> Option<(u64, Option<usize>)> {
     let version = ip.first()? >> 4;
     let (addrs, proto, l4) = match version {
         4 => {
@@ -267,11 +301,15 @@ fn flow_key(ip: &[u8]) -> Option<u64> {
         }
         _ => return None,
     };
-    let ports = match (proto, l4) {
-        (6 | 17, Some(off)) => (be16(ip, off).unwrap_or(0) ^ be16(ip, off + 2).unwrap_or(0)) as u64,
-        _ => 0,
+    let l4 = match (proto, l4) {
+        (6 | 17, Some(off)) => Some(off),
+        _ => None,
     };
-    Some((addrs as u64) << 24 | ports << 8 | proto as u64)
+    let ports = match l4 {
+        Some(off) => (be16(ip, off).unwrap_or(0) ^ be16(ip, off + 2).unwrap_or(0)) as u64,
+        None => 0,
+    };
+    Some(((addrs as u64) << 24 | ports << 8 | proto as u64, l4))
 }
 
 fn be16(b: &[u8], off: usize) -> Option<u16> {
@@ -348,6 +386,21 @@ mod tests {
         let f = eth_ipv4_tcp([1; 4], [2; 4], 1, 2, false);
         assert_eq!(flow_worker(LinkType::ETHERNET, &f[..20], 4), 0);
         assert_eq!(flow_worker(LinkType::ETHERNET, &f, 1), 0);
+    }
+
+    #[test]
+    fn frame_flow_reads_flags_and_dns() {
+        let mut syn = eth_ipv4_tcp([1; 4], [2; 4], 1000, 443, true);
+        syn[18 + 20 + 13] = 0x02;
+        let f = frame_flow(LinkType::ETHERNET, &syn).unwrap();
+        assert_eq!((f.tcp_flags, f.dns), (Some(0x02), false));
+        let rev = frame_flow(LinkType::ETHERNET, &eth_ipv4_tcp([2; 4], [1; 4], 443, 1000, false)).unwrap();
+        assert_eq!(rev.hash, f.hash);
+        let dns = frame_flow(LinkType::RAW, &raw_ipv6_udp([1; 16], [2; 16], 5353, 53)).unwrap();
+        assert_eq!((dns.tcp_flags, dns.dns), (None, true));
+        // A header cut before the flags: no flags, no panic.
+        let f = eth_ipv4_tcp([1; 4], [2; 4], 1, 2, false);
+        assert_eq!(frame_flow(LinkType::ETHERNET, &f[..14 + 20 + 10]).unwrap().tcp_flags, None);
     }
 
     #[test]

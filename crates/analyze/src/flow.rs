@@ -129,6 +129,10 @@ pub struct Dir {
     pub pkts_ooo: u64,
     /// Bytes of new sequence space: payload not counting retransmissions.
     pub bytes_uniq: u64,
+    /// Packets counted but not analysed: the live overload controller cut them from
+    /// the flow's tail (TED) and passed on only their headers and wire length. They
+    /// are in `pkts_all` and `bytes_wire`, in no other counter.
+    pub pkts_unanalysed: u64,
     pub seq: SeqSpace,
 }
 
@@ -559,6 +563,21 @@ impl Flow {
             Kind::Udp => Some(crate::tcp::Fresh::at(0)),
             Kind::Other => None,
         }
+    }
+
+    /// Accounts a counted-only packet of direction `di` (see
+    /// [`Dir::pkts_unanalysed`]): its packet, wire bytes and time, nothing else.
+    pub fn count_unanalysed(&mut self, wire_len: u32, ts_ns: u64, di: usize) {
+        self.last_ns = self.last_ns.max(ts_ns);
+        let ts = ts_ns.max(self.first_ns);
+        let x = &mut self.dir[di];
+        x.pkts_all += 1;
+        x.pkts_unanalysed += 1;
+        x.bytes_wire += wire_len as u64;
+        if x.first_ns == 0 {
+            x.first_ns = ts;
+        }
+        x.last_ns = x.last_ns.max(ts);
     }
 }
 

@@ -751,10 +751,20 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
         "the flow's id (16 hex digits from its 5-tuple and first packet time), shared with its periodic rows",
         |f: &Flow| Value::Str(f.flow_id.as_str())
     )));
+    v.push(unanalysed_cols());
     v.extend(tcp_l7_cols());
     v.extend(stats_cols());
     Log::from_runs("log_tcp_complete", "TCP flows whose three-way handshake was seen (SYN, SYN/ACK, ACK). `log_tcp_nocomplete` has the same columns for the other TCP flows.", v)
 });
+
+/// The packets of each side that a live run's overload controller counted but did not
+/// analyse (TED, issue 15): in `pkts_all` and `bytes_wire`, in no other column.
+fn unanalysed_cols() -> Run<Flow> {
+    run!(Flow;
+        dir_u64!("c", 0, "client", pkts_unanalysed, "packets", "core", "packets counted but not analysed: cut from the flow's tail by the live overload controller (--overload ted), in pkts_all and bytes_wire only"),
+        dir_u64!("s", 1, "server", pkts_unanalysed, "packets", "core", "packets counted but not analysed: cut from the flow's tail by the live overload controller (--overload ted), in pkts_all and bytes_wire only"),
+    )
+}
 
 /// The groups of columns the TCP core set writes; the rest (end-to-end, options,
 /// anomalies, statistics) come with `TcpSets::Full`, and `l7` with the application layer.
@@ -844,6 +854,7 @@ pub static UDP: LazyLock<Log<Flow>> = LazyLock::new(|| {
         "the flow's id (16 hex digits from its 5-tuple and first packet time), shared with its periodic rows",
         |f: &Flow| Value::Str(f.flow_id.as_str())
     )));
+    v.push(unanalysed_cols());
     v.extend(udp_l7_cols());
     v.extend(stats_cols());
     Log::from_runs("log_udp_complete", "UDP flows; the client is the sender of the first packet.", v)

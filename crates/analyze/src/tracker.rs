@@ -34,6 +34,10 @@ pub struct Packet<'a> {
     /// ([`Tracker::learn_answers`], parsed once by the dispatcher for every worker):
     /// `on_packet` does not parse them again.
     pub dns_learnt: bool,
+    /// A counted-only packet (the live overload controller's tail packet, whose
+    /// frame holds its headers only): its flow counts its packet and wire bytes and
+    /// [`crate::Dir::pkts_unanalysed`]; no sequence analysis, no application layer.
+    pub unanalysed: bool,
 }
 
 /// The input's clock: packet time made monotonic, for timeouts.
@@ -409,7 +413,7 @@ impl Tracker {
             self.periodic(out);
             self.dirty = true;
         }
-        if !p.dns_learnt {
+        if !p.dns_learnt && !p.unanalysed {
             self.learn_dns_at(p.dec, p.payload, p.ts_ns);
         }
         let scan = self.gc.poll(self.now_ns, self.table.slab_len());
@@ -462,6 +466,11 @@ impl Tracker {
             self.pool.unfold(f);
         }
         let di = f.dir_of(p.src_is_lo);
+        if p.unanalysed {
+            f.count_unanalysed(p.wire_len, p.ts_ns, di);
+            self.table.touch(id, now);
+            return;
+        }
         let fresh = f.update(p.dec, p.wire_len, p.ts_ns, di, &mut self.pool.rings);
         if let (Some(cfg), Some(fresh)) = (self.cfg.l7.as_ref(), fresh) {
             on_payload(f, cfg, di, p, fresh, out, self.late_names.then_some(&self.dns));
@@ -807,6 +816,7 @@ mod tests {
             dec: d,
             payload,
             dns_learnt: false,
+            unanalysed: false,
         }
     }
 
@@ -867,6 +877,41 @@ mod tests {
             // The SYN's time, kept in the folded state, times the handshake.
             assert_eq!(f.rtt_3whs[0], if answered { 2_000_000 } else { 0 });
         }
+    }
+
+    /// A counted-only packet (TED's tail packet) counts in its flow's packets, wire
+    /// bytes and `pkts_unanalysed`, and in no sequence or payload counter.
+    #[test]
+    fn a_counted_only_packet_is_counted_not_analysed() {
+        let h = tapstat_flow::FlowHasher::new(1);
+        let mut t = Tracker::new(TrackerConfig::default());
+        let mut out = Vec::new();
+        for (ts, d) in handshake(1, 100) {
+            t.on_packet(&packet(&h, ts * S, ts * S, &d, &[]), &mut |f: &Flow| out.push(f.clone()));
+        }
+        // Data the probe does not analyse: 1000 bytes each, 1514 on the wire, with a
+        // sequence hole between them that analysis would count.
+        for (i, seq) in [101u32, 5101].into_iter().enumerate() {
+            let d = seg(true, ACK, seq, 1000);
+            let mut p = packet(&h, 2 * S + i as u64, 2 * S + i as u64, &d, &[]);
+            p.wire_len = 1514;
+            p.unanalysed = true;
+            t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
+        }
+        let d = seg(false, ACK, 9001, 0);
+        let mut p = packet(&h, 3 * S, 3 * S, &d, &[]);
+        p.unanalysed = true;
+        t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
+        t.finish(4 * S, false, &mut |f: &Flow| out.push(f.clone()));
+        assert_eq!(out.len(), 1);
+        let f = &out[0];
+        assert_eq!((f.dir[0].pkts_all, f.dir[0].pkts_unanalysed, f.dir[0].bytes_wire), (4, 2, 60 * 2 + 1514 * 2));
+        assert_eq!((f.dir[1].pkts_all, f.dir[1].pkts_unanalysed, f.dir[1].bytes_wire), (2, 1, 120));
+        assert_eq!((f.dir[0].pkts_data, f.dir[0].bytes_all, f.dir[0].bytes_uniq), (0, 0, 0));
+        assert_eq!((f.dir[0].pkts_ooo, f.dir[0].pkts_retx, f.dir[0].ack_cnt), (0, 0, 1));
+        assert_eq!(f.dir[0].last_ns, 2 * S + 1);
+        assert_eq!(f.last_ns, 3 * S);
+        assert_eq!(t.stats.packets, 6);
     }
 
     #[test]
@@ -953,6 +998,7 @@ mod tests {
                 dec: &d,
                 payload: &[],
                 dns_learnt: false,
+                unanalysed: false,
             };
             let mut t = Tracker::new(TrackerConfig::default());
             let mut out = Vec::new();

@@ -462,6 +462,9 @@ pub struct BenchArgs {
     /// Each worker's packet buffer in a replay (as a live run's --buffer) [1MiB..=64GiB]
     #[arg(long, value_name = "SIZE", value_parser = crate::live::buffer_size)]
     pub buffer: Option<u64>,
+    /// Overload policy of a replay (as a live run's --overload)
+    #[arg(long, value_enum)]
+    pub overload: Option<crate::live::OverloadArg>,
     /// Overwrite a replay's existing output directory
     #[arg(long)]
     pub force: bool,

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tapstat_capture::live::{compile_filter, open_fanout, AfPacketConfig, LiveSource};
-use tapstat_pipeline::{Acquire, LiveConfig, Progress, Summary};
+use tapstat_pipeline::{Acquire, LiveConfig, Overload, OverloadConfig, Progress, Summary};
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum AcquireArg {
@@ -58,6 +58,15 @@ pub struct LiveArgs {
     /// be followed while the capture runs [10ms..=1d]
     #[arg(long, value_name = "DUR", default_value = "1s", allow_hyphen_values = true, value_parser = stats_dur)]
     pub flush: Duration,
+    /// What a worker does when its buffer fills: ted (tail early dropping: cut flows'
+    /// tails first, counting the packets cut; keep --keep's packets) or drop (drop
+    /// whatever arrives at a full buffer)
+    #[arg(long, value_enum, default_value = "ted")]
+    pub overload: OverloadArg,
+    /// Packets TED never cuts: any of syn, fin, rst, dns (TCP/UDP port 53), first=N (a
+    /// flow's first N packets), or none
+    #[arg(long, value_name = "RULES", default_value = "syn,fin,rst,dns,first=3", value_parser = tapstat_pipeline::Keep::parse)]
+    pub keep: tapstat_pipeline::Keep,
     /// After opening the sockets, run as this user (and its group), with no capabilities
     #[arg(long, value_name = "NAME")]
     pub user: Option<String>,
@@ -388,6 +397,13 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
     Ok(summary)
 }
 
+/// `--overload`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OverloadArg {
+    Ted,
+    Drop,
+}
+
 /// How a live run (or a replay) acquires, buffers, reports and writes, as the flags say.
 pub(crate) fn live_config(a: &RunArgs) -> LiveConfig {
     let l = &a.live;
@@ -405,6 +421,13 @@ pub(crate) fn live_config(a: &RunArgs) -> LiveConfig {
         flush: l.flush,
         reopen: &REOPEN,
         on_ready: None,
+        overload: OverloadConfig {
+            policy: match l.overload {
+                OverloadArg::Ted => Overload::Ted,
+                OverloadArg::Drop => Overload::Drop,
+            },
+            keep: l.keep,
+        },
     }
 }
 
@@ -420,6 +443,17 @@ pub(crate) fn print_summary(summary: &Summary, out: &std::path::Path) {
             100.0 * ls.buffer_max_bytes as f64 / ls.buffer_capacity_bytes.max(1) as f64,
             ls.pacing.join(",")
         );
+        if ls.unanalysed_packets + ls.prioritised_packets > 0 {
+            crate::say!(
+                "  overload ({}): {} offered, {} analysed, {} counted only (flow tails), {} kept by priority, cut-off down to {}",
+                ls.overload,
+                ls.offered_packets,
+                ls.analysed_packets,
+                ls.unanalysed_packets,
+                ls.prioritised_packets,
+                ls.min_cutoff.map_or("-".into(), |c| c.to_string())
+            );
+        }
     }
     crate::say!("  output: {}", out.display());
 }

@@ -89,6 +89,9 @@ fn run_args(b: &BenchArgs, tmp: Option<&std::path::Path>) -> Result<RunArgs> {
     if let Some(buf) = b.buffer {
         argv.extend(["--buffer".into(), buf.to_string()]);
     }
+    if let Some(o) = b.overload {
+        argv.extend(["--overload".into(), if o == crate::live::OverloadArg::Ted { "ted" } else { "drop" }.into()]);
+    }
     argv.extend(b.run_options.iter().cloned());
     match Cli::try_parse_from(&argv) {
         Ok(c) if c.command.is_none() => Ok(c.run),

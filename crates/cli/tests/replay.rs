@@ -115,3 +115,80 @@ fn replay_flag_errors_are_one_line() {
         assert!(err.starts_with("tapstat: error: "), "{args:?}: {err}");
     }
 }
+
+/// TED (issue 15, item 2) at an absurd rate into the smallest buffer: it drops no
+/// packet where plain dropping loses hundreds, every flow's packets and wire bytes
+/// stay exact (the tails counted, not analysed: `*_pkts_unanalysed`), and more of
+/// the unloaded run's complete TCP flows keep their handshake. At a calm rate both
+/// policies give the records of `-r`.
+#[test]
+fn ted_keeps_heads_and_counts_tails_where_dropping_loses_flows() {
+    let Some(corpus) = corpus() else { return };
+    let file = corpus.join("ndpi__opera-vpn.pcapng");
+    let d = tempdir("replay-ted");
+    let off = d.join("offline");
+    analyze(&file, &off, 1, &["--force"]);
+    let run = |policy: &str, pps: &str| {
+        let out = d.join(format!("{policy}-{pps}"));
+        let o = tapstat(&[
+            "bench",
+            "-r",
+            file.to_str().unwrap(),
+            "--pps",
+            pps,
+            "--buffer",
+            "1MiB",
+            "-w",
+            "1",
+            "-q",
+            "-o",
+            out.to_str().unwrap(),
+            "--force",
+            "--overload",
+            policy,
+            "--",
+            "--hash-seed",
+            "7",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        out
+    };
+    let ids = |dir: &std::path::Path| -> std::collections::BTreeSet<String> {
+        read_log(dir, "log_tcp_complete").into_iter().map(|r| r["flow_id"].clone()).collect()
+    };
+    let sum = |dir: &std::path::Path, col: &str| -> u64 {
+        LOGS.iter()
+            .flat_map(|log| read_log(dir, log))
+            .map(|r| r.get(col).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0))
+            .sum()
+    };
+    let base = ids(&off);
+    assert!(base.len() > 20, "{} complete TCP flows", base.len());
+    let (ted, drop) = (run("ted", "100000000"), run("drop", "100000000"));
+    let (st, sd) = (summary(&ted)["live"].clone(), summary(&drop)["live"].clone());
+    assert!(sd["buffer_drops"].as_u64().unwrap() > 300, "drop must be overloaded: {sd}");
+    assert_eq!(st["buffer_drops"], 0, "{st}");
+    let unanalysed = st["unanalysed_packets"].as_u64().unwrap();
+    assert!(unanalysed > 500 && st["min_cutoff"].as_u64().is_some(), "{st}");
+    assert_eq!(st["offered_packets"], st["received_packets"]);
+    // Exact volumes: every packet of the offline records is in TED's, and the
+    // unanalysed ones are those the summary counted.
+    for col in ["c_pkts_all", "s_pkts_all", "c_bytes_wire", "s_bytes_wire"] {
+        assert_eq!(sum(&ted, col), sum(&off, col), "{col}");
+    }
+    assert_eq!(sum(&ted, "c_pkts_unanalysed") + sum(&ted, "s_pkts_unanalysed"), unanalysed);
+    assert_eq!(sum(&off, "c_pkts_unanalysed") + sum(&off, "s_pkts_unanalysed"), 0);
+    let kept = |dir| base.intersection(&ids(dir)).count();
+    let (kt, kd) = (kept(&ted), kept(&drop));
+    assert_eq!(kt, base.len(), "TED keeps every handshake (SYN/ACK and first packets are priorities)");
+    assert!(kt > kd, "ted kept {kt}, drop {kd} of {}", base.len());
+    // Calm: identical records whatever the policy.
+    for policy in ["ted", "drop"] {
+        let calm = run(policy, "20000");
+        assert_eq!(summary(&calm)["live"]["unanalysed_packets"], 0);
+        for log in LOGS.iter().chain(&L7_LOGS) {
+            assert_eq!(record_set(&calm, log), record_set(&off, log), "{log} with {policy}");
+        }
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}

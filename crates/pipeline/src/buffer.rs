@@ -9,6 +9,13 @@
 //! (captured length `u32::MAX`) fills the rest and the record starts at 0. Because
 //! every record is a multiple of 16 bytes, the space left at the end is too.
 //!
+//! A *counted-only* record (the overload controller's tail packet, issue 15 item 2)
+//! is a frame's first [`COUNTED_BYTES`] bytes, enough for its headers, with the
+//! [`COUNTED`] bit set in the captured length; the original length stays the wire
+//! length. The consumer hands it out with `counted = true` and the captured length
+//! without the bit. Captured lengths are below 2^31 (a record is at most half the
+//! ring), so the bit is free; the pad marker is checked first.
+//!
 //! The producer writes records beyond `tail` and publishes them with one release
 //! store per batch; the consumer reads up to `tail` and frees space with one release
 //! store of `head` per batch. A full buffer drops the frame (counted by the caller).
@@ -20,6 +27,11 @@ use tapstat_capture::{FrameMeta, LinkType};
 
 const HDR: usize = 16;
 const PAD: u32 = u32::MAX;
+/// The bit of the captured length that marks a counted-only record.
+pub const COUNTED: u32 = 1 << 31;
+/// Bytes a counted-only record keeps of its frame: the outer headers (Ethernet, two
+/// VLAN tags, IPv6 and a TCP header with options fit in 128).
+pub const COUNTED_BYTES: usize = 128;
 
 #[repr(align(128))]
 struct Padded<T>(T);
@@ -88,6 +100,19 @@ impl Producer {
     /// Appends a frame; `false` (and nothing written) when the buffer is full.
     #[inline]
     pub fn push(&mut self, ts_ns: u64, orig_len: u32, bytes: &[u8]) -> bool {
+        self.push_record(ts_ns, orig_len, bytes, 0)
+    }
+
+    /// Appends a counted-only record of a frame (its first [`COUNTED_BYTES`] bytes and
+    /// its wire length): the analysis side accounts its packet and bytes, nothing
+    /// more. `false` when the buffer is full.
+    #[inline]
+    pub fn push_counted(&mut self, ts_ns: u64, orig_len: u32, bytes: &[u8]) -> bool {
+        self.push_record(ts_ns, orig_len, &bytes[..bytes.len().min(COUNTED_BYTES)], COUNTED)
+    }
+
+    #[inline]
+    fn push_record(&mut self, ts_ns: u64, orig_len: u32, bytes: &[u8], flag: u32) -> bool {
         let cap = self.s.cap;
         let need = record_len(bytes.len());
         if need > cap / 2 {
@@ -114,7 +139,7 @@ impl Producer {
         // SAFETY: [off, off + need) is free space inside the ring (checked above), not
         // visible to the consumer until `publish`.
         unsafe {
-            write_hdr(base.add(off), ts_ns, orig_len, bytes.len() as u32);
+            write_hdr(base.add(off), ts_ns, orig_len, bytes.len() as u32 | flag);
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(off + HDR), bytes.len());
         }
         self.tail += need as u64;
@@ -143,7 +168,7 @@ impl Producer {
                 continue;
             }
             offs.push(off);
-            p += record_len(caplen as usize) as u64;
+            p += record_len((caplen & !COUNTED) as usize) as u64;
         }
         let k = offs.len() as u64;
         let span = to_ns.saturating_sub(from_ns);
@@ -197,10 +222,10 @@ pub struct Consumer {
 }
 
 impl Consumer {
-    /// Hands at most `max` frames to `f` in order, frees their space, and returns how
-    /// many there were.
+    /// Hands at most `max` frames to `f` in order (with `true` for a counted-only
+    /// record), frees their space, and returns how many there were.
     #[inline]
-    pub fn read(&mut self, max: usize, link: LinkType, mut f: impl FnMut(&FrameMeta, &[u8])) -> usize {
+    pub fn read(&mut self, max: usize, link: LinkType, mut f: impl FnMut(&FrameMeta, &[u8], bool)) -> usize {
         let tail = self.s.tail.0.load(Ordering::Acquire);
         let cap = self.s.cap;
         let base = self.s.base();
@@ -214,10 +239,12 @@ impl Consumer {
                 self.head += (cap - off) as u64;
                 continue;
             }
+            let counted = caplen & COUNTED != 0;
+            let caplen = caplen & !COUNTED;
             // SAFETY: as above; the record's bytes follow its header inside the ring.
             let bytes = unsafe { std::slice::from_raw_parts(base.add(off + HDR), caplen as usize) };
             let meta = FrameMeta { ts_ns, orig_len, caplen, offset: 0, link };
-            f(&meta, bytes);
+            f(&meta, bytes, counted);
             self.head += record_len(caplen as usize) as u64;
             n += 1;
         }
@@ -256,7 +283,7 @@ mod tests {
 
     fn drain(c: &mut Consumer) -> Vec<(u64, u32, Vec<u8>)> {
         let mut v = Vec::new();
-        c.read(usize::MAX, LinkType::ETHERNET, |m, b| v.push((m.ts_ns, m.orig_len, b.to_vec())));
+        c.read(usize::MAX, LinkType::ETHERNET, |m, b, _| v.push((m.ts_ns, m.orig_len, b.to_vec())));
         v
     }
 
@@ -319,7 +346,7 @@ mod tests {
         let mut next = 0u64;
         loop {
             let closed = c.closed();
-            let k = c.read(1000, LinkType::ETHERNET, |m, b| {
+            let k = c.read(1000, LinkType::ETHERNET, |m, b, _| {
                 assert_eq!(m.ts_ns, next);
                 assert_eq!(b, &next.to_le_bytes()[..(next % 9) as usize]);
                 next += 1;
@@ -343,5 +370,28 @@ mod tests {
         p.publish();
         let ts: Vec<u64> = drain(&mut c).into_iter().map(|r| r.0).collect();
         assert_eq!(ts, vec![1250, 1500, 1750, 2000]);
+    }
+
+    #[test]
+    fn counted_only_records_keep_their_headers_and_wire_length() {
+        let (mut p, mut c) = packet_buffer(1 << 16);
+        let frame: Vec<u8> = (0..1500u32).map(|i| i as u8).collect();
+        let m = p.mark();
+        assert!(p.push(1, 1500, &frame));
+        assert!(p.push_counted(2, 1514, &frame));
+        assert!(p.push_counted(3, 60, &frame[..60]));
+        assert!(p.push(4, 100, &frame[..100]));
+        // Rewriting times walks the records by their length, flag or not.
+        p.spread_times(m, 0, 400);
+        p.publish();
+        let mut got = Vec::new();
+        c.read(usize::MAX, LinkType::ETHERNET, |m, b, counted| {
+            got.push((m.ts_ns, m.orig_len, m.caplen, b.to_vec(), counted))
+        });
+        assert_eq!(got.len(), 4);
+        assert_eq!(got[0], (100, 1500, 1500, frame.clone(), false));
+        assert_eq!(got[1], (200, 1514, COUNTED_BYTES as u32, frame[..COUNTED_BYTES].to_vec(), true));
+        assert_eq!(got[2], (300, 60, 60, frame[..60].to_vec(), true));
+        assert_eq!(got[3], (400, 100, 100, frame[..100].to_vec(), false));
     }
 }

@@ -18,6 +18,7 @@
 mod acquire;
 mod buffer;
 mod live;
+mod overload;
 mod ring;
 mod schedule;
 mod summary;
@@ -26,6 +27,7 @@ mod timing;
 
 pub use acquire::Acquire;
 pub use live::{interval_dir_name, run_live, LiveConfig, LiveSummary};
+pub use overload::{Keep, Overload, OverloadConfig};
 pub use ring::{ring, Receiver, Sender};
 pub use schedule::Schedule;
 use schedule::{Scheduler, Table, BINS};
@@ -876,6 +878,7 @@ impl Work {
             dec: d,
             payload,
             dns_learnt: p.learnt.is_some(),
+            unanalysed: false,
         };
         let timed = self.timer.due().then(std::time::Instant::now);
         match held {
@@ -885,6 +888,27 @@ impl Work {
         if let Some(t0) = timed {
             self.timer.record(t0.elapsed().as_nanos() as u64);
         }
+    }
+
+    /// Accounts packet `p` of a counted-only record (the overload controller's tail
+    /// packet): its flow counts its packet and wire bytes, nothing is analysed.
+    #[inline]
+    fn counted(&mut self, p: &Pkt) {
+        let d = &p.dec;
+        let (key, src_is_lo) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
+        let pkt = Packet {
+            ts_ns: p.ts_ns,
+            now_ns: p.now_ns,
+            wire_len: p.wire_len,
+            key,
+            hash: p.hash,
+            src_is_lo,
+            dec: d,
+            payload: &[],
+            dns_learnt: true,
+            unanalysed: true,
+        };
+        self.tracker.on_packet(&pkt, &mut self.rout);
     }
 
     fn finish(mut self, final_ns: u64, interrupted: bool) -> WorkerResult {

@@ -27,6 +27,7 @@
 
 use crate::acquire::{Acquire, Pacer};
 use crate::buffer::{packet_buffer, Consumer, Producer};
+use crate::overload::{Controller, Overload, OverloadConfig, Verdict, DECIDE_EVERY, UNLIMITED};
 use crate::telemetry::{serve_metrics, spawn_reporter, Gauges, ProcTimes, ReportTo};
 use crate::{
     cpu_seconds, random_seed, Block, Dispatch, DispatchResult, EngineConfig, EngineError, Progress, RecordOut, Summary,
@@ -67,6 +68,8 @@ pub struct LiveConfig {
     /// Called once the sources are open and the acquisition threads have their
     /// scheduling, before any frame is read (to drop privileges, say).
     pub on_ready: Option<Box<dyn FnOnce() -> Result<(), String> + Send>>,
+    /// What to do when a worker's buffer fills (issue 15: TED or plain dropping).
+    pub overload: OverloadConfig,
 }
 
 impl Default for LiveConfig {
@@ -81,6 +84,7 @@ impl Default for LiveConfig {
             flush: Duration::from_secs(1),
             reopen: &NEVER,
             on_ready: None,
+            overload: OverloadConfig::default(),
         }
     }
 }
@@ -116,6 +120,22 @@ pub struct LiveSummary {
     pub dns_answers_shared: u64,
     /// Such answers not handed over because the receiving worker's ring was full.
     pub dns_answers_dropped: u64,
+    /// The overload policy: `ted` (tail early dropping) or `drop` (buffer-full
+    /// dropping).
+    pub overload: &'static str,
+    /// Frames the sources delivered (into the buffers or dropped at a full one).
+    pub offered_packets: u64,
+    /// Frames put into the buffers whole, to be analysed.
+    pub analysed_packets: u64,
+    /// Tail packets beyond the cut-off put into the buffers as counted-only records:
+    /// their flows count their packets and bytes, nothing else (`c_pkts_unanalysed`,
+    /// `s_pkts_unanalysed`).
+    pub unanalysed_packets: u64,
+    /// Packets beyond the cut-off analysed because a priority rule (`--keep`) kept them.
+    pub prioritised_packets: u64,
+    /// The lowest cut-off (packets per flow analysed fully) any worker's controller
+    /// reached; none when nothing was ever cut.
+    pub min_cutoff: Option<u32>,
 }
 
 /// Answers each worker can hold from each other worker before it takes them in.
@@ -248,10 +268,11 @@ pub fn run_live(
         gauges[w].buffer_cap.store(prod.capacity(), Ordering::Relaxed);
         let (g, stop2, ready2, progress2, policy) =
             (gauges[w].clone(), stop.clone(), ready.clone(), progress.clone(), live.acquire);
+        let ctl = (live.overload.policy == Overload::Ted).then(|| Controller::new(live.overload.keep));
         acq_threads.push(
             std::thread::Builder::new()
                 .name(format!("tapstat-a{w}"))
-                .spawn(move || acquire_loop(src, prod, policy, &g, &stop2, &ready2, &progress2))
+                .spawn(move || acquire_loop(src, prod, ctl, policy, &g, &stop2, &ready2, &progress2))
                 .expect("spawning a thread succeeds"),
         );
         let mut tracker = Tracker::new(cfg.tracker);
@@ -379,7 +400,16 @@ pub fn run_live(
         analysis_cpu_s: ana_cpu,
         dns_answers_shared: dns.shared,
         dns_answers_dropped: dns.dropped,
+        overload: live.overload.policy.name(),
+        offered_packets: 0,
+        analysed_packets: 0,
+        unanalysed_packets: ld(|g| &g.unanalysed).iter().sum(),
+        prioritised_packets: ld(|g| &g.prioritised).iter().sum(),
+        min_cutoff: ld(|g| &g.min_cutoff).into_iter().filter(|&c| c > 0).min().map(|c| c as u32),
     };
+    let mut ls = ls;
+    ls.offered_packets = ls.received_packets + ls.buffer_drops;
+    ls.analysed_packets = ls.received_packets - ls.unanalysed_packets;
     if ls.truncated_frames > 0 {
         // Silent truncation would read as smaller payloads and lost headers.
         warnings.push(format!(
@@ -413,9 +443,11 @@ pub fn run_live(
 
 /// An acquisition thread: frames from `src` into `prod` at the pace of `policy`,
 /// until `stop`.
+#[allow(clippy::too_many_arguments)]
 fn acquire_loop(
     mut src: Box<dyn LiveSource>,
     mut prod: Producer,
+    mut ctl: Option<Controller>,
     policy: Acquire,
     g: &Gauges,
     stop: &AtomicBool,
@@ -429,15 +461,46 @@ fn acquire_loop(
     let mut last_poll_ns = wall_ns();
     let mut last_stats = Instant::now();
     let (mut rx, mut bytes, mut drops, mut truncated) = (0u64, 0u64, 0u64, 0u64);
+    let (mut unanalysed, mut prioritised, mut min_cutoff) = (0u64, 0u64, UNLIMITED);
+    let (link, cap) = (src.link(), prod.capacity());
     let mut err = None;
     loop {
         let stopping = stop.load(Ordering::Relaxed);
         let mark = prod.mark();
+        // TED decides once per poll, and every DECIDE_EVERY frames of a long one; a
+        // stamping source's records are then published too, so that the analysis
+        // thread can drain them while the poll goes on.
+        let mut since = 0u32;
+        if let Some(c) = ctl.as_mut() {
+            c.decide(prod.occupancy().0, cap);
+            min_cutoff = min_cutoff.min(c.cutoff());
+        }
         let r = src.poll(&mut |m, b| {
             truncated += (b.len() < m.orig_len as usize) as u64;
-            if prod.push(m.ts_ns, m.orig_len, b) {
+            let v = match ctl.as_mut() {
+                None => Verdict::Analyse,
+                Some(c) => {
+                    since += 1;
+                    if since == DECIDE_EVERY {
+                        since = 0;
+                        if stamps {
+                            prod.publish();
+                        }
+                        c.decide(prod.occupancy().0, cap);
+                        min_cutoff = min_cutoff.min(c.cutoff());
+                    }
+                    c.verdict(link, b)
+                }
+            };
+            let pushed = match v {
+                Verdict::Count => prod.push_counted(m.ts_ns, m.orig_len, b),
+                _ => prod.push(m.ts_ns, m.orig_len, b),
+            };
+            if pushed {
                 rx += 1;
                 bytes += m.orig_len as u64;
+                unanalysed += (v == Verdict::Count) as u64;
+                prioritised += (v == Verdict::Priority) as u64;
             } else {
                 drops += 1;
             }
@@ -462,6 +525,9 @@ fn acquire_loop(
         if k > 0 {
             g.rx_packets.store(rx, Ordering::Relaxed);
             g.rx_bytes.store(bytes, Ordering::Relaxed);
+            g.unanalysed.store(unanalysed, Ordering::Relaxed);
+            g.prioritised.store(prioritised, Ordering::Relaxed);
+            g.cutoff.store(ctl.as_ref().map_or(0, |c| c.cutoff() as u64), Ordering::Relaxed);
             g.buffer_drops.store(drops, Ordering::Relaxed);
             g.truncated.store(truncated, Ordering::Relaxed);
             let (cur, max) = prod.occupancy();
@@ -488,6 +554,11 @@ fn acquire_loop(
     g.rx_bytes.store(bytes, Ordering::Relaxed);
     g.buffer_drops.store(drops, Ordering::Relaxed);
     g.truncated.store(truncated, Ordering::Relaxed);
+    g.unanalysed.store(unanalysed, Ordering::Relaxed);
+    g.prioritised.store(prioritised, Ordering::Relaxed);
+    if min_cutoff != UNLIMITED {
+        g.min_cutoff.store(min_cutoff as u64, Ordering::Relaxed);
+    }
     prod.close();
     AcqResult { err, warning, pacing: pacer.kind(), cpu_s: thread_cpu_s() }
 }
@@ -546,7 +617,7 @@ impl Analysis {
             }
             let (dispatch, work, rotate_ns) = (&mut self.dispatch, &mut self.work, self.rotate_ns);
             let (interval, dns_out, dns) = (&mut self.interval, &mut self.dns_out, &mut self.dns);
-            let k = self.cons.read(256, self.link, |f, bytes| {
+            let k = self.cons.read(256, self.link, |f, bytes, counted| {
                 let t0 = Instant::now();
                 if let Some((_, p)) = dispatch.frame(f, bytes) {
                     if let Some(r) = rotate_ns {
@@ -554,9 +625,15 @@ impl Analysis {
                             rotate(work, interval, r, p.now_ns);
                         }
                     }
-                    work.packet(&p, bytes, || dispatch.dec.reassembled(), &[]);
-                    if !dns_out.is_empty() && is_dns_response(&p.dec) {
-                        share(work.tracker.take_dns_answers(), dns_out, dns);
+                    if counted {
+                        // A tail packet the controller did not let through whole: its
+                        // flow counts it, nothing more.
+                        work.counted(&p);
+                    } else {
+                        work.packet(&p, bytes, || dispatch.dec.reassembled(), &[]);
+                        if !dns_out.is_empty() && is_dns_response(&p.dec) {
+                            share(work.tracker.take_dns_answers(), dns_out, dns);
+                        }
                     }
                 }
                 times.add(t0.elapsed().as_nanos() as u64);

@@ -120,7 +120,7 @@ pub const SUMMARY_KEYS: &[(&str, &str)] = &[
     ("pkts_per_s", "packets per wall-clock second"),
     ("gbit_per_s", "Gbit/s of wire bytes per wall-clock second"),
     ("pkts_per_cpu_s", "packets per CPU second"),
-    ("live", "live runs only: sources, packets received, kernel and buffer drops, buffer occupancy, per-worker packets, DNS answers shared between workers for `fqdn` (`dns_answers_shared`) and dropped at a full ring (`dns_answers_dropped`)"),
+    ("live", "live runs only: sources, packets received, kernel and buffer drops, buffer occupancy, per-worker packets, DNS answers shared between workers for `fqdn` (`dns_answers_shared`) and dropped at a full ring (`dns_answers_dropped`); the overload policy (`overload`: `ted` or `drop`) and its totals: `offered_packets`, `analysed_packets`, `unanalysed_packets` (flow tails counted, not analysed), `prioritised_packets` (kept by `--keep` beyond the cut-off), `min_cutoff` (the lowest per-flow cut-off reached; none when nothing was cut)"),
     ("flow_table", "the flow table's index structure (`--flow-table`)"),
     ("flow_hash", "the flow hash function (`--flow-hash`)"),
     ("packet_time", "per-packet processing time in the workers, 1 packet in `--time-sample`: mean, percentiles, maximum, outliers, histogram (ns)"),

@@ -44,6 +44,14 @@ pub struct Gauges {
     pub buffer_bytes: AtomicU64,
     pub buffer_max: AtomicU64,
     pub buffer_cap: AtomicU64,
+    /// Tail packets put into the buffer as counted-only records (TED).
+    pub unanalysed: AtomicU64,
+    /// Packets beyond the cut-off analysed because a priority rule kept them.
+    pub prioritised: AtomicU64,
+    /// The controller's cut-off now (`u32::MAX`: nothing cut; 0: no controller).
+    pub cutoff: AtomicU64,
+    /// The lowest cut-off of the run (0: nothing was ever cut).
+    pub min_cutoff: AtomicU64,
     pub processed: AtomicU64,
     pub flows: AtomicU64,
     pub evictions: AtomicU64,
@@ -67,6 +75,10 @@ impl Default for Gauges {
             buffer_bytes: AtomicU64::new(0),
             buffer_max: AtomicU64::new(0),
             buffer_cap: AtomicU64::new(0),
+            unanalysed: AtomicU64::new(0),
+            prioritised: AtomicU64::new(0),
+            cutoff: AtomicU64::new(0),
+            min_cutoff: AtomicU64::new(0),
             processed: AtomicU64::new(0),
             flows: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
@@ -139,6 +151,17 @@ pub struct WorkerStats {
     pub kernel_drops: u64,
     pub freezes: u64,
     pub buffer_drops: u64,
+    /// Frames the source delivered: into the buffer or dropped at a full one.
+    pub offered: u64,
+    /// Frames put into the buffer whole (analysed).
+    pub analysed: u64,
+    /// Tail packets put into the buffer as counted-only records (TED).
+    pub unanalysed: u64,
+    /// Packets beyond the cut-off kept by a priority rule.
+    pub prioritised: u64,
+    /// The TED cut-off now: packets per flow analysed fully (none: nothing cut, or
+    /// `--overload drop`).
+    pub cutoff: Option<u64>,
     pub processed: u64,
     pub buffer_bytes: u64,
     pub buffer_max_bytes: u64,
@@ -151,17 +174,17 @@ pub struct WorkerStats {
     pub proc_ewma_ns: f64,
     /// Totals since the start (for counters on the metrics endpoint).
     #[serde(skip)]
-    pub totals: [u64; 7],
+    pub totals: [u64; 9],
 }
 
 /// The reporter's memory of the last interval, per worker.
 #[derive(Clone, Default)]
 struct Last {
-    c: [u64; 7],
+    c: [u64; 9],
     hist: Vec<u64>,
 }
 
-fn counters(g: &Gauges) -> [u64; 7] {
+fn counters(g: &Gauges) -> [u64; 9] {
     [
         g.rx_packets.load(Ordering::Relaxed),
         g.rx_bytes.load(Ordering::Relaxed),
@@ -170,6 +193,8 @@ fn counters(g: &Gauges) -> [u64; 7] {
         g.buffer_drops.load(Ordering::Relaxed),
         g.processed.load(Ordering::Relaxed),
         g.proc_sum_ns.load(Ordering::Relaxed),
+        g.unanalysed.load(Ordering::Relaxed),
+        g.prioritised.load(Ordering::Relaxed),
     ]
 }
 
@@ -205,6 +230,14 @@ fn snapshot(w: usize, g: &Gauges, last: &mut Last, dt: f64) -> WorkerStats {
         kernel_drops: d[2],
         freezes: d[3],
         buffer_drops: d[4],
+        offered: d[0] + d[4],
+        analysed: d[0].saturating_sub(d[7]),
+        unanalysed: d[7],
+        prioritised: d[8],
+        cutoff: match g.cutoff.load(Ordering::Relaxed) {
+            0 | 0xffff_ffff => None,
+            c => Some(c),
+        },
         processed: d[5],
         buffer_bytes: g.buffer_bytes.load(Ordering::Relaxed),
         buffer_max_bytes: g.buffer_max.load(Ordering::Relaxed),

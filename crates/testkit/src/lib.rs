@@ -487,6 +487,7 @@ pub fn run_packets(cfg: TrackerConfig, pkts: &[(u64, Decoded)]) -> Vec<Flow> {
             dec: d,
             payload: &[],
             dns_learnt: false,
+            unanalysed: false,
         };
         t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
     }

@@ -1,0 +1,279 @@
+//! Overload control between acquisition and analysis (issue 15; DNAC, seeds/004 §3,
+//! Table 2): tail early dropping (TED) with open-loop priorities.
+//!
+//! A [`Controller`] lives in each acquisition thread and is asked about every frame
+//! before it enters the worker's buffer. It counts each flow's packets in a small
+//! direct-mapped table keyed by the symmetric hash the replay and RSS use
+//! ([`tapstat_capture::live::frame_flow`]), and holds the current cut-off C: the
+//! packets per flow that are analysed fully. While the buffer is calm C is unlimited
+//! and every frame is analysed. Once per decision (a poll, or every
+//! [`DECIDE_EVERY`] frames of a long one) [`next_cutoff`] looks at the buffer's
+//! occupancy: above the high-water mark ([`HIGH`]) C falls (first to [`START`], then
+//! halving down to [`FLOOR`]); below the low-water mark ([`LOW`]) it doubles back
+//! up to unlimited. A packet of a flow beyond C that is not a priority packet
+//! ([`Keep`]: SYN, FIN, RST, DNS, a flow's first N packets) is *counted*, not
+//! analysed: the acquisition thread pushes a counted-only record (its headers and its
+//! wire length, [`crate::buffer::Producer::push_counted`]), so its flow's record keeps
+//! exact packets and wire bytes and says how many went unanalysed.
+//!
+//! Why a counted-only record rather than a count kept on the acquisition side: the
+//! flow's record is written by the analysis thread, which owns the flow table; a
+//! record of 144 bytes instead of a full frame's (~1500) relieves the buffer tenfold
+//! and needs no shared state between the two threads.
+
+use tapstat_capture::live::frame_flow;
+use tapstat_capture::LinkType;
+
+/// The cut-off when nothing is cut.
+pub const UNLIMITED: u32 = u32::MAX;
+/// The first cut-off when the buffer passes the high-water mark.
+pub const START: u32 = 64;
+/// The lowest cut-off.
+pub const FLOOR: u32 = 4;
+/// High-water mark: a fraction of the buffer's capacity, in 1/64ths (50%).
+pub const HIGH: u64 = 32;
+/// Low-water mark (25%).
+pub const LOW: u64 = 16;
+/// A long poll decides again after this many frames.
+pub const DECIDE_EVERY: u32 = 64;
+/// Slots of the per-flow packet count table (a power of two).
+const SLOTS: usize = 1 << 14;
+
+/// What to do when a worker's buffer fills.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overload {
+    /// Tail early dropping: cut flows' tails first, keep priority packets.
+    Ted,
+    /// Plain buffer-full dropping (no controller).
+    Drop,
+}
+
+impl Overload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Overload::Ted => "ted",
+            Overload::Drop => "drop",
+        }
+    }
+}
+
+/// The open-loop priorities (DNAC's packet prioritization): packets never cut.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Keep {
+    pub syn: bool,
+    pub fin: bool,
+    pub rst: bool,
+    /// TCP or UDP port 53.
+    pub dns: bool,
+    /// A flow's first this many packets.
+    pub first: u32,
+}
+
+impl Default for Keep {
+    fn default() -> Self {
+        Keep { syn: true, fin: true, rst: true, dns: true, first: 3 }
+    }
+}
+
+impl Keep {
+    /// Parses `syn,fin,rst,dns,first=N` (any subset; `none` for no priorities).
+    pub fn parse(s: &str) -> Result<Keep, String> {
+        let mut k = Keep { syn: false, fin: false, rst: false, dns: false, first: 0 };
+        for w in s.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match w {
+                "none" => {}
+                "syn" => k.syn = true,
+                "fin" => k.fin = true,
+                "rst" => k.rst = true,
+                "dns" => k.dns = true,
+                _ => match w.strip_prefix("first=") {
+                    Some(n) => k.first = n.parse().map_err(|_| format!("--keep: first={n}: not a number"))?,
+                    None => return Err(format!("--keep: unknown rule {w:?} (syn, fin, rst, dns, first=N, none)")),
+                },
+            }
+        }
+        Ok(k)
+    }
+
+    fn flags(&self) -> u8 {
+        // RFC 9293 §3.1: FIN 0x01, SYN 0x02, RST 0x04.
+        (self.fin as u8) | (self.syn as u8) << 1 | (self.rst as u8) << 2
+    }
+}
+
+/// The overload policy of a live run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OverloadConfig {
+    pub policy: Overload,
+    pub keep: Keep,
+}
+
+impl Default for OverloadConfig {
+    fn default() -> Self {
+        OverloadConfig { policy: Overload::Ted, keep: Keep::default() }
+    }
+}
+
+/// The next cut-off after `c`, for a buffer holding `used` of `cap` bytes: the
+/// controller's one decision (pure, so it can be tested on scripted occupancies).
+pub fn next_cutoff(c: u32, used: u64, cap: u64) -> u32 {
+    if used * 64 > cap * HIGH {
+        if c == UNLIMITED {
+            START
+        } else {
+            (c / 2).max(FLOOR)
+        }
+    } else if used * 64 < cap * LOW && c != UNLIMITED {
+        if c >= START {
+            UNLIMITED
+        } else {
+            c * 2
+        }
+    } else {
+        c
+    }
+}
+
+/// What becomes of a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Into the buffer whole, analysed.
+    Analyse,
+    /// Analysed because it is a priority packet beyond the cut-off.
+    Priority,
+    /// A tail packet: a counted-only record.
+    Count,
+}
+
+/// One acquisition thread's TED controller.
+pub struct Controller {
+    keep: Keep,
+    flags: u8,
+    /// Per slot: the high half of the flow hash that owns it, and its packets so far.
+    table: Box<[(u32, u32)]>,
+    cutoff: u32,
+}
+
+impl Controller {
+    pub fn new(keep: Keep) -> Controller {
+        Controller { keep, flags: keep.flags(), table: vec![(0, 0); SLOTS].into_boxed_slice(), cutoff: UNLIMITED }
+    }
+
+    /// The current cut-off ([`UNLIMITED`] while nothing is cut).
+    pub fn cutoff(&self) -> u32 {
+        self.cutoff
+    }
+
+    /// Decides the cut-off for the next frames from the buffer's occupancy.
+    #[inline]
+    pub fn decide(&mut self, used: u64, cap: u64) {
+        self.cutoff = next_cutoff(self.cutoff, used, cap);
+    }
+
+    /// Counts frame `b` in its flow and says what becomes of it. Every frame is
+    /// counted, cut-off or not, so a flow's position is known when overload starts
+    /// (a flow that began before it is not taken for a new one). A frame without a
+    /// flow key is analysed. Two flows sharing a slot restart its count (the slot
+    /// keeps the high half of the hash): a flow may then look younger, never older.
+    #[inline]
+    pub fn verdict(&mut self, link: LinkType, b: &[u8]) -> Verdict {
+        let Some(ff) = frame_flow(link, b) else { return Verdict::Analyse };
+        let slot = &mut self.table[ff.hash as usize & (SLOTS - 1)];
+        let tag = (ff.hash >> 32) as u32;
+        if slot.0 != tag {
+            *slot = (tag, 0);
+        }
+        slot.1 = slot.1.saturating_add(1);
+        let n = slot.1;
+        if n <= self.cutoff {
+            return Verdict::Analyse;
+        }
+        let flags = ff.tcp_flags.unwrap_or(0);
+        if n <= self.keep.first || flags & self.flags != 0 || (self.keep.dns && ff.dns) {
+            Verdict::Priority
+        } else {
+            Verdict::Count
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tcp(sport: u16, flags: u8) -> Vec<u8> {
+        let mut f = vec![0u8; 12];
+        f.extend_from_slice(&[0x08, 0x00]);
+        let mut ip = vec![0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+        ip.extend_from_slice(&sport.to_be_bytes());
+        ip.extend_from_slice(&443u16.to_be_bytes());
+        ip.extend_from_slice(&[0; 9]);
+        ip.push(flags);
+        ip.extend_from_slice(&[0; 6]);
+        f.extend_from_slice(&ip);
+        f
+    }
+
+    #[test]
+    fn scripted_occupancy_moves_the_cut_off() {
+        let cap = 1000;
+        // Calm, then over the high-water mark, staying high, in between, falling.
+        let script = [100, 400, 600, 900, 900, 900, 900, 900, 900, 900, 400, 300, 100, 100, 0, 0, 0, 0, 0, 0, 500];
+        let mut c = UNLIMITED;
+        let mut seq = Vec::new();
+        for used in script {
+            c = next_cutoff(c, used, cap);
+            seq.push(c);
+        }
+        let u = UNLIMITED;
+        assert_eq!(seq, [u, u, 64, 32, 16, 8, 4, 4, 4, 4, 4, 4, 8, 16, 32, 64, u, u, u, u, u]);
+        // Exactly at a mark: no change.
+        assert_eq!(next_cutoff(64, 500, 1000), 64);
+        assert_eq!(next_cutoff(64, 250, 1000), 64);
+    }
+
+    #[test]
+    fn priority_packets_are_never_cut_and_heads_are_kept() {
+        let mut k = Controller::new(Keep::default());
+        k.cutoff = FLOOR;
+        let v: Vec<Verdict> = (0..8).map(|_| k.verdict(LinkType::ETHERNET, &tcp(1000, 0x10))).collect();
+        use Verdict::*;
+        assert_eq!(v, [Analyse, Analyse, Analyse, Analyse, Count, Count, Count, Count]);
+        for flags in [0x02, 0x12, 0x11, 0x04, 0x14] {
+            assert_eq!(k.verdict(LinkType::ETHERNET, &tcp(1000, flags)), Priority, "flags {flags:#x}");
+        }
+        assert_eq!(k.verdict(LinkType::ETHERNET, &tcp(1000, 0x18)), Count);
+        // DNS over TCP, beyond the cut-off.
+        for _ in 0..10 {
+            assert_ne!(k.verdict(LinkType::ETHERNET, &tcp(53, 0x18)), Count);
+        }
+        // A cut-off below first=N: the first N are still kept.
+        let mut k = Controller::new(Keep { first: 6, ..Keep::default() });
+        k.cutoff = FLOOR;
+        let v: Vec<Verdict> = (0..8).map(|_| k.verdict(LinkType::ETHERNET, &tcp(2000, 0x10))).collect();
+        assert_eq!(v, [Analyse, Analyse, Analyse, Analyse, Priority, Priority, Count, Count]);
+        // No priorities: only the cut-off.
+        let mut k = Controller::new(Keep::parse("none").unwrap());
+        k.cutoff = FLOOR;
+        let v: Vec<Verdict> = (0..6).map(|_| k.verdict(LinkType::ETHERNET, &tcp(3000, 0x02))).collect();
+        assert_eq!(v[4..], [Count, Count]);
+        // Unlimited: everything analysed, but counted, so a flow's age is known later.
+        let mut k = Controller::new(Keep::default());
+        for _ in 0..10 {
+            assert_eq!(k.verdict(LinkType::ETHERNET, &tcp(4000, 0x10)), Analyse);
+        }
+        k.cutoff = FLOOR;
+        assert_eq!(k.verdict(LinkType::ETHERNET, &tcp(4000, 0x10)), Count);
+        // No flow key (ARP): analysed.
+        let mut arp = vec![0u8; 12];
+        arp.extend_from_slice(&[0x08, 0x06, 0, 0]);
+        assert_eq!(k.verdict(LinkType::ETHERNET, &arp), Analyse);
+    }
+
+    #[test]
+    fn keep_rules_parse() {
+        assert_eq!(Keep::parse("syn,fin,rst,dns,first=3").unwrap(), Keep::default());
+        assert_eq!(Keep::parse("syn").unwrap(), Keep { syn: true, fin: false, rst: false, dns: false, first: 0 });
+        assert!(Keep::parse("syn,ack").is_err() && Keep::parse("first=x").is_err());
+    }
+}

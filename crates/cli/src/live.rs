@@ -163,7 +163,7 @@ fn ring_size(s: &str) -> Result<u64, String> {
 }
 
 /// The flags that only mean something for live capture, by clap id and as typed.
-pub const LIVE_ONLY: [(&str, &str); 9] = [
+pub const LIVE_ONLY: [(&str, &str); 11] = [
     ("user", "--user"),
     ("metrics", "--metrics"),
     ("rotate", "--rotate"),
@@ -173,6 +173,8 @@ pub const LIVE_ONLY: [(&str, &str); 9] = [
     ("period", "--period"),
     ("stats_interval", "--stats-interval"),
     ("flush", "--flush"),
+    ("overload", "--overload"),
+    ("keep", "--keep"),
 ];
 
 static REOPEN: AtomicBool = AtomicBool::new(false);

@@ -199,6 +199,8 @@ fn live_only_flags_are_refused_on_files() {
         &["--period", "1ms"],
         &["--stats-interval", "2s"],
         &["--flush", "2s"],
+        &["--overload", "drop"],
+        &["--keep", "none"],
     ] {
         let mut args = vec!["-r", f];
         args.extend_from_slice(flag);

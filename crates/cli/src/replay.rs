@@ -139,9 +139,11 @@ fn replay(a: &RunArgs, file: &Arc<ReplayFile>, pace: Pace, stop: &Arc<AtomicBool
     Ok(summary)
 }
 
-/// Packets a replay lost: dropped at a full buffer or (a real source's) ring.
+/// Packets a replay lost: dropped at a full buffer or (a real source's) ring, or
+/// counted without analysis by the overload controller (TED): a rate at which the
+/// controller had to cut tails is not sustained without loss.
 fn loss(s: &Summary) -> u64 {
-    s.live.as_ref().map_or(0, |l| l.buffer_drops + l.kernel_drops)
+    s.live.as_ref().map_or(0, |l| l.buffer_drops + l.kernel_drops + l.unanalysed_packets)
 }
 
 /// The sustainable no-loss rate (seeds/000 §5): the highest `--pps` at which every

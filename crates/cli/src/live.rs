@@ -65,7 +65,7 @@ pub struct LiveArgs {
     pub overload: OverloadArg,
     /// Packets TED never cuts: any of syn, fin, rst, dns (TCP/UDP port 53), first=N (a
     /// flow's first N packets), or none
-    #[arg(long, value_name = "RULES", default_value = "syn,fin,rst,dns,first=3", value_parser = tapstat_pipeline::Keep::parse)]
+    #[arg(long, value_name = "RULES", default_value = "syn,fin,rst,dns,first=8", value_parser = tapstat_pipeline::Keep::parse)]
     pub keep: tapstat_pipeline::Keep,
     /// After opening the sockets, run as this user (and its group), with no capabilities
     #[arg(long, value_name = "NAME")]

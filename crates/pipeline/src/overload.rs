@@ -71,7 +71,7 @@ pub struct Keep {
 
 impl Default for Keep {
     fn default() -> Self {
-        Keep { syn: true, fin: true, rst: true, dns: true, first: 3 }
+        Keep { syn: true, fin: true, rst: true, dns: true, first: 8 }
     }
 }
 
@@ -234,7 +234,8 @@ mod tests {
 
     #[test]
     fn priority_packets_are_never_cut_and_heads_are_kept() {
-        let mut k = Controller::new(Keep::default());
+        // first=3, below the floor of the cut-off: the cut-off decides from packet 5.
+        let mut k = Controller::new(Keep { first: 3, ..Keep::default() });
         k.cutoff = FLOOR;
         let v: Vec<Verdict> = (0..8).map(|_| k.verdict(LinkType::ETHERNET, &tcp(1000, 0x10))).collect();
         use Verdict::*;
@@ -272,7 +273,7 @@ mod tests {
 
     #[test]
     fn keep_rules_parse() {
-        assert_eq!(Keep::parse("syn,fin,rst,dns,first=3").unwrap(), Keep::default());
+        assert_eq!(Keep::parse("syn,fin,rst,dns,first=8").unwrap(), Keep::default());
         assert_eq!(Keep::parse("syn").unwrap(), Keep { syn: true, fin: false, rst: false, dns: false, first: 0 });
         assert!(Keep::parse("syn,ack").is_err() && Keep::parse("first=x").is_err());
     }

@@ -324,6 +324,32 @@ pub fn prometheus(stats: &[WorkerStats]) -> String {
     family("tapstat_processed_packets_total", "counter", "Frames the analysis thread processed.", &|s| {
         s.totals[5].to_string()
     });
+    // Overload control (TED): offered = received + dropped at a full buffer; of the
+    // received, analysed whole or counted only.
+    family("tapstat_offered_packets_total", "counter", "Frames the source offered the worker's buffer.", &|s| {
+        (s.totals[0] + s.totals[4]).to_string()
+    });
+    family("tapstat_analysed_packets_total", "counter", "Frames put into the buffer whole, to be analysed.", &|s| {
+        s.totals[0].saturating_sub(s.totals[7]).to_string()
+    });
+    family(
+        "tapstat_unanalysed_packets_total",
+        "counter",
+        "Tail packets TED counted without analysis (counted-only records).",
+        &|s| s.totals[7].to_string(),
+    );
+    family(
+        "tapstat_prioritised_packets_total",
+        "counter",
+        "Packets beyond the TED cut-off kept by a priority rule (--keep).",
+        &|s| s.totals[8].to_string(),
+    );
+    family(
+        "tapstat_ted_cutoff_packets",
+        "gauge",
+        "Packets per flow TED analyses fully now (+Inf: nothing cut).",
+        &|s| s.cutoff.map_or("+Inf".to_string(), |c| c.to_string()),
+    );
     family("tapstat_buffer_bytes", "gauge", "Bytes waiting in the worker's buffer.", &|s| s.buffer_bytes.to_string());
     family("tapstat_buffer_max_bytes", "gauge", "Most bytes ever waiting in the worker's buffer.", &|s| {
         s.buffer_max_bytes.to_string()
@@ -516,6 +542,12 @@ mod tests {
             assert!(typed.contains_key(name), "{name} has no TYPE before it");
             assert!(series.ends_with("\"}") && series.contains("{worker=\""), "{series}");
         }
-        assert_eq!(typed.len(), 15);
+        assert_eq!(typed.len(), 20);
+        for family in
+            ["tapstat_offered_packets_total", "tapstat_unanalysed_packets_total", "tapstat_ted_cutoff_packets"]
+        {
+            assert!(typed.contains_key(family), "{family}");
+        }
+        assert!(text.contains("tapstat_ted_cutoff_packets{worker=\"0\"} +Inf"), "{text}");
     }
 }

@@ -489,7 +489,7 @@ fn acquire_loop(
                         c.decide(prod.occupancy().0, cap);
                         min_cutoff = min_cutoff.min(c.cutoff());
                     }
-                    c.verdict(link, b)
+                    c.verdict(link, m.ts_ns, b)
                 }
             };
             let pushed = match v {

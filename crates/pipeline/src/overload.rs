@@ -8,13 +8,19 @@
 //! packets per flow that are analysed fully. While the buffer is calm C is unlimited
 //! and every frame is analysed. Once per decision (a poll, or every
 //! [`DECIDE_EVERY`] frames of a long one) [`next_cutoff`] looks at the buffer's
-//! occupancy: above the high-water mark ([`HIGH`]) C falls (first to [`START`], then
-//! halving down to [`FLOOR`]); below the low-water mark ([`LOW`]) it doubles back
-//! up to unlimited. A packet of a flow beyond C that is not a priority packet
-//! ([`Keep`]: SYN, FIN, RST, DNS, a flow's first N packets) is *counted*, not
-//! analysed: the acquisition thread pushes a counted-only record (its headers and its
-//! wire length, [`crate::buffer::Producer::push_counted`]), so its flow's record keeps
-//! exact packets and wire bytes and says how many went unanalysed.
+//! occupancy and whether it rose since the last decision: above the high-water mark
+//! ([`HIGH`], three quarters) and still filling, C falls (first to [`START`], then
+//! halving down to [`FLOOR`]); above it but draining, C holds; below the low-water
+//! mark ([`LOW`], half) it doubles back up to unlimited. A packet of a flow beyond C
+//! that is not a priority packet ([`Keep`]: SYN, FIN, RST, name services, the heads
+//! of HTTP messages and TLS/QUIC handshakes, a flow's first N packets) is *counted*,
+//! not analysed: the acquisition thread pushes a counted-only record (its headers and
+//! its wire length, [`crate::buffer::Producer::push_counted`]), so its flow's record
+//! keeps exact packets and wire bytes and says how many went unanalysed.
+//!
+//! A flow's count starts again at its SYN (a new connection on a reused 5-tuple), after
+//! [`IDLE_NS`] of packet time without a packet, and when another flow takes its slot:
+//! a flow may look younger than it is, never older.
 //!
 //! Why a counted-only record rather than a count kept on the acquisition side: the
 //! flow's record is written by the analysis thread, which owns the flow table; a
@@ -30,14 +36,19 @@ pub const UNLIMITED: u32 = u32::MAX;
 pub const START: u32 = 64;
 /// The lowest cut-off.
 pub const FLOOR: u32 = 4;
-/// High-water mark: a fraction of the buffer's capacity, in 1/64ths (50%).
-pub const HIGH: u64 = 32;
-/// Low-water mark (25%).
-pub const LOW: u64 = 16;
+/// High-water mark: a fraction of the buffer's capacity, in 1/64ths (75%). Below it
+/// the buffer absorbs a burst by itself; cutting there would lose tails for nothing.
+pub const HIGH: u64 = 48;
+/// Low-water mark (50%).
+pub const LOW: u64 = 32;
 /// A long poll decides again after this many frames.
 pub const DECIDE_EVERY: u32 = 64;
+/// A flow's count starts again after this long without a packet (packet time).
+pub const IDLE_NS: u64 = 10_000_000_000;
 /// Slots of the per-flow packet count table (a power of two).
 const SLOTS: usize = 1 << 14;
+/// The unit of a slot's last packet time: 2^20 ns (~1 ms).
+const TIME_SHIFT: u32 = 20;
 
 /// What to do when a worker's buffer fills.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,22 +74,26 @@ pub struct Keep {
     pub syn: bool,
     pub fin: bool,
     pub rst: bool,
-    /// TCP or UDP port 53.
+    /// Name services: TCP or UDP port 53, UDP 5353 (mDNS), 5355 (LLMNR), 137 (NBNS).
     pub dns: bool,
+    /// Heads: a TCP segment whose payload starts an HTTP/1 request or response or a
+    /// TLS handshake record (ClientHello, ServerHello: the names), a QUIC long-header
+    /// packet (its handshake).
+    pub heads: bool,
     /// A flow's first this many packets.
     pub first: u32,
 }
 
 impl Default for Keep {
     fn default() -> Self {
-        Keep { syn: true, fin: true, rst: true, dns: true, first: 8 }
+        Keep { syn: true, fin: true, rst: true, dns: true, heads: true, first: 8 }
     }
 }
 
 impl Keep {
-    /// Parses `syn,fin,rst,dns,first=N` (any subset; `none` for no priorities).
+    /// Parses `syn,fin,rst,dns,heads,first=N` (any subset; `none` for no priorities).
     pub fn parse(s: &str) -> Result<Keep, String> {
-        let mut k = Keep { syn: false, fin: false, rst: false, dns: false, first: 0 };
+        let mut k = Keep { syn: false, fin: false, rst: false, dns: false, heads: false, first: 0 };
         for w in s.split(',').map(str::trim).filter(|w| !w.is_empty()) {
             match w {
                 "none" => {}
@@ -86,9 +101,12 @@ impl Keep {
                 "fin" => k.fin = true,
                 "rst" => k.rst = true,
                 "dns" => k.dns = true,
+                "heads" => k.heads = true,
                 _ => match w.strip_prefix("first=") {
                     Some(n) => k.first = n.parse().map_err(|_| format!("--keep: first={n}: not a number"))?,
-                    None => return Err(format!("--keep: unknown rule {w:?} (syn, fin, rst, dns, first=N, none)")),
+                    None => {
+                        return Err(format!("--keep: unknown rule {w:?} (syn, fin, rst, dns, heads, first=N, none)"))
+                    }
                 },
             }
         }
@@ -114,11 +132,16 @@ impl Default for OverloadConfig {
     }
 }
 
-/// The next cut-off after `c`, for a buffer holding `used` of `cap` bytes: the
-/// controller's one decision (pure, so it can be tested on scripted occupancies).
-pub fn next_cutoff(c: u32, used: u64, cap: u64) -> u32 {
+/// The next cut-off after `c`, for a buffer holding `used` of `cap` bytes that held
+/// `prev` at the last decision: the controller's one decision (pure, so it can be
+/// tested on scripted occupancies). Above the high-water mark a buffer still filling
+/// (`used >= prev`) is at risk and C falls; one draining is not, and C holds. Below
+/// the low-water mark C doubles back to unlimited.
+pub fn next_cutoff(c: u32, used: u64, prev: u64, cap: u64) -> u32 {
     if used * 64 > cap * HIGH {
-        if c == UNLIMITED {
+        if used < prev {
+            c
+        } else if c == UNLIMITED {
             START
         } else {
             (c / 2).max(FLOOR)
@@ -134,6 +157,27 @@ pub fn next_cutoff(c: u32, used: u64, cap: u64) -> u32 {
     }
 }
 
+/// Whether a payload starts a message whose loss costs an event: an HTTP/1 request
+/// line or status line, a TLS handshake record (content type 22, version 3.x), or
+/// (over UDP) a QUIC long-header packet.
+#[inline]
+pub fn is_head(tcp: bool, payload: &[u8]) -> bool {
+    if tcp {
+        match payload {
+            [0x16, 0x03, 0..=4, ..] => true,
+            [a, b, c, d, ..] => matches!(
+                &[*a, *b, *c, *d],
+                b"GET " | b"POST" | b"HEAD" | b"PUT " | b"DELE" | b"OPTI" | b"PATC" | b"CONN" | b"TRAC" | b"HTTP"
+            ),
+            _ => false,
+        }
+    } else {
+        // RFC 9000 §17.2: header form and fixed bit set, a version other than 0
+        // (version negotiation).
+        matches!(payload, [f, v0, v1, v2, v3, ..] if f & 0xc0 == 0xc0 && [*v0, *v1, *v2, *v3] != [0; 4])
+    }
+}
+
 /// What becomes of a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -145,18 +189,36 @@ pub enum Verdict {
     Count,
 }
 
+/// A slot of the per-flow count table.
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    /// The high half of the flow hash that owns it.
+    tag: u32,
+    /// The flow's packets so far.
+    n: u32,
+    /// Its last packet's time, in units of 2^[`TIME_SHIFT`] ns (wrapping).
+    last: u32,
+}
+
 /// One acquisition thread's TED controller.
 pub struct Controller {
     keep: Keep,
     flags: u8,
-    /// Per slot: the high half of the flow hash that owns it, and its packets so far.
-    table: Box<[(u32, u32)]>,
+    table: Box<[Slot]>,
     cutoff: u32,
+    /// The buffer's occupancy at the last decision.
+    prev: u64,
 }
 
 impl Controller {
     pub fn new(keep: Keep) -> Controller {
-        Controller { keep, flags: keep.flags(), table: vec![(0, 0); SLOTS].into_boxed_slice(), cutoff: UNLIMITED }
+        Controller {
+            keep,
+            flags: keep.flags(),
+            table: vec![Slot::default(); SLOTS].into_boxed_slice(),
+            cutoff: UNLIMITED,
+            prev: 0,
+        }
     }
 
     /// The current cut-off ([`UNLIMITED`] while nothing is cut).
@@ -167,29 +229,40 @@ impl Controller {
     /// Decides the cut-off for the next frames from the buffer's occupancy.
     #[inline]
     pub fn decide(&mut self, used: u64, cap: u64) {
-        self.cutoff = next_cutoff(self.cutoff, used, cap);
+        self.cutoff = next_cutoff(self.cutoff, used, self.prev, cap);
+        self.prev = used;
     }
 
-    /// Counts frame `b` in its flow and says what becomes of it. Every frame is
-    /// counted, cut-off or not, so a flow's position is known when overload starts
-    /// (a flow that began before it is not taken for a new one). A frame without a
-    /// flow key is analysed. Two flows sharing a slot restart its count (the slot
-    /// keeps the high half of the hash): a flow may then look younger, never older.
+    /// Counts frame `b` (captured at `ts_ns`) in its flow and says what becomes of it.
+    /// Every frame is counted, cut-off or not, so a flow's position is known when
+    /// overload starts (a flow that began before it is not taken for a new one). A
+    /// frame without a flow key is analysed. A count starts again when another flow
+    /// takes the slot (the slot keeps the high half of the hash), at a SYN without
+    /// ACK, and after [`IDLE_NS`] without a packet: a flow may then look younger,
+    /// never older.
     #[inline]
-    pub fn verdict(&mut self, link: LinkType, b: &[u8]) -> Verdict {
+    pub fn verdict(&mut self, link: LinkType, ts_ns: u64, b: &[u8]) -> Verdict {
         let Some(ff) = frame_flow(link, b) else { return Verdict::Analyse };
         let slot = &mut self.table[ff.hash as usize & (SLOTS - 1)];
         let tag = (ff.hash >> 32) as u32;
-        if slot.0 != tag {
-            *slot = (tag, 0);
+        let now = (ts_ns >> TIME_SHIFT) as u32;
+        let flags = ff.tcp_flags.unwrap_or(0);
+        // RFC 9293 §3.1: SYN 0x02, ACK 0x10.
+        let syn = flags & 0x12 == 0x02;
+        if slot.tag != tag || syn || now.wrapping_sub(slot.last) as u64 > IDLE_NS >> TIME_SHIFT {
+            *slot = Slot { tag, n: 0, last: now };
         }
-        slot.1 = slot.1.saturating_add(1);
-        let n = slot.1;
+        slot.n = slot.n.saturating_add(1);
+        slot.last = now;
+        let n = slot.n;
         if n <= self.cutoff {
             return Verdict::Analyse;
         }
-        let flags = ff.tcp_flags.unwrap_or(0);
-        if n <= self.keep.first || flags & self.flags != 0 || (self.keep.dns && ff.dns) {
+        let head = || {
+            self.keep.heads
+                && ff.payload.is_some_and(|p| is_head(ff.tcp_flags.is_some(), b.get(p..).unwrap_or_default()))
+        };
+        if n <= self.keep.first || flags & self.flags != 0 || (self.keep.dns && ff.dns) || head() {
             Verdict::Priority
         } else {
             Verdict::Count
@@ -201,80 +274,198 @@ impl Controller {
 mod tests {
     use super::*;
 
-    fn tcp(sport: u16, flags: u8) -> Vec<u8> {
+    /// An Ethernet/IPv4/TCP frame from 10.0.0.1:`sport` to 10.0.0.2:443 with `flags`
+    /// and `payload`.
+    fn seg(sport: u16, flags: u8, payload: &[u8]) -> Vec<u8> {
         let mut f = vec![0u8; 12];
         f.extend_from_slice(&[0x08, 0x00]);
-        let mut ip = vec![0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+        let len = (40 + payload.len()) as u16;
+        let mut ip = vec![0x45, 0, (len >> 8) as u8, len as u8, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
         ip.extend_from_slice(&sport.to_be_bytes());
         ip.extend_from_slice(&443u16.to_be_bytes());
-        ip.extend_from_slice(&[0; 9]);
-        ip.push(flags);
+        ip.extend_from_slice(&[0; 8]);
+        ip.extend_from_slice(&[5 << 4, flags]);
         ip.extend_from_slice(&[0; 6]);
+        ip.extend_from_slice(payload);
         f.extend_from_slice(&ip);
         f
     }
 
+    fn tcp(sport: u16, flags: u8) -> Vec<u8> {
+        seg(sport, flags, &[])
+    }
+
+    /// An Ethernet/IPv4/UDP frame between 10.0.0.1:`sport` and 10.0.0.9:`dport`.
+    fn udp(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+        let mut f = vec![0u8; 12];
+        f.extend_from_slice(&[0x08, 0x00]);
+        let mut ip = vec![0x45, 0, 0, 28, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 9];
+        ip.extend_from_slice(&sport.to_be_bytes());
+        ip.extend_from_slice(&dport.to_be_bytes());
+        ip.extend_from_slice(&[0, 8, 0, 0]);
+        ip.extend_from_slice(payload);
+        f.extend_from_slice(&ip);
+        f
+    }
+
+    const E: LinkType = LinkType::ETHERNET;
+
+    /// The cut-offs a run of decisions gives, from unlimited and an empty buffer.
+    fn run(script: &[u64], cap: u64) -> Vec<u32> {
+        let (mut c, mut prev) = (UNLIMITED, 0);
+        script
+            .iter()
+            .map(|&used| {
+                c = next_cutoff(c, used, prev, cap);
+                prev = used;
+                c
+            })
+            .collect()
+    }
+
     #[test]
     fn scripted_occupancy_moves_the_cut_off() {
-        let cap = 1000;
-        // Calm, then over the high-water mark, staying high, in between, falling.
-        let script = [100, 400, 600, 900, 900, 900, 900, 900, 900, 900, 400, 300, 100, 100, 0, 0, 0, 0, 0, 0, 500];
-        let mut c = UNLIMITED;
-        let mut seq = Vec::new();
-        for used in script {
-            c = next_cutoff(c, used, cap);
-            seq.push(c);
-        }
         let u = UNLIMITED;
-        assert_eq!(seq, [u, u, 64, 32, 16, 8, 4, 4, 4, 4, 4, 4, 8, 16, 32, 64, u, u, u, u, u]);
+        // Calm, a burst the buffer absorbs (below three quarters: nothing cut), then over
+        // the high-water mark and still filling, staying high, in between, falling.
+        let script =
+            [100, 500, 700, 800, 850, 900, 900, 900, 950, 990, 990, 700, 600, 400, 400, 300, 100, 0, 0, 0, 800];
+        assert_eq!(run(&script, 1000), [u, u, u, 64, 32, 16, 8, 4, 4, 4, 4, 4, 4, 8, 16, 32, 64, u, u, u, 64]);
         // Exactly at a mark: no change.
-        assert_eq!(next_cutoff(64, 500, 1000), 64);
-        assert_eq!(next_cutoff(64, 250, 1000), 64);
+        assert_eq!(next_cutoff(64, 750, 700, 1000), 64);
+        assert_eq!(next_cutoff(u, 750, 700, 1000), u);
+        assert_eq!(next_cutoff(64, 500, 600, 1000), 64);
+    }
+
+    #[test]
+    fn a_draining_buffer_is_not_cut_harder() {
+        let u = UNLIMITED;
+        // Over the high-water mark but draining: the cut-off holds where it is.
+        let script = [800, 900, 880, 860, 870, 860, 790, 760, 740, 600, 490];
+        assert_eq!(run(&script, 1000), [64, 32, 32, 32, 16, 16, 16, 16, 16, 16, 32]);
+        // A buffer already above the mark and draining at the first decision: nothing cut.
+        assert_eq!(next_cutoff(u, 900, 950, 1000), u);
+        // Full and staying full (frames dropped): at risk.
+        assert_eq!(next_cutoff(16, 1000, 1000, 1000), 8);
     }
 
     #[test]
     fn priority_packets_are_never_cut_and_heads_are_kept() {
+        use Verdict::*;
         // first=3, below the floor of the cut-off: the cut-off decides from packet 5.
         let mut k = Controller::new(Keep { first: 3, ..Keep::default() });
         k.cutoff = FLOOR;
-        let v: Vec<Verdict> = (0..8).map(|_| k.verdict(LinkType::ETHERNET, &tcp(1000, 0x10))).collect();
-        use Verdict::*;
+        let v: Vec<Verdict> = (0..8).map(|_| k.verdict(E, 0, &tcp(1000, 0x10))).collect();
         assert_eq!(v, [Analyse, Analyse, Analyse, Analyse, Count, Count, Count, Count]);
-        for flags in [0x02, 0x12, 0x11, 0x04, 0x14] {
-            assert_eq!(k.verdict(LinkType::ETHERNET, &tcp(1000, flags)), Priority, "flags {flags:#x}");
+        for flags in [0x12, 0x11, 0x04, 0x14, 0x01] {
+            assert_eq!(k.verdict(E, 0, &tcp(1000, flags)), Priority, "flags {flags:#x}");
         }
-        assert_eq!(k.verdict(LinkType::ETHERNET, &tcp(1000, 0x18)), Count);
+        assert_eq!(k.verdict(E, 0, &tcp(1000, 0x18)), Count);
         // DNS over TCP, beyond the cut-off.
         for _ in 0..10 {
-            assert_ne!(k.verdict(LinkType::ETHERNET, &tcp(53, 0x18)), Count);
+            assert_ne!(k.verdict(E, 0, &tcp(53, 0x18)), Count);
         }
         // A cut-off below first=N: the first N are still kept.
         let mut k = Controller::new(Keep { first: 6, ..Keep::default() });
         k.cutoff = FLOOR;
-        let v: Vec<Verdict> = (0..8).map(|_| k.verdict(LinkType::ETHERNET, &tcp(2000, 0x10))).collect();
+        let v: Vec<Verdict> = (0..8).map(|_| k.verdict(E, 0, &tcp(2000, 0x10))).collect();
         assert_eq!(v, [Analyse, Analyse, Analyse, Analyse, Priority, Priority, Count, Count]);
         // No priorities: only the cut-off.
         let mut k = Controller::new(Keep::parse("none").unwrap());
         k.cutoff = FLOOR;
-        let v: Vec<Verdict> = (0..6).map(|_| k.verdict(LinkType::ETHERNET, &tcp(3000, 0x02))).collect();
+        let v: Vec<Verdict> = (0..6).map(|_| k.verdict(E, 0, &tcp(3000, 0x10))).collect();
         assert_eq!(v[4..], [Count, Count]);
         // Unlimited: everything analysed, but counted, so a flow's age is known later.
         let mut k = Controller::new(Keep::default());
         for _ in 0..10 {
-            assert_eq!(k.verdict(LinkType::ETHERNET, &tcp(4000, 0x10)), Analyse);
+            assert_eq!(k.verdict(E, 0, &tcp(4000, 0x10)), Analyse);
         }
         k.cutoff = FLOOR;
-        assert_eq!(k.verdict(LinkType::ETHERNET, &tcp(4000, 0x10)), Count);
+        assert_eq!(k.verdict(E, 0, &tcp(4000, 0x10)), Count);
         // No flow key (ARP): analysed.
         let mut arp = vec![0u8; 12];
         arp.extend_from_slice(&[0x08, 0x06, 0, 0]);
-        assert_eq!(k.verdict(LinkType::ETHERNET, &arp), Analyse);
+        assert_eq!(k.verdict(E, 0, &arp), Analyse);
+    }
+
+    #[test]
+    fn heads_of_http_and_tls_messages_and_name_services_are_kept() {
+        use Verdict::*;
+        let mut k = Controller::new(Keep::default());
+        for _ in 0..20 {
+            k.verdict(E, 0, &tcp(5000, 0x10));
+        }
+        k.cutoff = FLOOR;
+        // Deep in a persistent connection: the next request and its response's head
+        // are kept, the body is not.
+        assert_eq!(k.verdict(E, 0, &seg(5000, 0x18, b"GET /next HTTP/1.1\r\n")), Priority);
+        assert_eq!(k.verdict(E, 0, &seg(5000, 0x18, b"HTTP/1.1 200 OK\r\n")), Priority);
+        assert_eq!(k.verdict(E, 0, &seg(5000, 0x10, b"<html><body>")), Count);
+        // A TLS handshake record (a late ClientHello), not application data.
+        assert_eq!(k.verdict(E, 0, &seg(5000, 0x18, &[0x16, 0x03, 0x01, 0x02, 0x00])), Priority);
+        assert_eq!(k.verdict(E, 0, &seg(5000, 0x18, &[0x17, 0x03, 0x03, 0x02, 0x00])), Count);
+        // Without the rule: cut.
+        let mut k = Controller::new(Keep::parse("syn,first=8").unwrap());
+        for _ in 0..20 {
+            k.verdict(E, 0, &tcp(5000, 0x10));
+        }
+        k.cutoff = FLOOR;
+        assert_eq!(k.verdict(E, 0, &seg(5000, 0x18, b"GET / HTTP/1.1\r\n")), Count);
+        // mDNS, LLMNR, NBNS and DNS over UDP: long-lived 5-tuples, every packet kept.
+        let mut k = Controller::new(Keep::default());
+        k.cutoff = FLOOR;
+        for port in [53, 5353, 5355, 137] {
+            let v: Vec<Verdict> = (0..12).map(|_| k.verdict(E, 0, &udp(port, port, &[0; 12]))).collect();
+            assert!(v[8..].iter().all(|&v| v == Priority), "port {port}: {v:?}");
+        }
+        let v: Vec<Verdict> = (0..12).map(|_| k.verdict(E, 0, &udp(4000, 4001, &[0; 12]))).collect();
+        assert_eq!(v[8..], [Count; 4]);
+        // A QUIC long header (an Initial) is a head; a short header is not.
+        let mut init = vec![0xc3, 0, 0, 0, 1];
+        init.extend_from_slice(&[0; 8]);
+        assert_eq!(k.verdict(E, 0, &udp(4000, 4001, &init)), Priority);
+        assert_eq!(k.verdict(E, 0, &udp(4000, 4001, &[0x43, 1, 2, 3, 4, 5])), Count);
+    }
+
+    #[test]
+    fn a_syn_or_a_pause_starts_a_flow_again() {
+        use Verdict::*;
+        let mut k = Controller::new(Keep { first: 2, ..Keep::parse("none").unwrap() });
+        for _ in 0..10 {
+            k.verdict(E, 0, &tcp(6000, 0x10));
+        }
+        k.cutoff = FLOOR;
+        assert_eq!(k.verdict(E, 0, &tcp(6000, 0x10)), Count);
+        // A new connection on the same 5-tuple: counted from its SYN.
+        let v: Vec<Verdict> = (0..6).map(|i| k.verdict(E, 0, &tcp(6000, if i == 0 { 0x02 } else { 0x10 }))).collect();
+        assert_eq!(v, [Analyse, Analyse, Analyse, Analyse, Count, Count]);
+        // A SYN/ACK does not start it again.
+        assert_eq!(k.verdict(E, 0, &tcp(6000, 0x12)), Count);
+        // Over IDLE_NS later: a new flow; within it: the same one.
+        let t = IDLE_NS + (2 << TIME_SHIFT);
+        let v: Vec<Verdict> = (0..6).map(|_| k.verdict(E, t, &tcp(6000, 0x10))).collect();
+        assert_eq!(v, [Analyse, Analyse, Analyse, Analyse, Count, Count]);
+        assert_eq!(k.verdict(E, t + IDLE_NS / 2, &tcp(6000, 0x10)), Count);
     }
 
     #[test]
     fn keep_rules_parse() {
-        assert_eq!(Keep::parse("syn,fin,rst,dns,first=8").unwrap(), Keep::default());
-        assert_eq!(Keep::parse("syn").unwrap(), Keep { syn: true, fin: false, rst: false, dns: false, first: 0 });
+        assert_eq!(Keep::parse("syn,fin,rst,dns,heads,first=8").unwrap(), Keep::default());
+        let syn = Keep { syn: true, fin: false, rst: false, dns: false, heads: false, first: 0 };
+        assert_eq!(Keep::parse("syn").unwrap(), syn);
         assert!(Keep::parse("syn,ack").is_err() && Keep::parse("first=x").is_err());
+    }
+
+    #[test]
+    fn heads_are_recognised() {
+        assert!(is_head(true, b"POST /x HTTP/1.1"));
+        assert!(is_head(true, b"HTTP/1.0 404"));
+        assert!(is_head(true, &[0x16, 0x03, 0x03, 0, 5]));
+        assert!(!is_head(true, &[0x16, 0x03, 0x09]));
+        assert!(!is_head(true, b"GE"));
+        assert!(!is_head(true, b"get / HTTP/1.1"));
+        assert!(!is_head(false, b"GET / HTTP/1.1"));
+        // QUIC version negotiation (version 0) is not a handshake.
+        assert!(!is_head(false, &[0xc0, 0, 0, 0, 0, 1]));
     }
 }

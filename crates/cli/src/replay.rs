@@ -109,9 +109,18 @@ fn replay(a: &RunArgs, file: &Arc<ReplayFile>, pace: Pace, stop: &Arc<AtomicBool
     let mut cfg = a.engine_config();
     cfg.workers = a.workers().map_err(anyhow::Error::msg)?;
     let _claim = crate::outdir::claim(&cfg.out_dir, a.force)?;
-    let sources: Vec<Box<dyn LiveSource>> =
-        file.sources(cfg.workers, pace).into_iter().map(|s| Box::new(s) as Box<dyn LiveSource>).collect();
     let live = crate::live::live_config(a);
+    // A poll hands out at most two periods' worth of frames (--period, also for the
+    // other policies, which poll more often): the asked rate, without bursts.
+    let window = 2 * a.live.period;
+    let sources: Vec<Box<dyn LiveSource>> = file
+        .sources(cfg.workers, pace)
+        .into_iter()
+        .map(|mut s| {
+            s.bound_bursts(window);
+            Box::new(s) as Box<dyn LiveSource>
+        })
+        .collect();
     let what = match pace {
         Pace::Speed(x) => format!("{x}x packet time"),
         Pace::Pps(p) => format!("{p:.0} pps"),

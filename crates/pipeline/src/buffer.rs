@@ -19,11 +19,21 @@
 //! The producer writes records beyond `tail` and publishes them with one release
 //! store per batch; the consumer reads up to `tail` and frees space with one release
 //! store of `head` per batch. A full buffer drops the frame (counted by the caller).
+//!
+//! Queueing delay, sampled ([`packet_buffer_sampled`]): every K-th record pushed, the
+//! producer notes its end position and the time (a monotonic clock shared by both
+//! ends) in a small SPSC ring beside the buffer; the consumer, once its head passes
+//! that position — the record's callback, its analysis, has returned — records the
+//! time since. One clock read per K records on each side, none while idle, one
+//! comparison per record.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 use tapstat_capture::{FrameMeta, LinkType};
+
+use crate::PacketTimer;
 
 const HDR: usize = 16;
 const PAD: u32 = u32::MAX;
@@ -46,6 +56,8 @@ struct Shared {
     tail: Padded<AtomicU64>,
     /// The producer will publish nothing more.
     closed: AtomicBool,
+    /// The clock of the queueing-delay samples.
+    epoch: Instant,
 }
 
 // SAFETY: the producer only writes bytes in [tail, head + cap) and the consumer only
@@ -64,7 +76,15 @@ impl Shared {
 /// A new buffer of at least `bytes` bytes (rounded up to a power of two, at least
 /// 64 KiB). The memory is zeroed lazily by the kernel, so an idle worker's buffer
 /// costs address space, not RAM.
+#[cfg_attr(not(test), allow(dead_code))]
 pub fn packet_buffer(bytes: usize) -> (Producer, Consumer) {
+    packet_buffer_sampled(bytes, 0)
+}
+
+/// [`packet_buffer`], sampling the queueing delay of 1 record in `every` (0: none):
+/// the time from its push to the return of the consumer's callback for it
+/// ([`Consumer::delays`]).
+pub fn packet_buffer_sampled(bytes: usize, every: u32) -> (Producer, Consumer) {
     let cap = bytes.max(1 << 16).next_power_of_two();
     // vec![0; n] asks the allocator for zeroed memory (calloc: fresh pages, not
     // written here).
@@ -78,8 +98,20 @@ pub fn packet_buffer(bytes: usize) -> (Producer, Consumer) {
         head: Padded(AtomicU64::new(0)),
         tail: Padded(AtomicU64::new(0)),
         closed: AtomicBool::new(false),
+        epoch: Instant::now(),
     });
-    (Producer { s: s.clone(), tail: 0, head: 0, max_used: 0 }, Consumer { s, head: 0 })
+    // Room for the samples of a buffer full of the smallest records (a header and 16
+    // bytes); a sample that finds the ring full is skipped.
+    let (stamps, stamped) = if every > 0 {
+        let (tx, rx) = rtrb::RingBuffer::new((cap / 32 / every as usize).clamp(64, 1 << 16));
+        (Some(tx), Some(rx))
+    } else {
+        (None, None)
+    };
+    (
+        Producer { s: s.clone(), tail: 0, head: 0, max_used: 0, every, countdown: every, stamps },
+        Consumer { s, head: 0, stamped, next_stamp: (u64::MAX, 0), delays: PacketTimer::new(every) },
+    )
 }
 
 fn record_len(caplen: usize) -> usize {
@@ -94,6 +126,11 @@ pub struct Producer {
     /// The consumer's head as last read.
     head: u64,
     max_used: u64,
+    /// Queueing delay: 1 record in `every` (0: none) is stamped; records until the next.
+    every: u32,
+    countdown: u32,
+    /// (end position, ns since the epoch) of the stamped records.
+    stamps: Option<rtrb::Producer<(u64, u64)>>,
 }
 
 impl Producer {
@@ -147,7 +184,22 @@ impl Producer {
         if used > self.max_used {
             self.max_used = used;
         }
+        if self.every > 0 {
+            self.countdown -= 1;
+            if self.countdown == 0 {
+                self.stamp();
+            }
+        }
         true
+    }
+
+    #[cold]
+    fn stamp(&mut self) {
+        self.countdown = self.every;
+        let t = self.s.epoch.elapsed().as_nanos() as u64;
+        if let Some(tx) = self.stamps.as_mut() {
+            let _ = tx.push((self.tail, t));
+        }
     }
 
     /// Rewrites the capture times of the records written since `mark` (a value of
@@ -219,6 +271,10 @@ impl Drop for Producer {
 pub struct Consumer {
     s: Arc<Shared>,
     head: u64,
+    stamped: Option<rtrb::Consumer<(u64, u64)>>,
+    /// The next stamped record's end position (`u64::MAX`: none known) and time.
+    next_stamp: (u64, u64),
+    delays: PacketTimer,
 }
 
 impl Consumer {
@@ -230,6 +286,10 @@ impl Consumer {
         let cap = self.s.cap;
         let base = self.s.base();
         let mut n = 0;
+        // After the acquire of `tail`: the stamps of every record published are visible.
+        if self.next_stamp.0 == u64::MAX && self.head < tail {
+            self.next_stamp();
+        }
         while self.head < tail && n < max {
             let off = (self.head as usize) & (cap - 1);
             // SAFETY: [head, tail) was published by the producer (acquire above) and
@@ -247,9 +307,31 @@ impl Consumer {
             f(&meta, bytes, counted);
             self.head += record_len(caplen as usize) as u64;
             n += 1;
+            if self.head >= self.next_stamp.0 {
+                let t = self.s.epoch.elapsed().as_nanos() as u64;
+                self.delays.record(t.saturating_sub(self.next_stamp.1));
+                self.next_stamp();
+            }
         }
         self.s.head.0.store(self.head, Ordering::Release);
         n
+    }
+
+    /// Takes the next stamp of a record not yet read.
+    fn next_stamp(&mut self) {
+        self.next_stamp = (u64::MAX, 0);
+        let Some(rx) = self.stamped.as_mut() else { return };
+        while let Ok(st) = rx.pop() {
+            if st.0 > self.head {
+                self.next_stamp = st;
+                return;
+            }
+        }
+    }
+
+    /// The queueing delays sampled so far (push to the end of the record's callback).
+    pub fn delays(&self) -> &PacketTimer {
+        &self.delays
     }
 
     /// The producer has closed the buffer (read once more before concluding it is
@@ -370,6 +452,33 @@ mod tests {
         p.publish();
         let ts: Vec<u64> = drain(&mut c).into_iter().map(|r| r.0).collect();
         assert_eq!(ts, vec![1250, 1500, 1750, 2000]);
+    }
+
+    #[test]
+    fn queueing_delays_are_sampled_one_record_in_k() {
+        let (mut p, mut c) = packet_buffer_sampled(1 << 16, 4);
+        for i in 0..10u64 {
+            assert!(p.push(i, 60, &[0u8; 60]));
+        }
+        p.publish();
+        // Records 4 and 8 are stamped; the first read takes 5 records, past record 4.
+        let mut seen = 0;
+        c.read(5, LinkType::ETHERNET, |_, _, _| {
+            seen += 1;
+            if seen == 4 {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        });
+        assert_eq!(c.delays().samples(), 1);
+        assert!(c.delays().max_ns() >= 2_000_000);
+        c.read(usize::MAX, LinkType::ETHERNET, |_, _, _| {});
+        assert_eq!(c.delays().samples(), 2);
+        // Without sampling: nothing recorded, nothing stamped.
+        let (mut p, mut c) = packet_buffer(1 << 16);
+        assert!(p.stamps.is_none() && p.push(0, 60, &[0u8; 60]));
+        p.publish();
+        drain(&mut c);
+        assert_eq!(c.delays().samples(), 0);
     }
 
     #[test]

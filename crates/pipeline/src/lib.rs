@@ -26,7 +26,7 @@ mod telemetry;
 mod timing;
 
 pub use acquire::Acquire;
-pub use live::{interval_dir_name, run_live, LiveConfig, LiveSummary};
+pub use live::{interval_dir_name, run_live, LiveConfig, LiveSummary, QueueDelay};
 pub use overload::{Keep, Overload, OverloadConfig};
 pub use ring::{ring, Receiver, Sender};
 pub use schedule::Schedule;

@@ -26,12 +26,12 @@
 //! burst of its own packets.
 
 use crate::acquire::{Acquire, Pacer};
-use crate::buffer::{packet_buffer, Consumer, Producer};
+use crate::buffer::{packet_buffer_sampled, Consumer, Producer};
 use crate::overload::{Controller, Overload, OverloadConfig, Verdict, DECIDE_EVERY, UNLIMITED};
 use crate::telemetry::{serve_metrics, spawn_reporter, Gauges, ProcTimes, ReportTo};
 use crate::{
-    cpu_seconds, random_seed, Block, Dispatch, DispatchResult, EngineConfig, EngineError, Progress, RecordOut, Summary,
-    Work, WorkerResult,
+    cpu_seconds, random_seed, Block, Dispatch, DispatchResult, EngineConfig, EngineError, PacketTimeSummary,
+    PacketTimer, Progress, RecordOut, Summary, Work, WorkerResult,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -136,6 +136,40 @@ pub struct LiveSummary {
     /// The lowest cut-off (packets per flow analysed fully) any worker's controller
     /// reached; none when nothing was ever cut.
     pub min_cutoff: Option<u32>,
+    /// The rate the sources delivered: `offered_packets` over the wall time from the
+    /// first poll that brought frames to the last (a replay that kept its pace: the
+    /// asked rate).
+    pub offered_pps: f64,
+    /// Queueing delay: wall time from a frame's entry into its worker's buffer to the
+    /// end of its analysis, 1 frame in `--time-sample`.
+    pub queue_delay: QueueDelay,
+}
+
+/// Sampled queueing delays of a live run, all workers together (ns).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct QueueDelay {
+    /// 1 frame in `sample_every` was timed (0: none).
+    pub sample_every: u32,
+    pub samples: u64,
+    pub mean_ns: f64,
+    /// Quantiles: the lower bound of the histogram cell (within 19% below the value).
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+}
+
+impl QueueDelay {
+    fn of(samplers: &[PacketTimer]) -> QueueDelay {
+        let s = PacketTimeSummary::of(samplers);
+        QueueDelay {
+            sample_every: s.sample_every,
+            samples: s.samples,
+            mean_ns: s.mean_ns,
+            p50_ns: s.p50_ns,
+            p99_ns: s.p99_ns,
+            max_ns: s.max_ns,
+        }
+    }
 }
 
 /// Answers each worker can hold from each other worker before it takes them in.
@@ -152,6 +186,8 @@ struct AcqResult {
     warning: Option<String>,
     pacing: &'static str,
     cpu_s: f64,
+    /// Wall time (ns) of the first and the last poll that brought frames.
+    offered_ns: Option<(u64, u64)>,
 }
 
 fn wall_ns() -> u64 {
@@ -264,7 +300,7 @@ pub fn run_live(
     let mut ana_threads = Vec::with_capacity(n);
     for ((w, src), (dns_out, dns_in)) in sources.into_iter().enumerate().zip(dns_out.into_iter().zip(dns_in)) {
         let link = src.link();
-        let (prod, cons) = packet_buffer(live.buffer_bytes);
+        let (prod, cons) = packet_buffer_sampled(live.buffer_bytes, cfg.time_sample);
         gauges[w].buffer_cap.store(prod.capacity(), Ordering::Relaxed);
         let (g, stop2, ready2, progress2, policy) =
             (gauges[w].clone(), stop.clone(), ready.clone(), progress.clone(), live.acquire);
@@ -280,8 +316,10 @@ pub fn run_live(
             tracker.share_dns_answers();
         }
         let work = Work {
-            // The live loop times every packet itself (telemetry); no sampling here.
-            timer: super::PacketTimer::new(0),
+            // The live loop times every packet for the telemetry (`ProcTimes`, all of
+            // the packet's work); summary.json's `packet_time` samples the tracker's
+            // share, as for files.
+            timer: PacketTimer::new(cfg.time_sample),
             tracker,
             rout: RecordOut::new(cfg, txs[w].clone(), free_rx.clone()),
         };
@@ -348,8 +386,11 @@ pub fn run_live(
     let mut records = [0u64; super::NLOGS];
     let mut ana_cpu = Vec::with_capacity(n);
     let mut dns = DnsShare::default();
+    let (mut timers, mut delays) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for h in ana_threads {
-        let (d, r, cpu, sh) = h.join().map_err(|_| EngineError::Thread("analysis"))?;
+        let (d, r, cpu, sh, delay) = h.join().map_err(|_| EngineError::Thread("analysis"))?;
+        timers.push(r.timer);
+        delays.push(delay);
         dns.shared += sh.shared;
         dns.dropped += sh.dropped;
         disp.anomalies.merge(&d.anomalies);
@@ -406,9 +447,17 @@ pub fn run_live(
         unanalysed_packets: ld(|g| &g.unanalysed).iter().sum(),
         prioritised_packets: ld(|g| &g.prioritised).iter().sum(),
         min_cutoff: ld(|g| &g.min_cutoff).into_iter().filter(|&c| c > 0).min().map(|c| c as u32),
+        offered_pps: 0.0,
+        queue_delay: QueueDelay::of(&delays),
     };
     let mut ls = ls;
     ls.offered_packets = ls.received_packets + ls.buffer_drops;
+    let first = acq.iter().filter_map(|a| a.offered_ns).map(|s| s.0).min();
+    let last = acq.iter().filter_map(|a| a.offered_ns).map(|s| s.1).max();
+    if let (Some(a), Some(b)) = (first, last) {
+        // One poll's frames over at least a microsecond.
+        ls.offered_pps = (ls.offered_packets as f64 / ((b - a).max(1000) as f64 * 1e-9)).round();
+    }
     ls.analysed_packets = ls.received_packets - ls.unanalysed_packets;
     if ls.truncated_frames > 0 {
         // Silent truncation would read as smaller payloads and lost headers.
@@ -438,6 +487,7 @@ pub fn run_live(
         cpu_seconds() - cpu0,
     );
     s.live = Some(ls);
+    s.packet_time = PacketTimeSummary::of(&timers);
     Ok(s)
 }
 
@@ -464,6 +514,7 @@ fn acquire_loop(
     let (mut unanalysed, mut prioritised, mut min_cutoff) = (0u64, 0u64, UNLIMITED);
     let (link, cap) = (src.link(), prod.capacity());
     let mut err = None;
+    let mut offered_ns = None;
     loop {
         let stopping = stop.load(Ordering::Relaxed);
         let mark = prod.mark();
@@ -523,6 +574,8 @@ fn acquire_loop(
         }
         prod.publish();
         if k > 0 {
+            let now = wall_ns();
+            offered_ns = Some((offered_ns.map_or(now, |(a, _)| a), now));
             g.rx_packets.store(rx, Ordering::Relaxed);
             g.rx_bytes.store(bytes, Ordering::Relaxed);
             g.unanalysed.store(unanalysed, Ordering::Relaxed);
@@ -560,7 +613,7 @@ fn acquire_loop(
         g.min_cutoff.store(min_cutoff as u64, Ordering::Relaxed);
     }
     prod.close();
-    AcqResult { err, warning, pacing: pacer.kind(), cpu_s: thread_cpu_s() }
+    AcqResult { err, warning, pacing: pacer.kind(), cpu_s: thread_cpu_s(), offered_ns }
 }
 
 /// An analysis thread: drains its buffer into its tracker.
@@ -594,7 +647,7 @@ struct DnsShare {
 }
 
 impl Analysis {
-    fn run(mut self) -> (DispatchResult, WorkerResult, f64, DnsShare) {
+    fn run(mut self) -> (DispatchResult, WorkerResult, f64, DnsShare, PacketTimer) {
         let mut times = ProcTimes::new();
         let mut idle = 0u32;
         let mut flushed = Instant::now();
@@ -669,7 +722,7 @@ impl Analysis {
         self.final_clock.fetch_max(end, Ordering::SeqCst);
         self.end_barrier.wait();
         let wr = self.work.finish(self.final_clock.load(Ordering::SeqCst), self.stop.load(Ordering::SeqCst));
-        (r, wr, thread_cpu_s(), self.dns)
+        (r, wr, thread_cpu_s(), self.dns, self.cons.delays().clone())
     }
 }
 

@@ -9,9 +9,10 @@
 //! and every frame is analysed. Once per decision (a poll, or every
 //! [`DECIDE_EVERY`] frames of a long one) [`next_cutoff`] looks at the buffer's
 //! occupancy and whether it rose since the last decision: above the high-water mark
-//! ([`HIGH`], three quarters) and still filling, C falls (first to [`START`], then
-//! halving down to [`FLOOR`]); above it but draining, C holds; below the low-water
-//! mark ([`LOW`], half) it doubles back up to unlimited. A packet of a flow beyond C
+//! ([`HIGH`], half) and still filling, C falls (first to [`START`], then halving down
+//! to [`FLOOR`]); above it but draining, C holds; above [`CRITICAL`] (three quarters)
+//! it is the floor; below the low-water mark ([`LOW`], a quarter) it doubles back up
+//! to unlimited. A packet of a flow beyond C
 //! that is not a priority packet ([`Keep`]: SYN, FIN, RST, name services, the heads
 //! of HTTP messages and TLS/QUIC handshakes, a flow's first N packets) is *counted*,
 //! not analysed: the acquisition thread pushes a counted-only record (its headers and
@@ -36,11 +37,18 @@ pub const UNLIMITED: u32 = u32::MAX;
 pub const START: u32 = 64;
 /// The lowest cut-off.
 pub const FLOOR: u32 = 4;
-/// High-water mark: a fraction of the buffer's capacity, in 1/64ths (75%). Below it
-/// the buffer absorbs a burst by itself; cutting there would lose tails for nothing.
-pub const HIGH: u64 = 48;
-/// Low-water mark (50%).
-pub const LOW: u64 = 32;
+/// High-water mark: a fraction of the buffer's capacity, in 1/64ths (50%). Above it a
+/// buffer that still fills is at risk; one that drains is absorbing a burst, and
+/// cutting then would lose tails for nothing.
+pub const HIGH: u64 = 32;
+/// Low-water mark (25%).
+pub const LOW: u64 = 16;
+/// Above this (3/4) the buffer is about to overflow, draining or not: C falls to
+/// [`FLOOR`] at once. (The headroom left must hold what arrives before the cut-off
+/// takes effect, and the counted-only records of the tails after it while the
+/// analysis catches up: at a sustained overload a few times the analysis's rate
+/// they fill it too.)
+pub const CRITICAL: u64 = 48;
 /// A long poll decides again after this many frames.
 pub const DECIDE_EVERY: u32 = 64;
 /// A flow's count starts again after this long without a packet (packet time).
@@ -135,10 +143,12 @@ impl Default for OverloadConfig {
 /// The next cut-off after `c`, for a buffer holding `used` of `cap` bytes that held
 /// `prev` at the last decision: the controller's one decision (pure, so it can be
 /// tested on scripted occupancies). Above the high-water mark a buffer still filling
-/// (`used >= prev`) is at risk and C falls; one draining is not, and C holds. Below
-/// the low-water mark C doubles back to unlimited.
+/// (`used >= prev`) is at risk and C falls; one draining is not, and C holds; above
+/// [`CRITICAL`] C is [`FLOOR`]. Below the low-water mark C doubles back to unlimited.
 pub fn next_cutoff(c: u32, used: u64, prev: u64, cap: u64) -> u32 {
-    if used * 64 > cap * HIGH {
+    if used * 64 > cap * CRITICAL {
+        FLOOR
+    } else if used * 64 > cap * HIGH {
         if used < prev {
             c
         } else if c == UNLIMITED {
@@ -326,27 +336,32 @@ mod tests {
     #[test]
     fn scripted_occupancy_moves_the_cut_off() {
         let u = UNLIMITED;
-        // Calm, a burst the buffer absorbs (below three quarters: nothing cut), then over
-        // the high-water mark and still filling, staying high, in between, falling.
+        // Calm, then over the high-water mark and still filling, staying high, in
+        // between, falling.
         let script =
-            [100, 500, 700, 800, 850, 900, 900, 900, 950, 990, 990, 700, 600, 400, 400, 300, 100, 0, 0, 0, 800];
+            [100, 400, 450, 550, 600, 650, 650, 650, 700, 800, 800, 600, 400, 200, 200, 150, 100, 0, 0, 0, 600];
         assert_eq!(run(&script, 1000), [u, u, u, 64, 32, 16, 8, 4, 4, 4, 4, 4, 4, 8, 16, 32, 64, u, u, u, 64]);
+        // Past three quarters: the floor at once.
+        assert_eq!(run(&[600, 800], 1000), [64, FLOOR]);
         // Exactly at a mark: no change.
-        assert_eq!(next_cutoff(64, 750, 700, 1000), 64);
-        assert_eq!(next_cutoff(u, 750, 700, 1000), u);
-        assert_eq!(next_cutoff(64, 500, 600, 1000), 64);
+        assert_eq!(next_cutoff(64, 500, 450, 1000), 64);
+        assert_eq!(next_cutoff(u, 500, 450, 1000), u);
+        assert_eq!(next_cutoff(64, 250, 300, 1000), 64);
+        assert_eq!(next_cutoff(64, 750, 700, 1000), 32);
     }
 
     #[test]
     fn a_draining_buffer_is_not_cut_harder() {
         let u = UNLIMITED;
         // Over the high-water mark but draining: the cut-off holds where it is.
-        let script = [800, 900, 880, 860, 870, 860, 790, 760, 740, 600, 490];
+        let script = [600, 650, 630, 620, 640, 630, 590, 560, 540, 400, 240];
         assert_eq!(run(&script, 1000), [64, 32, 32, 32, 16, 16, 16, 16, 16, 16, 32]);
-        // A buffer already above the mark and draining at the first decision: nothing cut.
-        assert_eq!(next_cutoff(u, 900, 950, 1000), u);
-        // Full and staying full (frames dropped): at risk.
-        assert_eq!(next_cutoff(16, 1000, 1000, 1000), 8);
+        // A buffer above the mark and draining at the first decision: nothing cut.
+        assert_eq!(next_cutoff(u, 650, 700, 1000), u);
+        // Above three quarters, draining or not, or full (frames dropped): the floor.
+        assert_eq!(next_cutoff(u, 800, 900, 1000), FLOOR);
+        assert_eq!(next_cutoff(64, 1000, 1000, 1000), FLOOR);
+        assert_eq!(next_cutoff(64, 750, 760, 1000), 64);
     }
 
     #[test]

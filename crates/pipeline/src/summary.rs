@@ -120,10 +120,10 @@ pub const SUMMARY_KEYS: &[(&str, &str)] = &[
     ("pkts_per_s", "packets per wall-clock second"),
     ("gbit_per_s", "Gbit/s of wire bytes per wall-clock second"),
     ("pkts_per_cpu_s", "packets per CPU second"),
-    ("live", "live runs only: sources, packets received, kernel and buffer drops, buffer occupancy, per-worker packets, DNS answers shared between workers for `fqdn` (`dns_answers_shared`) and dropped at a full ring (`dns_answers_dropped`); the overload policy (`overload`: `ted` or `drop`) and its totals: `offered_packets`, `analysed_packets`, `unanalysed_packets` (flow tails counted, not analysed), `prioritised_packets` (kept by `--keep` beyond the cut-off), `min_cutoff` (the lowest per-flow cut-off reached; none when nothing was cut)"),
+    ("live", "live runs only: sources, packets received, kernel and buffer drops, buffer occupancy, per-worker packets, DNS answers shared between workers for `fqdn` (`dns_answers_shared`) and dropped at a full ring (`dns_answers_dropped`); the overload policy (`overload`: `ted` or `drop`) and its totals: `offered_packets`, `analysed_packets`, `unanalysed_packets` (flow tails counted, not analysed), `prioritised_packets` (kept by `--keep` beyond the cut-off), `min_cutoff` (the lowest per-flow cut-off reached; none when nothing was cut); `offered_pps` (the rate the sources delivered, first to last poll with frames: a replay's achieved rate) and `queue_delay` (wall time from a frame's entry into its worker's buffer to the end of its analysis, 1 frame in `--time-sample`: `sample_every`, `samples`, `mean_ns`, `p50_ns`, `p99_ns`, `max_ns`)"),
     ("flow_table", "the flow table's index structure (`--flow-table`)"),
     ("flow_hash", "the flow hash function (`--flow-hash`)"),
-    ("packet_time", "per-packet processing time in the workers, 1 packet in `--time-sample`: mean, percentiles, maximum, outliers, histogram (ns)"),
+    ("packet_time", "per-packet processing time in the workers (the flow tracker's share; live runs too), 1 packet in `--time-sample`: mean, percentiles, maximum, outliers, histogram (ns)"),
     ("scheduling", "file runs with several workers: the policy (`--schedule`), the dispatcher threads, the flows moved between workers (balance, bundle) and the packets each worker analysed"),
 ];
 

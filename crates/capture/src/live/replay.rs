@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The most frames one poll hands out: a source far behind its pace still lets the
-/// acquisition thread publish its buffer regularly.
+/// acquisition thread publish its buffer regularly (and see [`ReplaySource::bound_bursts`]).
 const MAX_POLL: usize = 32768;
 
 /// How fast a replay goes.
@@ -135,8 +135,28 @@ impl ReplayFile {
         let start = Arc::new(OnceLock::new());
         mine.into_iter()
             .enumerate()
-            .map(|(w, mine)| ReplaySource { file: self.clone(), mine, next: 0, pace, start: start.clone(), worker: w })
+            .map(|(w, mine)| ReplaySource {
+                file: self.clone(),
+                mine,
+                next: 0,
+                pace,
+                start: start.clone(),
+                worker: w,
+                max_poll: MAX_POLL,
+            })
             .collect()
+    }
+
+    /// Frames per second of the whole file at `pace` (the file's mean rate for a
+    /// speed-up; none for a file of one instant).
+    pub fn rate(&self, pace: Pace) -> Option<f64> {
+        match pace {
+            Pace::Pps(p) => Some(p),
+            Pace::Speed(x) => {
+                let d = self.duration_ns();
+                (d > 0).then(|| self.frames() as f64 * 1e9 / d as f64 * x)
+            }
+        }
     }
 }
 
@@ -151,9 +171,26 @@ pub struct ReplaySource {
     /// The wall clock of the replay's start, set by the first poll of any source.
     start: Arc<OnceLock<Instant>>,
     worker: usize,
+    /// The most frames one poll hands out ([`ReplaySource::bound_bursts`]).
+    max_poll: usize,
 }
 
 impl ReplaySource {
+    /// Bounds each poll to the frames this source is due to hand out in `window` of
+    /// wall time at its pace (at least one; at most [`MAX_POLL`]). An acquisition
+    /// thread that polls once per period and is given twice its period here gets a
+    /// period's frames per poll while it keeps up, and catches up at twice the pace
+    /// at most after a stall (descheduled, throttled) instead of in one burst of
+    /// thousands of frames: the buffer sees the asked rate, smoothly. A thread too
+    /// slow for the pace falls behind, which the summary's `offered_pps` shows.
+    pub fn bound_bursts(&mut self, window: Duration) {
+        let share = self.mine.len() as f64 / self.file.frames().max(1) as f64;
+        if let Some(rate) = self.file.rate(self.pace) {
+            let n = (rate * share * window.as_secs_f64()).ceil();
+            self.max_poll = (n as usize).clamp(1, MAX_POLL);
+        }
+    }
+
     fn due(&self, k: usize) -> u64 {
         let i = self.mine[k];
         self.pace.due_ns(i as u64, self.file.frames[i as usize].rel_ns)
@@ -176,7 +213,7 @@ impl LiveSource for ReplaySource {
     fn poll(&mut self, on_frame: &mut dyn FnMut(&FrameMeta, &[u8])) -> Result<usize, LiveError> {
         let now = self.now_ns();
         let mut k = 0;
-        while self.next < self.mine.len() && k < MAX_POLL && self.due(self.next) <= now {
+        while self.next < self.mine.len() && k < self.max_poll && self.due(self.next) <= now {
             let f = self.file.frames[self.mine[self.next] as usize];
             let meta =
                 FrameMeta { ts_ns: f.ts_ns, orig_len: f.orig_len, caplen: f.caplen, offset: 0, link: self.file.link };
@@ -526,6 +563,15 @@ mod tests {
         }
         seen.sort();
         assert_eq!(seen, (0..50u64).map(|i| ((100 + i) * 1_000_000_000, i as u8)).collect::<Vec<_>>());
+        // Bounded bursts: 50 frames at 1000 pps are due 1 ms apart; with a 4 ms window a
+        // poll hands out 4 at most, however late it comes.
+        let mut src = file.sources(1, Pace::Pps(1000.0)).pop().unwrap();
+        assert_eq!(file.rate(Pace::Speed(2.0)), Some(50.0 * 1e9 / 49e9 * 2.0));
+        src.bound_bursts(Duration::from_millis(4));
+        assert_eq!(src.poll(&mut |_, _| {}).unwrap(), 1, "frame 0 is due at once");
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(src.poll(&mut |_, _| {}).unwrap(), 4);
+        assert_eq!(src.poll(&mut |_, _| {}).unwrap(), 4);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

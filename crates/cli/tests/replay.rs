@@ -198,3 +198,87 @@ fn ted_keeps_heads_and_counts_tails_where_dropping_loses_flows() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Shunting (issue 15, item 3): a flow a `--shunt` rule matches is marked `shunted`, its
+/// later packets are only counted (SYN, FIN and RST still analysed), and its packets and
+/// wire bytes stay those of the offline run, as do its end and every other flow; the
+/// summary's totals are the records' — with either overload policy, since a calm
+/// replay cuts nothing. A rule that does not parse is a one-line error.
+#[test]
+fn shunted_flows_are_marked_counted_and_keep_exact_volumes() {
+    let d = tempdir("replay-shunt");
+    let file = d.join("balanced.pcap");
+    let o = tapstat(&["synth", "--profile", "balanced", "--packets", "20000", "-o", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let off = d.join("offline");
+    analyze(&file, &off, 1, &["--force"]);
+    let by_id =
+        |dir: &std::path::Path| -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>> {
+            LOGS.iter().flat_map(|log| read_log(dir, log)).map(|r| (r["flow_id"].clone(), r)).collect()
+        };
+    let base = by_id(&off);
+    for policy in ["ted", "drop"] {
+        let out = d.join(policy);
+        let o = tapstat(&[
+            "bench",
+            "-r",
+            file.to_str().unwrap(),
+            "--pps",
+            "20000",
+            "-w",
+            "1",
+            "-q",
+            "-o",
+            out.to_str().unwrap(),
+            "--force",
+            "--overload",
+            policy,
+            "--",
+            "--hash-seed",
+            "7",
+            "--shunt",
+            "pkts>40",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let s = summary(&out)["live"].clone();
+        let got = by_id(&out);
+        assert_eq!(got.keys().collect::<Vec<_>>(), base.keys().collect::<Vec<_>>(), "the same flows with {policy}");
+        let mut shunted = 0;
+        let mut unanalysed = 0;
+        for (id, r) in &got {
+            let b = &base[id];
+            for col in ["c_pkts_all", "s_pkts_all", "c_bytes_wire", "s_bytes_wire", "end_reason", "first", "last"] {
+                assert_eq!(r[col], b[col], "{col} of {id} with {policy}");
+            }
+            let n: u64 = ["c_pkts_unanalysed", "s_pkts_unanalysed"].iter().map(|c| r[*c].parse::<u64>().unwrap()).sum();
+            let pkts: u64 = ["c_pkts_all", "s_pkts_all"].iter().map(|c| r[*c].parse::<u64>().unwrap()).sum();
+            match r["shunted"].as_str() {
+                "1" => {
+                    shunted += 1;
+                    assert!(pkts > 40, "{id} shunted at {pkts} packets");
+                }
+                "0" => {
+                    assert!(pkts <= 40, "{id}: {pkts} packets, not shunted");
+                    assert_eq!(n, 0, "{id}: not shunted, yet {n} packets unanalysed");
+                }
+                v => panic!("shunted = {v:?}"),
+            }
+            unanalysed += n;
+        }
+        assert!(shunted >= 20, "{shunted} flows shunted with {policy}");
+        assert_eq!(s["shunted_flows"], shunted, "{s}");
+        assert_eq!(s["shunted_packets"], unanalysed, "{s}");
+        assert!(unanalysed > 1000, "{s}");
+        assert_eq!(s["unanalysed_packets"], 0, "calm: TED cut nothing: {s}");
+        assert_eq!(s["buffer_drops"], 0, "{s}");
+        assert_eq!(
+            s["analysed_packets"].as_u64().unwrap() + unanalysed,
+            s["received_packets"].as_u64().unwrap(),
+            "{s}"
+        );
+    }
+    let o = tapstat(&["bench", "-r", file.to_str().unwrap(), "--pps", "1000", "--", "--shunt", "app=gopher"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("unknown application") && err.trim_end().lines().count() == 1, "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

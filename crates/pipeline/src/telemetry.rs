@@ -300,7 +300,20 @@ pub fn line(s: &WorkerStats) -> String {
         dur(s.proc_p99_ns as f64),
         dur(s.proc_max_ns as f64),
         dur(s.proc_ewma_ns),
-    )
+    ) + &overload_part(s)
+}
+
+/// The overload controller's part of a stderr line, when it did anything.
+fn overload_part(s: &WorkerStats) -> String {
+    let mut t = String::new();
+    if s.cutoff.is_some() || s.unanalysed + s.prioritised > 0 {
+        let cut = s.cutoff.map_or("none".to_string(), |c| c.to_string());
+        t += &format!(" | ted cut-off {cut} tails {} prio {}", s.unanalysed, s.prioritised);
+    }
+    if s.shunted > 0 {
+        t += &format!(" | shunted {}", s.shunted);
+    }
+    t
 }
 
 /// The Prometheus text exposition (format 0.0.4) of every worker's figures.
@@ -555,10 +568,15 @@ mod tests {
             assert!(typed.contains_key(name), "{name} has no TYPE before it");
             assert!(series.ends_with("\"}") && series.contains("{worker=\""), "{series}");
         }
-        assert_eq!(typed.len(), 20);
-        for family in
-            ["tapstat_offered_packets_total", "tapstat_unanalysed_packets_total", "tapstat_ted_cutoff_packets"]
-        {
+        assert_eq!(typed.len(), 21);
+        for family in [
+            "tapstat_offered_packets_total",
+            "tapstat_analysed_packets_total",
+            "tapstat_unanalysed_packets_total",
+            "tapstat_prioritised_packets_total",
+            "tapstat_shunted_packets_total",
+            "tapstat_ted_cutoff_packets",
+        ] {
             assert!(typed.contains_key(family), "{family}");
         }
         assert!(text.contains("tapstat_ted_cutoff_packets{worker=\"0\"} +Inf"), "{text}");

@@ -348,6 +348,8 @@ pub struct Flow {
     pub client_rule: ClientRule,
     /// Whether the client is the `lo` endpoint of the flow key.
     pub client_is_lo: bool,
+    /// A `--shunt` rule matched: later packets were only counted (see [`crate::shunt`]).
+    pub shunted: bool,
     pub tunnel: Tunnel,
     pub first_ns: u64,
     pub last_ns: u64,
@@ -404,6 +406,7 @@ impl Flow {
             proto: d.proto,
             client_rule: rule,
             client_is_lo: src_is_lo == src_is_client,
+            shunted: false,
             tunnel: d.tunnel,
             first_ns: ts_ns,
             last_ns: ts_ns,

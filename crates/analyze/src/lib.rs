@@ -24,6 +24,7 @@ mod flow;
 pub mod l7log;
 pub mod logs;
 pub mod periodic;
+pub mod shunt;
 pub mod stats;
 pub mod tcp;
 mod tracker;

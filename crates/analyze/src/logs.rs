@@ -758,11 +758,13 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
 });
 
 /// The packets of each side that a live run's overload controller counted but did not
-/// analyse (TED, issue 15): in `pkts_all` and `bytes_wire`, in no other column.
+/// analyse (TED and shunting, issue 15): in `pkts_all` and `bytes_wire`, in no other
+/// column; and whether the flow was shunted.
 fn unanalysed_cols() -> Run<Flow> {
     run!(Flow;
-        dir_u64!("c", 0, "client", pkts_unanalysed, "packets", "core", "packets counted but not analysed: cut from the flow's tail by the live overload controller (--overload ted), in pkts_all and bytes_wire only"),
-        dir_u64!("s", 1, "server", pkts_unanalysed, "packets", "core", "packets counted but not analysed: cut from the flow's tail by the live overload controller (--overload ted), in pkts_all and bytes_wire only"),
+        col!("shunted", U64, "", "core", "1 when a --shunt rule matched the flow in a live run: its later packets were counted (c_/s_pkts_unanalysed), not analysed, except SYN, FIN and RST; 0 otherwise", |f: &Flow| Value::U64(f.shunted as u64)),
+        dir_u64!("c", 0, "client", pkts_unanalysed, "packets", "core", "packets counted but not analysed: cut from the flow's tail by the live overload controller (--overload ted) or sent after the flow was shunted (--shunt), in pkts_all and bytes_wire only"),
+        dir_u64!("s", 1, "server", pkts_unanalysed, "packets", "core", "packets counted but not analysed: cut from the flow's tail by the live overload controller (--overload ted) or sent after the flow was shunted (--shunt), in pkts_all and bytes_wire only"),
     )
 }
 

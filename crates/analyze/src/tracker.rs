@@ -149,6 +149,8 @@ pub struct TrackerConfig {
     /// `capacity`): 65,536 for one worker; the engine gives each of W workers 1/W of
     /// it, since each holds 1/W of the flows, rather than W times the start-up cost.
     pub start_flows: usize,
+    /// When a flow needs no further analysis (live runs: `--shunt`); empty for never.
+    pub shunt: crate::shunt::Shunt,
 }
 
 /// The TCP sets computed and written: the core set alone (volumes, sequence
@@ -182,6 +184,7 @@ impl Default for TrackerConfig {
             index: IndexKind::default(),
             slots: Slots::Auto,
             start_flows: 1 << 16,
+            shunt: crate::shunt::Shunt::default(),
         }
     }
 }
@@ -243,6 +246,8 @@ pub struct TrackerStats {
     pub ended_interrupted: u64,
     pub peak_flows: u64,
     pub periodic_rows: u64,
+    /// Flows a `--shunt` rule matched.
+    pub shunted: u64,
 }
 
 impl TrackerStats {
@@ -253,6 +258,7 @@ impl TrackerStats {
         self.flows_udp += o.flows_udp;
         self.flows_other += o.flows_other;
         self.evictions += o.evictions;
+        self.shunted += o.shunted;
         self.ended_idle += o.ended_idle;
         self.ended_fin += o.ended_fin;
         self.ended_rst += o.ended_rst;
@@ -281,6 +287,8 @@ pub struct Tracker {
     /// Answers come from other workers too, and may come after a flow they name has
     /// started (live capture): a flow's name is decided again when it is written.
     late_names: bool,
+    /// The packet just accounted made its flow shunted ([`Tracker::take_shunt`]).
+    shunt_now: bool,
     pub stats: TrackerStats,
 }
 
@@ -301,6 +309,7 @@ impl Tracker {
             pool: Pool { first_n: cfg.first_n, ..Pool::default() },
             dns: DnsCache::new(cfg.dns_cache),
             late_names: false,
+            shunt_now: false,
             stats: TrackerStats::default(),
         }
     }
@@ -475,7 +484,28 @@ impl Tracker {
         if let (Some(cfg), Some(fresh)) = (self.cfg.l7.as_ref(), fresh) {
             on_payload(f, cfg, di, p, fresh, out, self.late_names.then_some(&self.dns));
         }
+        // Acquisition knows a flow by the hash of its frame's outer headers
+        // (`capture::live::frame_flow`): a tunnel's or a fragment's hash is shared with
+        // other flows, so only a plain packet of a flow outside tunnels shunts it.
+        if !self.cfg.shunt.is_empty()
+            && !f.shunted
+            && p.dec.fragment == tapstat_decode::Fragment::No
+            && p.dec.tunnel.kind == tapstat_decode::TunnelKind::None
+            && self.cfg.shunt.matches(f)
+        {
+            f.shunted = true;
+            self.shunt_now = true;
+            self.stats.shunted += 1;
+        }
         self.table.touch(id, now);
+    }
+
+    /// Whether the packet accounted last made its flow shunted (a `--shunt` rule
+    /// matched it for the first time); the engine then asks acquisition to only count
+    /// that flow's later packets. Reading clears it.
+    #[inline]
+    pub fn take_shunt(&mut self) -> bool {
+        std::mem::take(&mut self.shunt_now)
     }
 
     /// Takes the flows whose hash `pick` chooses out of the table, state and last-use

@@ -401,6 +401,8 @@ impl RunArgs {
                 },
                 slots: if self.flow_slots == 0 { Slots::Auto } else { Slots::Fixed(self.flow_slots) },
                 start_flows: TrackerConfig::default().start_flows,
+                // Parsed and counted when the flags are read (`--shunt` is live-only).
+                shunt: tapstat_analyze::shunt::Shunt::new(&self.live.shunt).unwrap_or_default(),
             },
             hash_seed: self.hash_seed,
             flow_hash: match self.flow_hash {

@@ -69,6 +69,12 @@ pub struct LiveArgs {
     /// N packets), or none
     #[arg(long, value_name = "RULES", default_value = "syn,fin,rst,dns,heads,first=8", value_parser = tapstat_pipeline::Keep::parse)]
     pub keep: tapstat_pipeline::Keep,
+    /// Shunt a flow that needs no further analysis: its later packets are only counted
+    /// (packets and wire bytes stay exact; SYN, FIN, RST still analysed; the record says
+    /// shunted 1). RULE joins terms with 'and': app=NAME, bytes>SIZE, pkts>N, l7done
+    /// (e.g. 'app=tls and bytes>1MB'); up to 4 rules, any one matching
+    #[arg(long, value_name = "RULE", value_parser = tapstat_analyze::shunt::Rule::parse)]
+    pub shunt: Vec<tapstat_analyze::shunt::Rule>,
     /// After opening the sockets, run as this user (and its group), with no capabilities
     #[arg(long, value_name = "NAME")]
     pub user: Option<String>,
@@ -165,7 +171,7 @@ fn ring_size(s: &str) -> Result<u64, String> {
 }
 
 /// The flags that only mean something for live capture, by clap id and as typed.
-pub const LIVE_ONLY: [(&str, &str); 11] = [
+pub const LIVE_ONLY: [(&str, &str); 12] = [
     ("user", "--user"),
     ("metrics", "--metrics"),
     ("rotate", "--rotate"),
@@ -177,6 +183,7 @@ pub const LIVE_ONLY: [(&str, &str); 11] = [
     ("flush", "--flush"),
     ("overload", "--overload"),
     ("keep", "--keep"),
+    ("shunt", "--shunt"),
 ];
 
 static REOPEN: AtomicBool = AtomicBool::new(false);
@@ -341,6 +348,7 @@ fn open_dpdk(l: &LiveArgs, eal_args: &str, mut workers: usize, chosen: bool, qui
 /// Runs a live capture until SIGINT/SIGTERM; writes summary.json.
 pub fn analyze(a: &RunArgs) -> Result<Summary> {
     let l = &a.live;
+    tapstat_analyze::shunt::Shunt::new(&l.shunt).map_err(anyhow::Error::msg)?;
     if a.count.is_some() {
         bail!("-c works on files only: a live capture runs until SIGINT/SIGTERM");
     }
@@ -456,6 +464,14 @@ pub(crate) fn print_summary(summary: &Summary, out: &std::path::Path) {
                 ls.unanalysed_packets,
                 ls.prioritised_packets,
                 ls.min_cutoff.map_or("-".into(), |c| c.to_string())
+            );
+        }
+        if ls.shunted_flows > 0 {
+            crate::say!(
+                "  shunted: {} flows, {} of their packets counted only, {} requests lost",
+                ls.shunted_flows,
+                ls.shunted_packets,
+                ls.shunts_lost
             );
         }
     }

@@ -106,6 +106,7 @@ fn run_args(b: &BenchArgs, tmp: Option<&std::path::Path>) -> Result<RunArgs> {
 /// One replay of `file` at `pace` through the live path; writes the output directory
 /// and summary.json as a live run does.
 fn replay(a: &RunArgs, file: &Arc<ReplayFile>, pace: Pace, stop: &Arc<AtomicBool>) -> Result<Summary> {
+    tapstat_analyze::shunt::Shunt::new(&a.live.shunt).map_err(anyhow::Error::msg)?;
     let mut cfg = a.engine_config();
     cfg.workers = a.workers().map_err(anyhow::Error::msg)?;
     let _claim = crate::outdir::claim(&cfg.out_dir, a.force)?;

@@ -201,6 +201,7 @@ fn live_only_flags_are_refused_on_files() {
         &["--flush", "2s"],
         &["--overload", "drop"],
         &["--keep", "none"],
+        &["--shunt", "pkts>10"],
     ] {
         let mut args = vec!["-r", f];
         args.extend_from_slice(flag);

@@ -41,7 +41,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 use tapstat_analyze::dnhunter::{is_dns_response, DnsAnswer};
 use tapstat_analyze::{Tracker, TrackerStats};
-use tapstat_capture::live::{LiveError, LiveSource};
+use tapstat_capture::live::{frame_flow, LiveError, LiveSource};
 use tapstat_capture::{CaptureStats, LinkType};
 use tapstat_decode::Anomalies;
 use tapstat_flow::FlowHasher;
@@ -136,6 +136,14 @@ pub struct LiveSummary {
     /// The lowest cut-off (packets per flow analysed fully) any worker's controller
     /// reached; none when nothing was ever cut.
     pub min_cutoff: Option<u32>,
+    /// Flows a `--shunt` rule matched (their records say `shunted` 1).
+    pub shunted_flows: u64,
+    /// Packets of shunted flows put into the buffers as counted-only records (in
+    /// `c_pkts_unanalysed`/`s_pkts_unanalysed` beside TED's tails).
+    pub shunted_packets: u64,
+    /// Shunt requests acquisition never acted on (its table full of live flows, or the
+    /// ring from the worker full): those flows went on being analysed.
+    pub shunts_lost: u64,
     /// The rate the sources delivered: `offered_packets` over the wall time from the
     /// first poll that brought frames to the last (a replay that kept its pace: the
     /// asked rate).
@@ -177,11 +185,16 @@ impl QueueDelay {
 /// carries a few answers; the ring fills only while its reader is stalled.
 const DNS_RING: usize = 1024;
 
+/// Shunt requests a worker can queue for its acquisition thread.
+const SHUNT_RING: usize = 4096;
+
 /// Index of a writer message that is not a block of records: worker `w` entered the
 /// interval whose start (epoch seconds) the 8 bytes hold.
 const ROTATE: usize = usize::MAX;
 
 struct AcqResult {
+    /// Shunt requests the controller refused (its table full).
+    shunts_refused: u64,
     err: Option<LiveError>,
     warning: Option<String>,
     pacing: &'static str,
@@ -304,11 +317,25 @@ pub fn run_live(
         gauges[w].buffer_cap.store(prod.capacity(), Ordering::Relaxed);
         let (g, stop2, ready2, progress2, policy) =
             (gauges[w].clone(), stop.clone(), ready.clone(), progress.clone(), live.acquire);
-        let ctl = (live.overload.policy == Overload::Ted).then(|| Controller::new(live.overload.keep));
+        let shunting = !cfg.tracker.shunt.is_empty();
+        let shunt_idle = cfg.tracker.tcp_idle_ns.min(cfg.tracker.udp_idle_ns);
+        let ctl = match live.overload.policy {
+            Overload::Ted => Some(Controller::new(live.overload.keep).shunt_idle(shunt_idle)),
+            Overload::Drop if shunting => Some(Controller::shunt_only().shunt_idle(shunt_idle)),
+            Overload::Drop => None,
+        };
+        // Shunted flows: the worker names them to its acquisition thread.
+        let (shunt_out, shunt_in) = match shunting {
+            true => {
+                let (p, c) = rtrb::RingBuffer::new(SHUNT_RING);
+                (Some(p), Some(c))
+            }
+            false => (None, None),
+        };
         acq_threads.push(
             std::thread::Builder::new()
                 .name(format!("tapstat-a{w}"))
-                .spawn(move || acquire_loop(src, prod, ctl, policy, &g, &stop2, &ready2, &progress2))
+                .spawn(move || acquire_loop(src, prod, ctl, shunt_in, policy, &g, &stop2, &ready2, &progress2))
                 .expect("spawning a thread succeeds"),
         );
         let mut tracker = Tracker::new(cfg.tracker);
@@ -340,6 +367,7 @@ pub fn run_live(
             dns_out,
             dns_in,
             dns: DnsShare::default(),
+            shunt_out,
         };
         ana_threads.push(
             std::thread::Builder::new()
@@ -393,6 +421,7 @@ pub fn run_live(
         delays.push(delay);
         dns.shared += sh.shared;
         dns.dropped += sh.dropped;
+        dns.shunts_lost += sh.shunts_lost;
         disp.anomalies.merge(&d.anomalies);
         disp.non_ip += d.non_ip;
         disp.frames += d.frames;
@@ -447,6 +476,9 @@ pub fn run_live(
         unanalysed_packets: ld(|g| &g.unanalysed).iter().sum(),
         prioritised_packets: ld(|g| &g.prioritised).iter().sum(),
         min_cutoff: ld(|g| &g.min_cutoff).into_iter().filter(|&c| c > 0).min().map(|c| c as u32),
+        shunted_flows: stats.shunted,
+        shunted_packets: ld(|g| &g.shunted).iter().sum(),
+        shunts_lost: dns.shunts_lost + acq.iter().map(|a| a.shunts_refused).sum::<u64>(),
         offered_pps: 0.0,
         queue_delay: QueueDelay::of(&delays),
     };
@@ -458,7 +490,7 @@ pub fn run_live(
         // One poll's frames over at least a microsecond.
         ls.offered_pps = (ls.offered_packets as f64 / ((b - a).max(1000) as f64 * 1e-9)).round();
     }
-    ls.analysed_packets = ls.received_packets - ls.unanalysed_packets;
+    ls.analysed_packets = ls.received_packets - ls.unanalysed_packets - ls.shunted_packets;
     if ls.truncated_frames > 0 {
         // Silent truncation would read as smaller payloads and lost headers.
         warnings.push(format!(
@@ -498,6 +530,7 @@ fn acquire_loop(
     mut src: Box<dyn LiveSource>,
     mut prod: Producer,
     mut ctl: Option<Controller>,
+    mut shunt_in: Option<rtrb::Consumer<u64>>,
     policy: Acquire,
     g: &Gauges,
     stop: &AtomicBool,
@@ -512,6 +545,7 @@ fn acquire_loop(
     let mut last_stats = Instant::now();
     let (mut rx, mut bytes, mut drops, mut truncated) = (0u64, 0u64, 0u64, 0u64);
     let (mut unanalysed, mut prioritised, mut min_cutoff) = (0u64, 0u64, UNLIMITED);
+    let (mut shunted, mut last_ts) = (0u64, 0u64);
     let (link, cap) = (src.link(), prod.capacity());
     let mut err = None;
     let mut offered_ns = None;
@@ -525,6 +559,12 @@ fn acquire_loop(
         if let Some(c) = ctl.as_mut() {
             c.decide(prod.occupancy().0, cap);
             min_cutoff = min_cutoff.min(c.cutoff());
+            // The flows the worker shunted since the last poll.
+            if let Some(rx) = shunt_in.as_mut() {
+                while let Ok(h) = rx.pop() {
+                    c.shunt(h, last_ts);
+                }
+            }
         }
         let r = src.poll(&mut |m, b| {
             truncated += (b.len() < m.orig_len as usize) as u64;
@@ -540,11 +580,12 @@ fn acquire_loop(
                         c.decide(prod.occupancy().0, cap);
                         min_cutoff = min_cutoff.min(c.cutoff());
                     }
-                    c.verdict(link, m.ts_ns, b)
+                    last_ts = last_ts.max(m.ts_ns);
+                    c.verdict(link, b, m.ts_ns)
                 }
             };
             let pushed = match v {
-                Verdict::Count => prod.push_counted(m.ts_ns, m.orig_len, b),
+                Verdict::Count | Verdict::Shunted => prod.push_counted(m.ts_ns, m.orig_len, b),
                 _ => prod.push(m.ts_ns, m.orig_len, b),
             };
             if pushed {
@@ -552,6 +593,7 @@ fn acquire_loop(
                 bytes += m.orig_len as u64;
                 unanalysed += (v == Verdict::Count) as u64;
                 prioritised += (v == Verdict::Priority) as u64;
+                shunted += (v == Verdict::Shunted) as u64;
             } else {
                 drops += 1;
             }
@@ -580,6 +622,7 @@ fn acquire_loop(
             g.rx_bytes.store(bytes, Ordering::Relaxed);
             g.unanalysed.store(unanalysed, Ordering::Relaxed);
             g.prioritised.store(prioritised, Ordering::Relaxed);
+            g.shunted.store(shunted, Ordering::Relaxed);
             g.cutoff.store(ctl.as_ref().map_or(0, |c| c.cutoff() as u64), Ordering::Relaxed);
             g.buffer_drops.store(drops, Ordering::Relaxed);
             g.truncated.store(truncated, Ordering::Relaxed);
@@ -609,11 +652,13 @@ fn acquire_loop(
     g.truncated.store(truncated, Ordering::Relaxed);
     g.unanalysed.store(unanalysed, Ordering::Relaxed);
     g.prioritised.store(prioritised, Ordering::Relaxed);
+    g.shunted.store(shunted, Ordering::Relaxed);
     if min_cutoff != UNLIMITED {
         g.min_cutoff.store(min_cutoff as u64, Ordering::Relaxed);
     }
     prod.close();
-    AcqResult { err, warning, pacing: pacer.kind(), cpu_s: thread_cpu_s(), offered_ns }
+    let shunts_refused = ctl.as_ref().map_or(0, |c| c.shunts_refused);
+    AcqResult { shunts_refused, err, warning, pacing: pacer.kind(), cpu_s: thread_cpu_s(), offered_ns }
 }
 
 /// An analysis thread: drains its buffer into its tracker.
@@ -637,6 +682,8 @@ struct Analysis {
     dns_out: Vec<rtrb::Producer<DnsAnswer>>,
     dns_in: Vec<rtrb::Consumer<DnsAnswer>>,
     dns: DnsShare,
+    /// Where the flows this worker shunts go: its acquisition thread (`--shunt`).
+    shunt_out: Option<rtrb::Producer<u64>>,
 }
 
 /// DNS answers handed to other workers, and those dropped at a full ring.
@@ -644,6 +691,8 @@ struct Analysis {
 struct DnsShare {
     shared: u64,
     dropped: u64,
+    /// Shunt requests lost at a full ring to acquisition.
+    shunts_lost: u64,
 }
 
 impl Analysis {
@@ -670,6 +719,7 @@ impl Analysis {
             }
             let (dispatch, work, rotate_ns) = (&mut self.dispatch, &mut self.work, self.rotate_ns);
             let (interval, dns_out, dns) = (&mut self.interval, &mut self.dns_out, &mut self.dns);
+            let (shunt_out, link) = (&mut self.shunt_out, self.link);
             let k = self.cons.read(256, self.link, |f, bytes, counted| {
                 let t0 = Instant::now();
                 if let Some((_, p)) = dispatch.frame(f, bytes) {
@@ -686,6 +736,14 @@ impl Analysis {
                         work.packet(&p, bytes, || dispatch.dec.reassembled(), &[]);
                         if !dns_out.is_empty() && is_dns_response(&p.dec) {
                             share(work.tracker.take_dns_answers(), dns_out, dns);
+                        }
+                        if let Some(tx) = shunt_out.as_mut() {
+                            if work.tracker.take_shunt() {
+                                // Acquisition knows the flow by its frame's hash.
+                                if let Some(ff) = frame_flow(link, bytes) {
+                                    dns.shunts_lost += tx.push(ff.hash).is_err() as u64;
+                                }
+                            }
                         }
                     }
                 }

@@ -197,6 +197,8 @@ pub enum Verdict {
     Priority,
     /// A tail packet: a counted-only record.
     Count,
+    /// A packet of a flow its worker shunted: a counted-only record.
+    Shunted,
 }
 
 /// A slot of the per-flow count table.
@@ -210,6 +212,30 @@ struct Slot {
     last: u32,
 }
 
+/// Most flows one acquisition thread holds as shunted; beyond it a worker's request is
+/// refused (counted) and the flow goes on being analysed.
+pub const MAX_SHUNTED: usize = 1 << 18;
+
+/// The flow hash is already a mixed 64-bit hash: used as is.
+#[derive(Default, Clone, Copy)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, b: &[u8]) {
+        for &x in b {
+            self.0 = (self.0 << 8) | x as u64;
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x;
+    }
+}
+
+type Shunted = std::collections::HashMap<u64, u64, std::hash::BuildHasherDefault<IdHasher>>;
+
 /// One acquisition thread's TED controller.
 pub struct Controller {
     keep: Keep,
@@ -218,9 +244,20 @@ pub struct Controller {
     cutoff: u32,
     /// The buffer's occupancy at the last decision.
     prev: u64,
+    /// Whether TED cuts tails (`--overload ted`); without it only shunting acts.
+    ted: bool,
+    /// Flows the worker shunted ([DNAC]'s packet shunting): frame hash → packet time
+    /// of the flow's latest packet (ns).
+    shunted: Shunted,
+    /// A shunted flow silent this long is forgotten (the shortest flow timeout: the
+    /// worker may have ended it, and a new flow on its 5-tuple is analysed).
+    shunt_idle_ns: u64,
+    /// Shunt requests refused at [`MAX_SHUNTED`].
+    pub shunts_refused: u64,
 }
 
 impl Controller {
+    /// A TED controller with `keep`'s priorities.
     pub fn new(keep: Keep) -> Controller {
         Controller {
             keep,
@@ -228,7 +265,44 @@ impl Controller {
             table: vec![Slot::default(); SLOTS].into_boxed_slice(),
             cutoff: UNLIMITED,
             prev: 0,
+            ted: true,
+            shunted: Shunted::default(),
+            shunt_idle_ns: u64::MAX,
+            shunts_refused: 0,
         }
+    }
+
+    /// A controller that only shunts (`--overload drop` with `--shunt`).
+    pub fn shunt_only() -> Controller {
+        Controller { ted: false, ..Controller::new(Keep::default()) }
+    }
+
+    /// Forget a shunted flow after this much silence in packet time.
+    pub fn shunt_idle(mut self, ns: u64) -> Controller {
+        self.shunt_idle_ns = ns.max(1);
+        self
+    }
+
+    /// Flows held as shunted now.
+    #[cfg(test)]
+    pub fn shunted_flows(&self) -> usize {
+        self.shunted.len()
+    }
+
+    /// The worker asks that the flow of frame hash `hash` be only counted from now on
+    /// (`now_ns`: the latest packet time acquisition has seen). False when refused:
+    /// [`MAX_SHUNTED`] flows are held, none of them idle.
+    pub fn shunt(&mut self, hash: u64, now_ns: u64) -> bool {
+        if self.shunted.len() >= MAX_SHUNTED && !self.shunted.contains_key(&hash) {
+            let idle = self.shunt_idle_ns;
+            self.shunted.retain(|_, last| now_ns.saturating_sub(*last) <= idle);
+            if self.shunted.len() >= MAX_SHUNTED {
+                self.shunts_refused += 1;
+                return false;
+            }
+        }
+        self.shunted.insert(hash, now_ns);
+        true
     }
 
     /// The current cut-off ([`UNLIMITED`] while nothing is cut).
@@ -239,20 +313,41 @@ impl Controller {
     /// Decides the cut-off for the next frames from the buffer's occupancy.
     #[inline]
     pub fn decide(&mut self, used: u64, cap: u64) {
-        self.cutoff = next_cutoff(self.cutoff, used, self.prev, cap);
+        if self.ted {
+            self.cutoff = next_cutoff(self.cutoff, used, self.prev, cap);
+        }
         self.prev = used;
     }
 
-    /// Counts frame `b` (captured at `ts_ns`) in its flow and says what becomes of it.
+    /// Counts frame `b` (packet time `ts_ns`) in its flow and says what becomes of it.
     /// Every frame is counted, cut-off or not, so a flow's position is known when
     /// overload starts (a flow that began before it is not taken for a new one). A
     /// frame without a flow key is analysed. A count starts again when another flow
     /// takes the slot (the slot keeps the high half of the hash), at a SYN without
     /// ACK, and after [`IDLE_NS`] without a packet: a flow may then look younger,
     /// never older.
+    ///
+    /// A shunted flow's packets are only counted, except its SYN, FIN and RST (the
+    /// worker still sees it open and close); a SYN without ACK (a new connection on the
+    /// 5-tuple), an RST, or a packet after [`Controller::shunt_idle`] of silence ends
+    /// the shunt and is analysed.
     #[inline]
-    pub fn verdict(&mut self, link: LinkType, ts_ns: u64, b: &[u8]) -> Verdict {
+    pub fn verdict(&mut self, link: LinkType, b: &[u8], ts_ns: u64) -> Verdict {
         let Some(ff) = frame_flow(link, b) else { return Verdict::Analyse };
+        if !self.shunted.is_empty() {
+            if let Some(last) = self.shunted.get_mut(&ff.hash) {
+                let flags = ff.tcp_flags.unwrap_or(0);
+                let idle = ts_ns.saturating_sub(*last) > self.shunt_idle_ns;
+                // RFC 9293 §3.1: FIN 0x01, SYN 0x02, RST 0x04, ACK 0x10.
+                let new_conn = flags & 0x12 == 0x02;
+                if idle || new_conn || flags & 0x04 != 0 {
+                    self.shunted.remove(&ff.hash);
+                } else {
+                    *last = (*last).max(ts_ns);
+                    return if flags & 0x03 != 0 { Verdict::Analyse } else { Verdict::Shunted };
+                }
+            }
+        }
         let slot = &mut self.table[ff.hash as usize & (SLOTS - 1)];
         let tag = (ff.hash >> 32) as u32;
         let now = (ts_ns >> TIME_SHIFT) as u32;
@@ -370,37 +465,37 @@ mod tests {
         // first=3, below the floor of the cut-off: the cut-off decides from packet 5.
         let mut k = Controller::new(Keep { first: 3, ..Keep::default() });
         k.cutoff = FLOOR;
-        let v: Vec<Verdict> = (0..8).map(|_| k.verdict(E, 0, &tcp(1000, 0x10))).collect();
+        let v: Vec<Verdict> = (0..8).map(|_| k.verdict(E, &tcp(1000, 0x10), 0)).collect();
         assert_eq!(v, [Analyse, Analyse, Analyse, Analyse, Count, Count, Count, Count]);
         for flags in [0x12, 0x11, 0x04, 0x14, 0x01] {
-            assert_eq!(k.verdict(E, 0, &tcp(1000, flags)), Priority, "flags {flags:#x}");
+            assert_eq!(k.verdict(E, &tcp(1000, flags), 0), Priority, "flags {flags:#x}");
         }
-        assert_eq!(k.verdict(E, 0, &tcp(1000, 0x18)), Count);
+        assert_eq!(k.verdict(E, &tcp(1000, 0x18), 0), Count);
         // DNS over TCP, beyond the cut-off.
         for _ in 0..10 {
-            assert_ne!(k.verdict(E, 0, &tcp(53, 0x18)), Count);
+            assert_ne!(k.verdict(E, &tcp(53, 0x18), 0), Count);
         }
         // A cut-off below first=N: the first N are still kept.
         let mut k = Controller::new(Keep { first: 6, ..Keep::default() });
         k.cutoff = FLOOR;
-        let v: Vec<Verdict> = (0..8).map(|_| k.verdict(E, 0, &tcp(2000, 0x10))).collect();
+        let v: Vec<Verdict> = (0..8).map(|_| k.verdict(E, &tcp(2000, 0x10), 0)).collect();
         assert_eq!(v, [Analyse, Analyse, Analyse, Analyse, Priority, Priority, Count, Count]);
         // No priorities: only the cut-off.
         let mut k = Controller::new(Keep::parse("none").unwrap());
         k.cutoff = FLOOR;
-        let v: Vec<Verdict> = (0..6).map(|_| k.verdict(E, 0, &tcp(3000, 0x10))).collect();
+        let v: Vec<Verdict> = (0..6).map(|_| k.verdict(E, &tcp(3000, 0x10), 0)).collect();
         assert_eq!(v[4..], [Count, Count]);
         // Unlimited: everything analysed, but counted, so a flow's age is known later.
         let mut k = Controller::new(Keep::default());
         for _ in 0..10 {
-            assert_eq!(k.verdict(E, 0, &tcp(4000, 0x10)), Analyse);
+            assert_eq!(k.verdict(E, &tcp(4000, 0x10), 0), Analyse);
         }
         k.cutoff = FLOOR;
-        assert_eq!(k.verdict(E, 0, &tcp(4000, 0x10)), Count);
+        assert_eq!(k.verdict(E, &tcp(4000, 0x10), 0), Count);
         // No flow key (ARP): analysed.
         let mut arp = vec![0u8; 12];
         arp.extend_from_slice(&[0x08, 0x06, 0, 0]);
-        assert_eq!(k.verdict(E, 0, &arp), Analyse);
+        assert_eq!(k.verdict(E, &arp, 0), Analyse);
     }
 
     #[test]
@@ -408,38 +503,38 @@ mod tests {
         use Verdict::*;
         let mut k = Controller::new(Keep::default());
         for _ in 0..20 {
-            k.verdict(E, 0, &tcp(5000, 0x10));
+            k.verdict(E, &tcp(5000, 0x10), 0);
         }
         k.cutoff = FLOOR;
         // Deep in a persistent connection: the next request and its response's head
         // are kept, the body is not.
-        assert_eq!(k.verdict(E, 0, &seg(5000, 0x18, b"GET /next HTTP/1.1\r\n")), Priority);
-        assert_eq!(k.verdict(E, 0, &seg(5000, 0x18, b"HTTP/1.1 200 OK\r\n")), Priority);
-        assert_eq!(k.verdict(E, 0, &seg(5000, 0x10, b"<html><body>")), Count);
+        assert_eq!(k.verdict(E, &seg(5000, 0x18, b"GET /next HTTP/1.1\r\n"), 0), Priority);
+        assert_eq!(k.verdict(E, &seg(5000, 0x18, b"HTTP/1.1 200 OK\r\n"), 0), Priority);
+        assert_eq!(k.verdict(E, &seg(5000, 0x10, b"<html><body>"), 0), Count);
         // A TLS handshake record (a late ClientHello), not application data.
-        assert_eq!(k.verdict(E, 0, &seg(5000, 0x18, &[0x16, 0x03, 0x01, 0x02, 0x00])), Priority);
-        assert_eq!(k.verdict(E, 0, &seg(5000, 0x18, &[0x17, 0x03, 0x03, 0x02, 0x00])), Count);
+        assert_eq!(k.verdict(E, &seg(5000, 0x18, &[0x16, 0x03, 0x01, 0x02, 0x00]), 0), Priority);
+        assert_eq!(k.verdict(E, &seg(5000, 0x18, &[0x17, 0x03, 0x03, 0x02, 0x00]), 0), Count);
         // Without the rule: cut.
         let mut k = Controller::new(Keep::parse("syn,first=8").unwrap());
         for _ in 0..20 {
-            k.verdict(E, 0, &tcp(5000, 0x10));
+            k.verdict(E, &tcp(5000, 0x10), 0);
         }
         k.cutoff = FLOOR;
-        assert_eq!(k.verdict(E, 0, &seg(5000, 0x18, b"GET / HTTP/1.1\r\n")), Count);
+        assert_eq!(k.verdict(E, &seg(5000, 0x18, b"GET / HTTP/1.1\r\n"), 0), Count);
         // mDNS, LLMNR, NBNS and DNS over UDP: long-lived 5-tuples, every packet kept.
         let mut k = Controller::new(Keep::default());
         k.cutoff = FLOOR;
         for port in [53, 5353, 5355, 137] {
-            let v: Vec<Verdict> = (0..12).map(|_| k.verdict(E, 0, &udp(port, port, &[0; 12]))).collect();
+            let v: Vec<Verdict> = (0..12).map(|_| k.verdict(E, &udp(port, port, &[0; 12]), 0)).collect();
             assert!(v[8..].iter().all(|&v| v == Priority), "port {port}: {v:?}");
         }
-        let v: Vec<Verdict> = (0..12).map(|_| k.verdict(E, 0, &udp(4000, 4001, &[0; 12]))).collect();
+        let v: Vec<Verdict> = (0..12).map(|_| k.verdict(E, &udp(4000, 4001, &[0; 12]), 0)).collect();
         assert_eq!(v[8..], [Count; 4]);
         // A QUIC long header (an Initial) is a head; a short header is not.
         let mut init = vec![0xc3, 0, 0, 0, 1];
         init.extend_from_slice(&[0; 8]);
-        assert_eq!(k.verdict(E, 0, &udp(4000, 4001, &init)), Priority);
-        assert_eq!(k.verdict(E, 0, &udp(4000, 4001, &[0x43, 1, 2, 3, 4, 5])), Count);
+        assert_eq!(k.verdict(E, &udp(4000, 4001, &init), 0), Priority);
+        assert_eq!(k.verdict(E, &udp(4000, 4001, &[0x43, 1, 2, 3, 4, 5]), 0), Count);
     }
 
     #[test]
@@ -447,20 +542,65 @@ mod tests {
         use Verdict::*;
         let mut k = Controller::new(Keep { first: 2, ..Keep::parse("none").unwrap() });
         for _ in 0..10 {
-            k.verdict(E, 0, &tcp(6000, 0x10));
+            k.verdict(E, &tcp(6000, 0x10), 0);
         }
         k.cutoff = FLOOR;
-        assert_eq!(k.verdict(E, 0, &tcp(6000, 0x10)), Count);
+        assert_eq!(k.verdict(E, &tcp(6000, 0x10), 0), Count);
         // A new connection on the same 5-tuple: counted from its SYN.
-        let v: Vec<Verdict> = (0..6).map(|i| k.verdict(E, 0, &tcp(6000, if i == 0 { 0x02 } else { 0x10 }))).collect();
+        let v: Vec<Verdict> = (0..6).map(|i| k.verdict(E, &tcp(6000, if i == 0 { 0x02 } else { 0x10 }), 0)).collect();
         assert_eq!(v, [Analyse, Analyse, Analyse, Analyse, Count, Count]);
         // A SYN/ACK does not start it again.
-        assert_eq!(k.verdict(E, 0, &tcp(6000, 0x12)), Count);
+        assert_eq!(k.verdict(E, &tcp(6000, 0x12), 0), Count);
         // Over IDLE_NS later: a new flow; within it: the same one.
         let t = IDLE_NS + (2 << TIME_SHIFT);
-        let v: Vec<Verdict> = (0..6).map(|_| k.verdict(E, t, &tcp(6000, 0x10))).collect();
+        let v: Vec<Verdict> = (0..6).map(|_| k.verdict(E, &tcp(6000, 0x10), t)).collect();
         assert_eq!(v, [Analyse, Analyse, Analyse, Analyse, Count, Count]);
-        assert_eq!(k.verdict(E, t + IDLE_NS / 2, &tcp(6000, 0x10)), Count);
+        assert_eq!(k.verdict(E, &tcp(6000, 0x10), t + IDLE_NS / 2), Count);
+    }
+
+    #[test]
+    fn a_shunted_flow_is_counted_until_it_ends() {
+        use Verdict::*;
+        let eth = LinkType::ETHERNET;
+        let hash = |b: &[u8]| frame_flow(eth, b).unwrap().hash;
+        for mut k in [Controller::new(Keep::default()).shunt_idle(1000), Controller::shunt_only().shunt_idle(1000)] {
+            assert_eq!(k.verdict(eth, &tcp(5000, 0x10), 10), Analyse);
+            assert!(k.shunt(hash(&tcp(5000, 0x10)), 10));
+            // Data both ways is counted; FIN is analysed; other flows are not touched.
+            assert_eq!(k.verdict(eth, &tcp(5000, 0x18), 20), Shunted);
+            assert_eq!(k.verdict(eth, &tcp(5001, 0x18), 20), Analyse);
+            assert_eq!(k.verdict(eth, &tcp(5000, 0x11), 30), Analyse);
+            assert_eq!(k.verdict(eth, &tcp(5000, 0x10), 40), Shunted);
+            // A new SYN on the 5-tuple ends the shunt.
+            assert_eq!(k.verdict(eth, &tcp(5000, 0x02), 50), Analyse);
+            assert_eq!(k.verdict(eth, &tcp(5000, 0x10), 60), Analyse);
+            // So do an RST and a silence longer than the idle time.
+            assert!(k.shunt(hash(&tcp(5000, 0x10)), 60));
+            assert_eq!(k.verdict(eth, &tcp(5000, 0x14), 70), Analyse);
+            assert_eq!(k.verdict(eth, &tcp(5000, 0x10), 80), Analyse);
+            assert!(k.shunt(hash(&tcp(5000, 0x10)), 80));
+            assert_eq!(k.verdict(eth, &tcp(5000, 0x10), 1080), Shunted);
+            assert_eq!(k.verdict(eth, &tcp(5000, 0x10), 2081), Analyse);
+            assert_eq!(k.shunted_flows(), 0);
+        }
+        // Without TED the cut-off never falls.
+        let mut k = Controller::shunt_only();
+        k.decide(1000, 1000);
+        assert_eq!(k.cutoff(), UNLIMITED);
+    }
+
+    #[test]
+    fn the_shunted_set_is_bounded_and_forgets_idle_flows_first() {
+        let mut k = Controller::shunt_only().shunt_idle(100);
+        for h in 0..MAX_SHUNTED as u64 {
+            assert!(k.shunt(h, 0));
+        }
+        // Full, nothing idle yet: refused and counted.
+        assert!(!k.shunt(u64::MAX, 50));
+        assert_eq!(k.shunts_refused, 1);
+        // Later every held flow is idle: they go, the new one comes in.
+        assert!(k.shunt(u64::MAX, 500));
+        assert_eq!(k.shunted_flows(), 1);
     }
 
     #[test]

@@ -48,6 +48,8 @@ pub struct Gauges {
     pub unanalysed: AtomicU64,
     /// Packets beyond the cut-off analysed because a priority rule kept them.
     pub prioritised: AtomicU64,
+    /// Packets of shunted flows put into the buffer as counted-only records.
+    pub shunted: AtomicU64,
     /// The controller's cut-off now (`u32::MAX`: nothing cut; 0: no controller).
     pub cutoff: AtomicU64,
     /// The lowest cut-off of the run (0: nothing was ever cut).
@@ -77,6 +79,7 @@ impl Default for Gauges {
             buffer_cap: AtomicU64::new(0),
             unanalysed: AtomicU64::new(0),
             prioritised: AtomicU64::new(0),
+            shunted: AtomicU64::new(0),
             cutoff: AtomicU64::new(0),
             min_cutoff: AtomicU64::new(0),
             processed: AtomicU64::new(0),
@@ -159,6 +162,8 @@ pub struct WorkerStats {
     pub unanalysed: u64,
     /// Packets beyond the cut-off kept by a priority rule.
     pub prioritised: u64,
+    /// Packets of shunted flows put into the buffer as counted-only records.
+    pub shunted: u64,
     /// The TED cut-off now: packets per flow analysed fully (none: nothing cut, or
     /// `--overload drop`).
     pub cutoff: Option<u64>,
@@ -174,17 +179,17 @@ pub struct WorkerStats {
     pub proc_ewma_ns: f64,
     /// Totals since the start (for counters on the metrics endpoint).
     #[serde(skip)]
-    pub totals: [u64; 9],
+    pub totals: [u64; 10],
 }
 
 /// The reporter's memory of the last interval, per worker.
 #[derive(Clone, Default)]
 struct Last {
-    c: [u64; 9],
+    c: [u64; 10],
     hist: Vec<u64>,
 }
 
-fn counters(g: &Gauges) -> [u64; 9] {
+fn counters(g: &Gauges) -> [u64; 10] {
     [
         g.rx_packets.load(Ordering::Relaxed),
         g.rx_bytes.load(Ordering::Relaxed),
@@ -195,6 +200,7 @@ fn counters(g: &Gauges) -> [u64; 9] {
         g.proc_sum_ns.load(Ordering::Relaxed),
         g.unanalysed.load(Ordering::Relaxed),
         g.prioritised.load(Ordering::Relaxed),
+        g.shunted.load(Ordering::Relaxed),
     ]
 }
 
@@ -231,9 +237,10 @@ fn snapshot(w: usize, g: &Gauges, last: &mut Last, dt: f64) -> WorkerStats {
         freezes: d[3],
         buffer_drops: d[4],
         offered: d[0] + d[4],
-        analysed: d[0].saturating_sub(d[7]),
+        analysed: d[0].saturating_sub(d[7] + d[9]),
         unanalysed: d[7],
         prioritised: d[8],
+        shunted: d[9],
         cutoff: match g.cutoff.load(Ordering::Relaxed) {
             0 | 0xffff_ffff => None,
             c => Some(c),
@@ -293,7 +300,20 @@ pub fn line(s: &WorkerStats) -> String {
         dur(s.proc_p99_ns as f64),
         dur(s.proc_max_ns as f64),
         dur(s.proc_ewma_ns),
-    )
+    ) + &overload_part(s)
+}
+
+/// The overload controller's part of a stderr line, when it did anything.
+fn overload_part(s: &WorkerStats) -> String {
+    let mut t = String::new();
+    if s.cutoff.is_some() || s.unanalysed + s.prioritised > 0 {
+        let cut = s.cutoff.map_or("none".to_string(), |c| c.to_string());
+        t += &format!(" | ted cut-off {cut} tails {} prio {}", s.unanalysed, s.prioritised);
+    }
+    if s.shunted > 0 {
+        t += &format!(" | shunted {}", s.shunted);
+    }
+    t
 }
 
 /// The Prometheus text exposition (format 0.0.4) of every worker's figures.
@@ -330,7 +350,7 @@ pub fn prometheus(stats: &[WorkerStats]) -> String {
         (s.totals[0] + s.totals[4]).to_string()
     });
     family("tapstat_analysed_packets_total", "counter", "Frames put into the buffer whole, to be analysed.", &|s| {
-        s.totals[0].saturating_sub(s.totals[7]).to_string()
+        s.totals[0].saturating_sub(s.totals[7] + s.totals[9]).to_string()
     });
     family(
         "tapstat_unanalysed_packets_total",
@@ -343,6 +363,12 @@ pub fn prometheus(stats: &[WorkerStats]) -> String {
         "counter",
         "Packets beyond the TED cut-off kept by a priority rule (--keep).",
         &|s| s.totals[8].to_string(),
+    );
+    family(
+        "tapstat_shunted_packets_total",
+        "counter",
+        "Packets of flows a worker shunted (--shunt), counted without analysis.",
+        &|s| s.totals[9].to_string(),
     );
     family(
         "tapstat_ted_cutoff_packets",
@@ -542,10 +568,15 @@ mod tests {
             assert!(typed.contains_key(name), "{name} has no TYPE before it");
             assert!(series.ends_with("\"}") && series.contains("{worker=\""), "{series}");
         }
-        assert_eq!(typed.len(), 20);
-        for family in
-            ["tapstat_offered_packets_total", "tapstat_unanalysed_packets_total", "tapstat_ted_cutoff_packets"]
-        {
+        assert_eq!(typed.len(), 21);
+        for family in [
+            "tapstat_offered_packets_total",
+            "tapstat_analysed_packets_total",
+            "tapstat_unanalysed_packets_total",
+            "tapstat_prioritised_packets_total",
+            "tapstat_shunted_packets_total",
+            "tapstat_ted_cutoff_packets",
+        ] {
             assert!(typed.contains_key(family), "{family}");
         }
         assert!(text.contains("tapstat_ted_cutoff_packets{worker=\"0\"} +Inf"), "{text}");

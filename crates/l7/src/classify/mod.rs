@@ -33,6 +33,32 @@ pub enum App {
 }
 
 impl App {
+    /// Every application, in declaration order.
+    pub const ALL: [App; 17] = [
+        App::Tls,
+        App::Dtls,
+        App::Quic,
+        App::Http,
+        App::Dns,
+        App::Ssh,
+        App::Smtp,
+        App::Pop3,
+        App::Imap,
+        App::Ftp,
+        App::Bittorrent,
+        App::Rtp,
+        App::Rtcp,
+        App::Stun,
+        App::Sip,
+        App::Rtsp,
+        App::Ntp,
+    ];
+
+    /// The application a record names `name` ([`App::name`]).
+    pub fn from_name(name: &str) -> Option<App> {
+        App::ALL.into_iter().find(|a| a.name() == name)
+    }
+
     /// The lowercase name a record prints.
     pub fn name(self) -> &'static str {
         match self {

@@ -12,9 +12,15 @@
 //! A *counted-only* record (the overload controller's tail packet, issue 15 item 2)
 //! is a frame's first [`COUNTED_BYTES`] bytes, enough for its headers, with the
 //! [`COUNTED`] bit set in the captured length; the original length stays the wire
-//! length. The consumer hands it out with `counted = true` and the captured length
-//! without the bit. Captured lengths are below 2^31 (a record is at most half the
-//! ring), so the bit is free; the pad marker is checked first.
+//! length. The consumer hands it out as [`Rec::Counted`] with the captured length
+//! without the bit. Captured lengths are below 2^30 (frames are at most a few
+//! hundred KB), so the bits are free; the pad marker is checked first.
+//!
+//! A *tails* record (bit [`TAILS`] beside [`COUNTED`]) stands for several tail
+//! packets of one flow that the controller held and counted
+//! ([`crate::overload::Controller::hold`]): one of them's headers, then a
+//! [`TAILS_BYTES`]-byte trailer with the packets, wire bytes and latest time of each
+//! direction ([`Tails`]). The consumer hands it out as [`Rec::Tails`].
 //!
 //! The producer writes records beyond `tail` and publishes them with one release
 //! store per batch; the consumer reads up to `tail` and frees space with one release
@@ -42,6 +48,67 @@ pub const COUNTED: u32 = 1 << 31;
 /// Bytes a counted-only record keeps of its frame: the outer headers (Ethernet, two
 /// VLAN tags, IPv6 and a TCP header with options fit in 128).
 pub const COUNTED_BYTES: usize = 128;
+/// The bit of the captured length that marks a tails record (with [`COUNTED`]).
+pub const TAILS: u32 = 1 << 30;
+/// Bytes of a tails record's trailer.
+pub const TAILS_BYTES: usize = 32;
+
+/// What a record is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rec {
+    /// A frame, to be analysed.
+    Whole,
+    /// A counted-only record: one packet, its headers and wire length.
+    Counted,
+    /// A tails record: the packets of one flow the controller held, both directions.
+    Tails(Tails),
+}
+
+impl Rec {
+    /// Counted-only or tails: not to be analysed.
+    pub fn counted(self) -> bool {
+        self != Rec::Whole
+    }
+}
+
+/// The tail packets of one flow a tails record stands for: `same` in the direction of
+/// the record's headers, `rev` in the other; packets, wire bytes, latest packet time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tails {
+    pub same: (u32, u32, u64),
+    pub rev: (u32, u32, u64),
+}
+
+impl Tails {
+    fn encode(&self) -> [u8; TAILS_BYTES] {
+        let mut t = [0u8; TAILS_BYTES];
+        t[0..4].copy_from_slice(&self.same.0.to_le_bytes());
+        t[4..8].copy_from_slice(&self.same.1.to_le_bytes());
+        t[8..12].copy_from_slice(&self.rev.0.to_le_bytes());
+        t[12..16].copy_from_slice(&self.rev.1.to_le_bytes());
+        t[16..24].copy_from_slice(&self.same.2.to_le_bytes());
+        t[24..32].copy_from_slice(&self.rev.2.to_le_bytes());
+        t
+    }
+
+    fn decode(t: &[u8]) -> Tails {
+        let mut b = [0u8; TAILS_BYTES];
+        b[..t.len().min(TAILS_BYTES)].copy_from_slice(&t[..t.len().min(TAILS_BYTES)]);
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        Tails { same: (u32_at(0), u32_at(4), u64_at(16)), rev: (u32_at(8), u32_at(12), u64_at(24)) }
+    }
+
+    /// Packets in all.
+    pub fn packets(&self) -> u64 {
+        self.same.0 as u64 + self.rev.0 as u64
+    }
+
+    /// Wire bytes in all.
+    pub fn bytes(&self) -> u64 {
+        self.same.1 as u64 + self.rev.1 as u64
+    }
+}
 
 #[repr(align(128))]
 struct Padded<T>(T);
@@ -148,6 +215,16 @@ impl Producer {
         self.push_record(ts_ns, orig_len, &bytes[..bytes.len().min(COUNTED_BYTES)], COUNTED)
     }
 
+    /// Appends a tails record: `hdr` (a frame's first bytes, at most
+    /// [`COUNTED_BYTES`]) and `tails`. `false` when the buffer is full.
+    pub fn push_tails(&mut self, ts_ns: u64, orig_len: u32, hdr: &[u8], tails: &Tails) -> bool {
+        let mut b = [0u8; COUNTED_BYTES + TAILS_BYTES];
+        let h = hdr.len().min(COUNTED_BYTES);
+        b[..h].copy_from_slice(&hdr[..h]);
+        b[h..h + TAILS_BYTES].copy_from_slice(&tails.encode());
+        self.push_record(ts_ns, orig_len, &b[..h + TAILS_BYTES], COUNTED | TAILS)
+    }
+
     #[inline]
     fn push_record(&mut self, ts_ns: u64, orig_len: u32, bytes: &[u8], flag: u32) -> bool {
         let cap = self.s.cap;
@@ -220,7 +297,7 @@ impl Producer {
                 continue;
             }
             offs.push(off);
-            p += record_len((caplen & !COUNTED) as usize) as u64;
+            p += record_len((caplen & !(COUNTED | TAILS)) as usize) as u64;
         }
         let k = offs.len() as u64;
         let span = to_ns.saturating_sub(from_ns);
@@ -278,10 +355,11 @@ pub struct Consumer {
 }
 
 impl Consumer {
-    /// Hands at most `max` frames to `f` in order (with `true` for a counted-only
-    /// record), frees their space, and returns how many there were.
+    /// Hands at most `max` records to `f` in order (a frame's bytes, or a counted-only or
+    /// tails record's headers, and which it is), frees their space, and returns how many
+    /// there were.
     #[inline]
-    pub fn read(&mut self, max: usize, link: LinkType, mut f: impl FnMut(&FrameMeta, &[u8], bool)) -> usize {
+    pub fn read(&mut self, max: usize, link: LinkType, mut f: impl FnMut(&FrameMeta, &[u8], Rec)) -> usize {
         let tail = self.s.tail.0.load(Ordering::Acquire);
         let cap = self.s.cap;
         let base = self.s.base();
@@ -299,13 +377,21 @@ impl Consumer {
                 self.head += (cap - off) as u64;
                 continue;
             }
-            let counted = caplen & COUNTED != 0;
-            let caplen = caplen & !COUNTED;
+            let flags = caplen & (COUNTED | TAILS);
+            let len = caplen & !(COUNTED | TAILS);
             // SAFETY: as above; the record's bytes follow its header inside the ring.
-            let bytes = unsafe { std::slice::from_raw_parts(base.add(off + HDR), caplen as usize) };
-            let meta = FrameMeta { ts_ns, orig_len, caplen, offset: 0, link };
-            f(&meta, bytes, counted);
-            self.head += record_len(caplen as usize) as u64;
+            let bytes = unsafe { std::slice::from_raw_parts(base.add(off + HDR), len as usize) };
+            let (bytes, rec) = match flags {
+                0 => (bytes, Rec::Whole),
+                COUNTED => (bytes, Rec::Counted),
+                _ => {
+                    let (h, t) = bytes.split_at(bytes.len().saturating_sub(TAILS_BYTES));
+                    (h, Rec::Tails(Tails::decode(t)))
+                }
+            };
+            let meta = FrameMeta { ts_ns, orig_len, caplen: bytes.len() as u32, offset: 0, link };
+            f(&meta, bytes, rec);
+            self.head += record_len(len as usize) as u64;
             n += 1;
             if self.head >= self.next_stamp.0 {
                 let t = self.s.epoch.elapsed().as_nanos() as u64;
@@ -482,6 +568,26 @@ mod tests {
     }
 
     #[test]
+    fn tails_records_carry_their_counts() {
+        let (mut p, mut c) = packet_buffer(1 << 16);
+        let frame: Vec<u8> = (0..200u32).map(|i| i as u8).collect();
+        let t = Tails { same: (3, 4500, 77), rev: (2, 120, 99) };
+        let m = p.mark();
+        assert!(p.push_tails(99, 1500, &frame, &t));
+        assert!(p.push_tails(5, 60, &frame[..54], &Tails { same: (1, 60, 5), rev: (0, 0, 0) }));
+        assert!(p.push(6, 60, &frame[..60]));
+        // Rewriting times walks past both flags.
+        p.spread_times(m, 0, 300);
+        p.publish();
+        let mut got = Vec::new();
+        c.read(usize::MAX, LinkType::ETHERNET, |m, b, rec| got.push((m.ts_ns, m.caplen, b.to_vec(), rec)));
+        assert_eq!(got[0], (100, COUNTED_BYTES as u32, frame[..COUNTED_BYTES].to_vec(), Rec::Tails(t)));
+        assert_eq!(got[1].2, frame[..54].to_vec());
+        assert!(matches!(got[1].3, Rec::Tails(t) if t.packets() == 1 && t.bytes() == 60));
+        assert_eq!((got[2].0, got[2].3), (300, Rec::Whole));
+    }
+
+    #[test]
     fn counted_only_records_keep_their_headers_and_wire_length() {
         let (mut p, mut c) = packet_buffer(1 << 16);
         let frame: Vec<u8> = (0..1500u32).map(|i| i as u8).collect();
@@ -494,8 +600,8 @@ mod tests {
         p.spread_times(m, 0, 400);
         p.publish();
         let mut got = Vec::new();
-        c.read(usize::MAX, LinkType::ETHERNET, |m, b, counted| {
-            got.push((m.ts_ns, m.orig_len, m.caplen, b.to_vec(), counted))
+        c.read(usize::MAX, LinkType::ETHERNET, |m, b, rec| {
+            got.push((m.ts_ns, m.orig_len, m.caplen, b.to_vec(), rec.counted()))
         });
         assert_eq!(got.len(), 4);
         assert_eq!(got[0], (100, 1500, 1500, frame.clone(), false));

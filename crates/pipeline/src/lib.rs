@@ -911,6 +911,31 @@ impl Work {
         self.tracker.on_packet(&pkt, &mut self.rout);
     }
 
+    /// Accounts the tail packets `t` of the flow of `p`, a tails record (the overload
+    /// controller held them): per direction, its packets with their wire bytes spread
+    /// over them (the sum exact) at the direction's latest time; nothing is analysed.
+    fn tails(&mut self, p: &Pkt, t: &buffer::Tails) {
+        let d = &p.dec;
+        let (key, src_is_lo) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
+        for ((n, bytes, last), lo) in [(t.same, src_is_lo), (t.rev, !src_is_lo)] {
+            for k in 0..n {
+                let pkt = Packet {
+                    ts_ns: last,
+                    now_ns: p.now_ns,
+                    wire_len: bytes / n + u32::from(k < bytes % n),
+                    key,
+                    hash: p.hash,
+                    src_is_lo: lo,
+                    dec: d,
+                    payload: &[],
+                    dns_learnt: true,
+                    unanalysed: true,
+                };
+                self.tracker.on_packet(&pkt, &mut self.rout);
+            }
+        }
+    }
+
     fn finish(mut self, final_ns: u64, interrupted: bool) -> WorkerResult {
         self.tracker.finish(final_ns, interrupted, &mut self.rout);
         self.rout.flush_all();

@@ -26,7 +26,7 @@
 //! burst of its own packets.
 
 use crate::acquire::{Acquire, Pacer};
-use crate::buffer::{packet_buffer_sampled, Consumer, Producer};
+use crate::buffer::{packet_buffer_sampled, Consumer, Producer, Rec};
 use crate::overload::{Controller, Overload, OverloadConfig, Verdict, DECIDE_EVERY, UNLIMITED};
 use crate::telemetry::{serve_metrics, spawn_reporter, Gauges, ProcTimes, ReportTo};
 use crate::{
@@ -584,9 +584,22 @@ fn acquire_loop(
                     c.verdict(link, b, m.ts_ns)
                 }
             };
-            let pushed = match v {
-                Verdict::Count | Verdict::Shunted => prod.push_counted(m.ts_ns, m.orig_len, b),
-                _ => prod.push(m.ts_ns, m.orig_len, b),
+            let pushed = match (v, ctl.as_mut()) {
+                // A tail is held and counted with its flow's others (losses: `lost`).
+                (Verdict::Count, Some(c)) => {
+                    c.hold(&mut prod, m.ts_ns, m.orig_len, b);
+                    true
+                }
+                (v, c) => {
+                    // The flow's held tails go first.
+                    if let Some(c) = c {
+                        c.release(&mut prod);
+                    }
+                    match v {
+                        Verdict::Count | Verdict::Shunted => prod.push_counted(m.ts_ns, m.orig_len, b),
+                        _ => prod.push(m.ts_ns, m.orig_len, b),
+                    }
+                }
             };
             if pushed {
                 rx += 1;
@@ -618,13 +631,15 @@ fn acquire_loop(
         if k > 0 {
             let now = wall_ns();
             offered_ns = Some((offered_ns.map_or(now, |(a, _)| a), now));
-            g.rx_packets.store(rx, Ordering::Relaxed);
-            g.rx_bytes.store(bytes, Ordering::Relaxed);
-            g.unanalysed.store(unanalysed, Ordering::Relaxed);
+            // Held tails a full buffer had no room for are drops, not received.
+            let lost = ctl.as_ref().map_or((0, 0), |c| c.lost);
+            g.rx_packets.store(rx - lost.0, Ordering::Relaxed);
+            g.rx_bytes.store(bytes - lost.1, Ordering::Relaxed);
+            g.unanalysed.store(unanalysed - lost.0, Ordering::Relaxed);
             g.prioritised.store(prioritised, Ordering::Relaxed);
             g.shunted.store(shunted, Ordering::Relaxed);
             g.cutoff.store(ctl.as_ref().map_or(0, |c| c.cutoff() as u64), Ordering::Relaxed);
-            g.buffer_drops.store(drops, Ordering::Relaxed);
+            g.buffer_drops.store(drops + lost.0, Ordering::Relaxed);
             g.truncated.store(truncated, Ordering::Relaxed);
             let (cur, max) = prod.occupancy();
             g.buffer_bytes.store(cur, Ordering::Relaxed);
@@ -643,14 +658,23 @@ fn acquire_loop(
         }
         pacer.wait(k == 0, &mut *src);
     }
+    // The tails still held go in now, waiting (up to a second in all) for the analysis
+    // to make room.
+    if let Some(c) = ctl.as_mut() {
+        c.release_all(&mut prod, 10_000, |p| {
+            p.publish();
+            std::thread::sleep(Duration::from_micros(100));
+        });
+    }
+    let lost = ctl.as_ref().map_or((0, 0), |c| c.lost);
     let s = src.stats();
     g.kernel_drops.store(s.kernel_drops, Ordering::Relaxed);
     g.freezes.store(s.freezes, Ordering::Relaxed);
-    g.rx_packets.store(rx, Ordering::Relaxed);
-    g.rx_bytes.store(bytes, Ordering::Relaxed);
-    g.buffer_drops.store(drops, Ordering::Relaxed);
+    g.rx_packets.store(rx - lost.0, Ordering::Relaxed);
+    g.rx_bytes.store(bytes - lost.1, Ordering::Relaxed);
+    g.buffer_drops.store(drops + lost.0, Ordering::Relaxed);
     g.truncated.store(truncated, Ordering::Relaxed);
-    g.unanalysed.store(unanalysed, Ordering::Relaxed);
+    g.unanalysed.store(unanalysed - lost.0, Ordering::Relaxed);
     g.prioritised.store(prioritised, Ordering::Relaxed);
     g.shunted.store(shunted, Ordering::Relaxed);
     if min_cutoff != UNLIMITED {
@@ -720,7 +744,7 @@ impl Analysis {
             let (dispatch, work, rotate_ns) = (&mut self.dispatch, &mut self.work, self.rotate_ns);
             let (interval, dns_out, dns) = (&mut self.interval, &mut self.dns_out, &mut self.dns);
             let (shunt_out, link) = (&mut self.shunt_out, self.link);
-            let k = self.cons.read(256, self.link, |f, bytes, counted| {
+            let k = self.cons.read(256, self.link, |f, bytes, rec| {
                 let t0 = Instant::now();
                 if let Some((_, p)) = dispatch.frame(f, bytes) {
                     if let Some(r) = rotate_ns {
@@ -728,7 +752,13 @@ impl Analysis {
                             rotate(work, interval, r, p.now_ns);
                         }
                     }
-                    if counted {
+                    if let Rec::Tails(t) = rec {
+                        // Tail packets the controller held: their flow counts them,
+                        // nothing more; so does the run.
+                        work.tails(&p, &t);
+                        dispatch.r.frames += t.packets().saturating_sub(1);
+                        dispatch.r.wire_bytes += t.bytes().saturating_sub(f.orig_len as u64);
+                    } else if rec.counted() {
                         // A tail packet the controller did not let through whole: its
                         // flow counts it, nothing more.
                         work.counted(&p);

@@ -11,8 +11,8 @@
 //! occupancy and whether it rose since the last decision: above the high-water mark
 //! ([`HIGH`], half) and still filling, C falls (first to [`START`], then halving down
 //! to [`FLOOR`]); above it but draining, C holds; above [`CRITICAL`] (three quarters)
-//! it is the floor; below the low-water mark ([`LOW`], a quarter) it doubles back up
-//! to unlimited. A packet of a flow beyond C
+//! it is the floor; below the low-water mark ([`LOW`], a quarter), while the buffer
+//! does not rise, it doubles back up to unlimited. A packet of a flow beyond C
 //! that is not a priority packet ([`Keep`]: SYN, FIN, RST, name services, the heads
 //! of HTTP messages and TLS/QUIC handshakes, a flow's first N packets) is *counted*,
 //! not analysed: the acquisition thread pushes a counted-only record (its headers and
@@ -27,7 +27,23 @@
 //! flow's record is written by the analysis thread, which owns the flow table; a
 //! record of 144 bytes instead of a full frame's (~1500) relieves the buffer tenfold
 //! and needs no shared state between the two threads.
+//!
+//! Tails are *held*, not pushed one by one ([`Controller::hold`]): a counted-only
+//! record still costs the analysis a decode and a flow lookup — measured, about half
+//! of what a whole packet costs on mix-small — so one record per tail packet relieves
+//! the analysis at most twofold. The controller adds a flow's tail packets up per
+//! direction (packets, wire bytes, latest time) beside its slot, with the headers of
+//! the first, and pushes one *tails* record for them ([`crate::buffer::Rec::Tails`])
+//! after [`HOLD_MAX`] packets, [`HOLD_NS`] of packet time, before any packet of the
+//! flow that goes into the buffer otherwise (so the analysis sees them in order), when
+//! another flow takes the slot, once per [`HOLD_NS`] of packet time for all those
+//! held longer (a flow gone silent), and at the end. A tails record is stamped with
+//! the packet time of the frame that pushed it (the input's clock must not step back:
+//! the analysis takes a step back of over a second for a clock reset), its trailer
+//! with each direction's latest. The flow's record keeps exact packets and wire
+//! bytes; a tails record that finds the buffer full loses its packets (buffer drops).
 
+use crate::buffer::{Producer, Tails, COUNTED_BYTES};
 use tapstat_capture::live::frame_flow;
 use tapstat_capture::LinkType;
 
@@ -57,6 +73,10 @@ pub const IDLE_NS: u64 = 10_000_000_000;
 const SLOTS: usize = 1 << 14;
 /// The unit of a slot's last packet time: 2^20 ns (~1 ms).
 const TIME_SHIFT: u32 = 20;
+/// A flow's held tails go into the buffer at this many packets...
+pub const HOLD_MAX: u32 = 32;
+/// ...or once the first of them is this old (packet time).
+pub const HOLD_NS: u64 = 1_000_000_000;
 
 /// What to do when a worker's buffer fills.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,13 +108,15 @@ pub struct Keep {
     /// TLS handshake record (ClientHello, ServerHello: the names), a QUIC long-header
     /// packet (its handshake).
     pub heads: bool,
-    /// A flow's first this many packets.
+    /// A flow's first this many packets (3 by default: the handshake; the messages
+    /// after it are kept by `heads` where they start, which on mix-small leaves 26% of
+    /// the packets analysed at the floor against 32% with first=8).
     pub first: u32,
 }
 
 impl Default for Keep {
     fn default() -> Self {
-        Keep { syn: true, fin: true, rst: true, dns: true, heads: true, first: 8 }
+        Keep { syn: true, fin: true, rst: true, dns: true, heads: true, first: 3 }
     }
 }
 
@@ -144,7 +166,10 @@ impl Default for OverloadConfig {
 /// `prev` at the last decision: the controller's one decision (pure, so it can be
 /// tested on scripted occupancies). Above the high-water mark a buffer still filling
 /// (`used >= prev`) is at risk and C falls; one draining is not, and C holds; above
-/// [`CRITICAL`] C is [`FLOOR`]. Below the low-water mark C doubles back to unlimited.
+/// [`CRITICAL`] C is [`FLOOR`]. Below the low-water mark, while the buffer does not
+/// rise, C doubles back to unlimited; a buffer that rises again there holds C where it
+/// is: under a sustained overload C settles where the analysis keeps up, instead of
+/// going back to unlimited and letting whole tails fill the buffer again.
 pub fn next_cutoff(c: u32, used: u64, prev: u64, cap: u64) -> u32 {
     if used * 64 > cap * CRITICAL {
         FLOOR
@@ -156,7 +181,7 @@ pub fn next_cutoff(c: u32, used: u64, prev: u64, cap: u64) -> u32 {
         } else {
             (c / 2).max(FLOOR)
         }
-    } else if used * 64 < cap * LOW && c != UNLIMITED {
+    } else if used * 64 < cap * LOW && c != UNLIMITED && used <= prev {
         if c >= START {
             UNLIMITED
         } else {
@@ -236,11 +261,39 @@ impl std::hash::Hasher for IdHasher {
 
 type Shunted = std::collections::HashMap<u64, u64, std::hash::BuildHasherDefault<IdHasher>>;
 
+/// A flow's held tail packets (beside its count slot).
+#[derive(Clone, Copy, Default)]
+struct Held {
+    /// The high half of the flow hash of the flow they belong to.
+    tag: u32,
+    /// Packets, wire bytes and latest packet time per direction (`FrameFlow::fwd`).
+    n: [u32; 2],
+    bytes: [u32; 2],
+    last: [u64; 2],
+    /// The first one's time, direction, wire length and the bytes of its headers kept.
+    first: u64,
+    dir: u8,
+    orig_len: u32,
+    hlen: u8,
+}
+
 /// One acquisition thread's TED controller.
 pub struct Controller {
     keep: Keep,
     flags: u8,
     table: Box<[Slot]>,
+    /// Held tails by slot, and the headers of the first of each.
+    held: Box<[Held]>,
+    heads: Box<[[u8; COUNTED_BYTES]]>,
+    /// Packets held now.
+    held_now: u64,
+    /// The last frame's slot, tag and direction (`usize::MAX`: a frame without a flow).
+    last: (usize, u32, u8),
+    /// The latest packet time seen, and that of the last sweep for old held tails.
+    now_ts: u64,
+    swept: u64,
+    /// Packets and wire bytes of held tails lost at a full buffer.
+    pub lost: (u64, u64),
     cutoff: u32,
     /// The buffer's occupancy at the last decision.
     prev: u64,
@@ -263,6 +316,13 @@ impl Controller {
             keep,
             flags: keep.flags(),
             table: vec![Slot::default(); SLOTS].into_boxed_slice(),
+            held: vec![Held::default(); SLOTS].into_boxed_slice(),
+            heads: vec![[0u8; COUNTED_BYTES]; SLOTS].into_boxed_slice(),
+            held_now: 0,
+            last: (usize::MAX, 0, 0),
+            now_ts: 0,
+            swept: 0,
+            lost: (0, 0),
             cutoff: UNLIMITED,
             prev: 0,
             ted: true,
@@ -333,7 +393,10 @@ impl Controller {
     /// the shunt and is analysed.
     #[inline]
     pub fn verdict(&mut self, link: LinkType, b: &[u8], ts_ns: u64) -> Verdict {
+        self.last.0 = usize::MAX;
+        self.now_ts = self.now_ts.max(ts_ns);
         let Some(ff) = frame_flow(link, b) else { return Verdict::Analyse };
+        self.last = (ff.hash as usize & (SLOTS - 1), (ff.hash >> 32) as u32, ff.fwd as u8);
         if !self.shunted.is_empty() {
             if let Some(last) = self.shunted.get_mut(&ff.hash) {
                 let flags = ff.tcp_flags.unwrap_or(0);
@@ -372,6 +435,125 @@ impl Controller {
         } else {
             Verdict::Count
         }
+    }
+
+    /// Holds a tail packet (`Verdict::Count` from the last [`Controller::verdict`]):
+    /// adds it to its flow's held tails, and pushes them as one tails record when they
+    /// are [`HOLD_MAX`] or the first is [`HOLD_NS`] old. The packet is taken; held
+    /// packets a push finds no room for are lost, counted in [`Controller::lost`].
+    pub fn hold(&mut self, prod: &mut Producer, ts_ns: u64, orig_len: u32, b: &[u8]) {
+        let (s, tag, dir) = self.last;
+        if s == usize::MAX {
+            if !prod.push_counted(ts_ns, orig_len, b) {
+                self.lost.0 += 1;
+                self.lost.1 += orig_len as u64;
+            }
+            return;
+        }
+        if self.held[s].n != [0, 0] && self.held[s].tag != tag {
+            self.flush(prod, s);
+        }
+        let h = &mut self.held[s];
+        if h.n == [0, 0] {
+            let hlen = b.len().min(COUNTED_BYTES);
+            self.heads[s][..hlen].copy_from_slice(&b[..hlen]);
+            *h = Held { tag, first: ts_ns, dir, orig_len, hlen: hlen as u8, ..Held::default() };
+        }
+        let d = dir as usize;
+        h.n[d] += 1;
+        h.bytes[d] = h.bytes[d].saturating_add(orig_len);
+        h.last[d] = h.last[d].max(ts_ns);
+        self.held_now += 1;
+        if h.n[0] + h.n[1] >= HOLD_MAX || ts_ns.saturating_sub(h.first) >= HOLD_NS {
+            self.flush(prod, s);
+        }
+        self.sweep(prod);
+    }
+
+    /// Pushes the held tails of the last frame's slot, before that frame goes into the
+    /// buffer by another way (analysed, kept, shunted): the analysis then sees a
+    /// flow's packets in order. Held packets it finds no room for are lost.
+    #[inline]
+    pub fn release(&mut self, prod: &mut Producer) {
+        if self.held_now == 0 {
+            return;
+        }
+        match self.last.0 {
+            usize::MAX => {}
+            s if self.held[s].n == [0, 0] => {}
+            s => {
+                self.flush(prod, s);
+            }
+        }
+        self.sweep(prod);
+    }
+
+    /// Pushes every held tail (at the end of the source). Where the buffer has no
+    /// room, `wait` (which publishes and lets the analysis drain) is called, `tries`
+    /// times at most in all; after that what does not fit is lost.
+    pub fn release_all(&mut self, prod: &mut Producer, mut tries: u32, mut wait: impl FnMut(&mut Producer)) {
+        for s in 0..SLOTS {
+            if self.held[s].n == [0, 0] {
+                continue;
+            }
+            while tries > 0 && !self.push_held(prod, s) {
+                tries -= 1;
+                wait(prod);
+            }
+            if tries > 0 {
+                // Pushed above.
+                self.held_now -= (self.held[s].n[0] + self.held[s].n[1]) as u64;
+                self.held[s] = Held::default();
+            } else {
+                self.flush(prod, s);
+            }
+        }
+    }
+
+    /// Packets held, not yet in the buffer.
+    #[cfg(test)]
+    pub fn held(&self) -> u64 {
+        self.held_now
+    }
+
+    /// Once per [`HOLD_NS`] of packet time: pushes the held tails whose first is that
+    /// old (their flow went silent since).
+    #[inline]
+    fn sweep(&mut self, prod: &mut Producer) {
+        if self.now_ts.saturating_sub(self.swept) < HOLD_NS {
+            return;
+        }
+        self.swept = self.now_ts;
+        for s in 0..SLOTS {
+            let h = &self.held[s];
+            if h.n != [0, 0] && self.now_ts.saturating_sub(h.first) >= HOLD_NS {
+                self.flush(prod, s);
+            }
+        }
+    }
+
+    /// Pushes slot `s`'s held tails as one record, or counts them lost; empties it.
+    fn flush(&mut self, prod: &mut Producer, s: usize) -> bool {
+        let ok = self.push_held(prod, s);
+        let h = std::mem::take(&mut self.held[s]);
+        let n = (h.n[0] + h.n[1]) as u64;
+        if !ok {
+            self.lost.0 += n;
+            self.lost.1 += h.bytes[0] as u64 + h.bytes[1] as u64;
+        }
+        self.held_now -= n;
+        ok
+    }
+
+    fn push_held(&self, prod: &mut Producer, s: usize) -> bool {
+        let h = &self.held[s];
+        if h.n == [0, 0] {
+            return true;
+        }
+        let (same, rev) = (h.dir as usize, 1 - h.dir as usize);
+        let tails =
+            Tails { same: (h.n[same], h.bytes[same], h.last[same]), rev: (h.n[rev], h.bytes[rev], h.last[rev]) };
+        prod.push_tails(self.now_ts, h.orig_len, &self.heads[s][..h.hlen as usize], &tails)
     }
 }
 
@@ -457,6 +639,11 @@ mod tests {
         assert_eq!(next_cutoff(u, 800, 900, 1000), FLOOR);
         assert_eq!(next_cutoff(64, 1000, 1000, 1000), FLOOR);
         assert_eq!(next_cutoff(64, 750, 760, 1000), 64);
+        // Below the low-water mark: relaxed while not rising, held while rising.
+        assert_eq!(next_cutoff(8, 200, 210, 1000), 16);
+        assert_eq!(next_cutoff(8, 0, 0, 1000), 16);
+        assert_eq!(next_cutoff(8, 200, 150, 1000), 8);
+        assert_eq!(run(&[600, 800, 200, 100, 150, 200, 150, 100, 0], 1000), [64, 4, 8, 16, 16, 16, 32, 64, u]);
     }
 
     #[test]
@@ -603,9 +790,118 @@ mod tests {
         assert_eq!(k.shunted_flows(), 1);
     }
 
+    /// What the acquisition loop does with a frame: verdict, then hold or push.
+    fn admit(k: &mut Controller, p: &mut Producer, b: &[u8], ts: u64) -> Verdict {
+        let v = k.verdict(E, b, ts);
+        if v == Verdict::Count {
+            k.hold(p, ts, b.len() as u32, b);
+        } else {
+            k.release(p);
+            assert!(p.push(ts, b.len() as u32, b));
+        }
+        v
+    }
+
+    /// `f` the other way: addresses and ports swapped.
+    fn back(mut f: Vec<u8>) -> Vec<u8> {
+        let (a, b) = f[26..34].split_at_mut(4);
+        a.swap_with_slice(b);
+        let (a, b) = f[34..38].split_at_mut(2);
+        a.swap_with_slice(b);
+        f
+    }
+
+    #[test]
+    fn held_tails_go_into_the_buffer_as_one_record_per_flow_in_order() {
+        use crate::buffer::{packet_buffer, Rec};
+        let (mut p, mut c) = packet_buffer(1 << 20);
+        let mut k = Controller::new(Keep { first: 0, ..Keep::parse("fin").unwrap() });
+        k.cutoff = FLOOR;
+        let data = seg(7000, 0x10, &[0; 100]);
+        let mut got = Vec::new();
+        // 4 analysed, then 40 tails both ways (30 out, 10 back), then a FIN.
+        for i in 0..44u64 {
+            let f = if i >= 4 && i % 4 == 1 { back(data.clone()) } else { data.clone() };
+            admit(&mut k, &mut p, &f, 1000 + i);
+        }
+        assert_eq!(k.held(), 8, "32 went in as one record, 8 are held");
+        assert_eq!(admit(&mut k, &mut p, &tcp(7000, 0x11), 2000), Verdict::Priority);
+        assert_eq!(k.held(), 0);
+        p.publish();
+        c.read(usize::MAX, E, |m, b, rec| got.push((m.ts_ns, b.len(), rec)));
+        let kinds: Vec<&str> = got
+            .iter()
+            .map(|g| match g.2 {
+                Rec::Whole => "w",
+                Rec::Counted => "c",
+                Rec::Tails(_) => "t",
+            })
+            .collect();
+        assert_eq!(kinds, ["w", "w", "w", "w", "t", "t", "w"]);
+        let (Rec::Tails(a), Rec::Tails(b)) = (got[4].2, got[5].2) else { unreachable!() };
+        let len = data.len() as u32;
+        // The first held packet went out: the record's headers are of that direction.
+        assert_eq!((a.packets(), b.packets()), (32, 8));
+        assert_eq!(a.same.0 + b.same.0, 30);
+        assert_eq!(a.rev.0 + b.rev.0, 10);
+        assert_eq!(a.bytes() + b.bytes(), 40 * len as u64);
+        // Stamped with the time of the frame that pushed them (the input's clock goes
+        // on), each direction's latest time in the trailer.
+        assert_eq!((got[4].0, got[4].1), (1035, COUNTED_BYTES.min(data.len())));
+        assert_eq!((got[5].0, b.same.2.max(b.rev.2)), (2000, 1043));
+        assert_eq!(k.lost, (0, 0));
+    }
+
+    #[test]
+    fn held_tails_go_in_at_the_end_after_a_second_and_when_another_flow_takes_the_slot() {
+        use crate::buffer::{packet_buffer, Rec};
+        let (mut p, mut c) = packet_buffer(1 << 20);
+        let mut k = Controller::new(Keep::parse("none").unwrap());
+        k.cutoff = FLOOR;
+        for i in 0..10 {
+            admit(&mut k, &mut p, &tcp(8000, 0x10), i);
+        }
+        assert_eq!(k.held(), 6);
+        // The first held one is HOLD_NS old: all go in with this one.
+        admit(&mut k, &mut p, &tcp(8000, 0x10), HOLD_NS + 4);
+        assert_eq!(k.held(), 0);
+        // Another flow on the same slot (a forged tag) pushes them out first.
+        admit(&mut k, &mut p, &tcp(8000, 0x10), HOLD_NS + 5);
+        let s = k.last.0;
+        k.held[s].tag ^= 1;
+        admit(&mut k, &mut p, &tcp(8000, 0x10), HOLD_NS + 6);
+        assert_eq!(k.held(), 1);
+        // The end of the source: whatever is held goes in.
+        k.release_all(&mut p, 1, |_| {});
+        assert_eq!(k.held(), 0);
+        p.publish();
+        let mut n = Vec::new();
+        c.read(usize::MAX, E, |_, _, rec| {
+            if let Rec::Tails(t) = rec {
+                n.push(t.packets())
+            }
+        });
+        assert_eq!(n, [7, 1, 1]);
+        // A full buffer: held tails that find no room are lost, and counted.
+        let (mut p, _c) = packet_buffer(1 << 16);
+        while p.push(0, 1500, &[0; 1500]) {}
+        while p.push(0, 1, &[0; 1]) {}
+        let mut k = Controller::new(Keep::parse("none").unwrap());
+        k.cutoff = FLOOR;
+        for i in 0..40 {
+            let v = k.verdict(E, &tcp(9000, 0x10), i);
+            if v == Verdict::Count {
+                k.hold(&mut p, i, 60, &tcp(9000, 0x10));
+            }
+        }
+        assert_eq!((k.lost.0, k.held()), (32, 4));
+        k.release_all(&mut p, 3, |_| {});
+        assert_eq!(k.lost, (36, 36 * 60));
+    }
+
     #[test]
     fn keep_rules_parse() {
-        assert_eq!(Keep::parse("syn,fin,rst,dns,heads,first=8").unwrap(), Keep::default());
+        assert_eq!(Keep::parse("syn,fin,rst,dns,heads,first=3").unwrap(), Keep::default());
         let syn = Keep { syn: true, fin: false, rst: false, dns: false, heads: false, first: 0 };
         assert_eq!(Keep::parse("syn").unwrap(), syn);
         assert!(Keep::parse("syn,ack").is_err() && Keep::parse("first=x").is_err());

@@ -276,6 +276,9 @@ pub struct FrameFlow {
     /// Offset in the frame of the TCP/UDP payload, for an unfragmented segment whose
     /// whole TCP/UDP header is in the frame.
     pub payload: Option<usize>,
+    /// The frame's direction: from the lower endpoint (address, then port) to the
+    /// higher; the reverse direction of the flow has the other value.
+    pub fwd: bool,
 }
 
 /// The UDP ports of [`FrameFlow::dns`] (TCP: 53 only).
@@ -310,7 +313,8 @@ pub fn frame_flow(link: LinkType, b: &[u8]) -> Option<FrameFlow> {
     };
     let ip = &b[ip_off..];
     let k = flow_key(ip)?;
-    let (lo, hi) = if (k.a, k.pa) <= (k.b, k.pb) { ((k.a, k.pa), (k.b, k.pb)) } else { ((k.b, k.pb), (k.a, k.pa)) };
+    let fwd = (k.a, k.pa) <= (k.b, k.pb);
+    let (lo, hi) = if fwd { ((k.a, k.pa), (k.b, k.pb)) } else { ((k.b, k.pb), (k.a, k.pa)) };
     let mut h = fmix64(lo.0 ^ 0x9e37_79b9_7f4a_7c15);
     h = fmix64(h ^ hi.0);
     h = fmix64(h ^ ((lo.1 as u64) << 32 | (hi.1 as u64) << 16 | k.proto as u64));
@@ -330,7 +334,7 @@ pub fn frame_flow(link: LinkType, b: &[u8]) -> Option<FrameFlow> {
             _ => {}
         }
     }
-    Some(FrameFlow { hash: h, tcp_flags, dns, payload })
+    Some(FrameFlow { hash: h, tcp_flags, dns, payload, fwd })
 }
 
 /// fmix64, MurmurHash3's finalizer.
@@ -469,6 +473,7 @@ mod tests {
         assert_eq!((f.tcp_flags, f.dns), (Some(0x02), false));
         let rev = frame_flow(LinkType::ETHERNET, &eth_ipv4_tcp([2; 4], [1; 4], 443, 1000, false)).unwrap();
         assert_eq!(rev.hash, f.hash);
+        assert!(f.fwd && !rev.fwd);
         let dns = frame_flow(LinkType::RAW, &raw_ipv6_udp([1; 16], [2; 16], 5353, 53)).unwrap();
         assert_eq!((dns.tcp_flags, dns.dns), (None, true));
         // A header cut before the flags: no flags, no panic.

@@ -22,6 +22,25 @@ use std::time::{Duration, Instant};
 /// acquisition thread publish its buffer regularly (and see [`ReplaySource::bound_bursts`]).
 const MAX_POLL: usize = 32768;
 
+/// Frames ahead of the one handed out whose first bytes are prefetched: a frame's
+/// headers are read first by the acquisition thread (the controller's hash), and a
+/// cache miss there was half of its time at 6 M pps.
+const PREFETCH: usize = 8;
+
+/// Asks the CPU to bring the cache line at `data[off]` in (a hint; nothing on other
+/// architectures).
+#[inline(always)]
+fn prefetch(data: &[u8], off: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if off < data.len() {
+        // SAFETY: a prefetch hint reads nothing architecturally and cannot fault; the
+        // address is inside `data`.
+        unsafe { std::arch::x86_64::_mm_prefetch(data.as_ptr().add(off).cast(), std::arch::x86_64::_MM_HINT_T0) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (data, off);
+}
+
 /// How fast a replay goes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Pace {
@@ -214,6 +233,9 @@ impl LiveSource for ReplaySource {
         let now = self.now_ns();
         let mut k = 0;
         while self.next < self.mine.len() && k < self.max_poll && self.due(self.next) <= now {
+            if let Some(&i) = self.mine.get(self.next + PREFETCH) {
+                prefetch(&self.file.data, self.file.frames[i as usize].offset as usize);
+            }
             let f = self.file.frames[self.mine[self.next] as usize];
             let meta =
                 FrameMeta { ts_ns: f.ts_ns, orig_len: f.orig_len, caplen: f.caplen, offset: 0, link: self.file.link };

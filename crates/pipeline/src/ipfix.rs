@@ -376,6 +376,88 @@ mod tests {
         (b.len() - 20) / one.len()
     }
 
+    /// Over UDP the templates go again after [`TEMPLATE_REFRESH_MESSAGES`] messages.
+    #[test]
+    fn udp_templates_are_sent_again() {
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let cfg = IpfixConfig { collector: rx.local_addr().unwrap(), transport: Transport::Udp, domain: 1 };
+        let e = Exporter::start(&cfg).unwrap();
+        let mut out = e.out().unwrap();
+        // One record a block, so one message a record.
+        let r = FlowRecord { ports: Some((1, 2)), proto: 6, ..Default::default() };
+        let n = 2 * TEMPLATE_REFRESH_MESSAGES + 10;
+        let mut got = 0;
+        let mut buf = [0u8; 2048];
+        rx.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut templates_at = Vec::new();
+        for i in 0..n {
+            out.record(&r);
+            out.flush();
+            // Read as they come (the socket's buffer is small).
+            loop {
+                let k = rx.recv(&mut buf).unwrap();
+                got += 1;
+                if u16::from_be_bytes([buf[16], buf[17]]) == ipfix::TEMPLATE_SET_ID {
+                    templates_at.push(i);
+                    continue;
+                }
+                assert_eq!(u32::from_be_bytes(buf[8..12].try_into().unwrap()), i as u32, "{k}");
+                break;
+            }
+        }
+        drop(out);
+        let s = e.finish().unwrap();
+        assert_eq!(templates_at, [0, TEMPLATE_REFRESH_MESSAGES, 2 * TEMPLATE_REFRESH_MESSAGES]);
+        assert_eq!((s.records, s.messages, s.template_messages), (n, got, 3));
+    }
+
+    /// Over TCP, a connection the collector closes is opened again (at most once a
+    /// second), starting with the templates; what could not be sent is counted.
+    #[test]
+    fn tcp_reconnects_with_the_templates_first() {
+        use std::io::Read;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let cfg = IpfixConfig { collector: l.local_addr().unwrap(), transport: Transport::Tcp, domain: 1 };
+        let e = Exporter::start(&cfg).unwrap();
+        let (mut first, _) = l.accept().unwrap();
+        let mut out = e.out().unwrap();
+        let r = FlowRecord { ports: Some((1, 2)), proto: 6, ..Default::default() };
+        out.record(&r);
+        out.flush();
+        // The templates and the record, then the collector goes away.
+        let mut buf = vec![0u8; 4096];
+        let mut have = 0;
+        while have < 2 {
+            let k = first.read(&mut buf).unwrap();
+            assert!(k > 0);
+            let mut at = 0;
+            while at < k {
+                at += u16::from_be_bytes([buf[at + 2], buf[at + 3]]) as usize;
+                have += 1;
+            }
+        }
+        drop(first);
+        // Writes into a closed connection fail from the second on.
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_millis(300) {
+            out.record(&r);
+            out.flush();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(RECONNECT_EVERY);
+        out.record(&r);
+        out.flush();
+        let (mut second, _) = l.accept().unwrap();
+        drop(out);
+        let s = e.finish().unwrap();
+        let mut rest = Vec::new();
+        second.read_to_end(&mut rest).unwrap();
+        assert_eq!(u16::from_be_bytes([rest[16], rest[17]]), ipfix::TEMPLATE_SET_ID, "templates first");
+        assert_eq!(s.reconnects, 1, "{s:?}");
+        assert_eq!(s.template_messages, 2, "{s:?}");
+        assert!(s.records_lost > 0 && s.send_errors > 0, "{s:?}");
+    }
+
     /// Over TCP, a collector that is not there is an error before the run.
     #[test]
     fn tcp_export_to_nobody_is_an_error_at_start() {

@@ -656,6 +656,7 @@ fn export_corpus(transport: &str) {
     });
     let dir = nf.stop();
     let (by_domain, seq_failures) = read_nfdump(&dir);
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
 
     let (mut flows, mut pkts, mut bytes, mut decoded) = (0usize, 0u64, 0u64, 0usize);
     for (i, (cap, out)) in caps.iter().zip(&outs).enumerate() {
@@ -820,6 +821,7 @@ fn live_export_equals_the_logs_in_nfdump() {
     assert_eq!(x["records_lost"].as_u64(), Some(0), "{x}");
     let dir = nf.stop();
     let (by_domain, seq_failures) = read_nfdump(&dir);
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
     let got = by_domain.get(&7).cloned().unwrap_or_default();
     let (flows, pkts, bytes) = compare("live ndpi__1kxun.pcap", &rows, &got, seq_failures.get(&7).copied());
     eprintln!("live: nfdump read {flows} flows, {pkts} packets, {bytes} bytes, equal to the logs");

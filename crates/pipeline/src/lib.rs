@@ -17,6 +17,7 @@
 
 mod acquire;
 mod buffer;
+mod ipfix;
 mod live;
 mod overload;
 mod ring;
@@ -26,6 +27,7 @@ mod telemetry;
 mod timing;
 
 pub use acquire::Acquire;
+pub use ipfix::{IpfixConfig, IpfixSummary, Transport as IpfixTransport};
 pub use live::{interval_dir_name, run_live, LiveConfig, LiveSummary, QueueDelay};
 pub use overload::{Keep, Overload, OverloadConfig};
 pub use ring::{ring, Receiver, Sender};
@@ -79,6 +81,8 @@ pub struct EngineConfig {
     /// Flow-affinity batches: workers fed by dispatchers account each batch's packets
     /// grouped by flow, with the records of input order (see [`FlowGroups`]).
     pub flow_batches: bool,
+    /// Export every ended flow to an IPFIX collector too (`--ipfix`).
+    pub ipfix: Option<IpfixConfig>,
 }
 
 impl EngineConfig {
@@ -109,6 +113,7 @@ impl Default for EngineConfig {
             schedule: Schedule::Hash,
             epoch_chunks: 64,
             flow_batches: false,
+            ipfix: None,
         }
     }
 }
@@ -235,13 +240,19 @@ struct RecordOut {
     records: [u64; NLOGS],
     tx: crossbeam_channel::Sender<Block>,
     free: crossbeam_channel::Receiver<Vec<u8>>,
+    /// Ended flows as IPFIX records too (`--ipfix`).
+    ipfix: Option<ipfix::IpfixOut>,
 }
 
 impl RecordOut {
-    /// Hands every non-empty buffer to the writer.
+    /// Hands every non-empty buffer to the writer (and the IPFIX records to the
+    /// exporter).
     fn flush_all(&mut self) {
         for i in 0..self.bufs.len() {
             self.flush(i);
+        }
+        if let Some(x) = &mut self.ipfix {
+            x.flush();
         }
     }
 
@@ -268,7 +279,14 @@ impl RecordOut {
             records: [0; NLOGS],
             tx,
             free,
+            ipfix: None,
         }
+    }
+
+    /// The same, with the flows exported to `exporter` too.
+    fn with_ipfix(mut self, exporter: Option<&ipfix::Exporter>) -> RecordOut {
+        self.ipfix = exporter.and_then(ipfix::Exporter::out);
+        self
     }
 }
 
@@ -299,6 +317,9 @@ impl FlowSink for RecordOut {
         let log = id.log_for(self.sets, self.l7);
         self.format.record(log, f, self.buf(i));
         self.wrote(i);
+        if let Some(x) = &mut self.ipfix {
+            x.flow(f);
+        }
     }
 
     fn on_http(&mut self, row: &HttpRow) {
@@ -433,7 +454,10 @@ pub fn run(
     let seed = cfg.hash_seed.unwrap_or_else(random_seed);
     let hasher = FlowHasher::with_kind(cfg.flow_hash, seed);
 
-    // Output files first: an unwritable directory is an error before any work.
+    // The IPFIX collector and the output files first: a collector that refuses the
+    // connection or an unwritable directory is an error before any work (and before
+    // the files exist).
+    let exporter = cfg.ipfix.as_ref().map(ipfix::Exporter::start).transpose()?;
     let (names, headers) = log_files(cfg);
     let out = OutputDir::create(&cfg.out_dir, &names, &headers)?;
     let (block_tx, block_rx) = crossbeam_channel::bounded::<Block>(64);
@@ -459,7 +483,7 @@ pub fn run(
     let new_work = |tx: &crossbeam_channel::Sender<Block>| Work {
         timer: PacketTimer::new(cfg.time_sample),
         tracker: Tracker::new(tracker_cfg),
-        rout: RecordOut::new(cfg, tx.clone(), free_rx.clone()),
+        rout: RecordOut::new(cfg, tx.clone(), free_rx.clone()).with_ipfix(exporter.as_ref()),
     };
     let (dispatchers, workers) = if n == 1 && !reader.source.may_block() {
         // One worker reading regular files: it reads, decodes and analyzes in
@@ -615,6 +639,7 @@ pub fn run(
         }
     }
     let written = writer.join().map_err(|_| EngineError::Thread("writer"))?;
+    let exported = exporter.map(ipfix::Exporter::finish).transpose()?;
     let interrupted = stop.load(Ordering::Relaxed) && written.error.is_none();
     // After a normal end the reader has finished; after Ctrl-C it may be blocked in
     // a read that will never return, and is left behind.
@@ -654,6 +679,7 @@ pub fn run(
     summary.flow_hash = cfg.flow_hash.name();
     summary.packet_time = PacketTimeSummary::of(&timers);
     summary.scheduling = (n > 1).then_some(sched);
+    summary.set_ipfix(exported);
     Ok(summary)
 }
 

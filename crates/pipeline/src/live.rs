@@ -232,8 +232,9 @@ pub fn run_live(
     let (names, headers) = super::log_files(cfg);
     let source_names: Vec<String> = sources.iter().map(|s| s.name()).collect();
 
-    // The output directory, the stats file and the metrics port first: a mistake in
-    // any of them is an error before the capture starts.
+    // The IPFIX collector, the output directory, the stats file and the metrics port
+    // first: a mistake in any of them is an error before the capture starts.
+    let exporter = cfg.ipfix.as_ref().map(super::ipfix::Exporter::start).transpose()?;
     std::fs::create_dir_all(&cfg.out_dir).map_err(|source| SinkError { path: cfg.out_dir.clone(), source })?;
     let out = match live.rotate {
         None => Some(OutputDir::create(&cfg.out_dir, &names, &headers)?),
@@ -348,7 +349,7 @@ pub fn run_live(
             // share, as for files.
             timer: PacketTimer::new(cfg.time_sample),
             tracker,
-            rout: RecordOut::new(cfg, txs[w].clone(), free_rx.clone()),
+            rout: RecordOut::new(cfg, txs[w].clone(), free_rx.clone()).with_ipfix(exporter.as_ref()),
         };
         let a = Analysis {
             dispatch: Dispatch::new(cfg.decode, hasher.clone(), 1),
@@ -437,6 +438,7 @@ pub fn run_live(
         ana_cpu.push(cpu);
     }
     let mut warnings = writer.join().map_err(|_| EngineError::Thread("writer"))??;
+    let exported = exporter.map(super::ipfix::Exporter::finish).transpose()?;
     done.store(true, Ordering::SeqCst);
     let _ = reporter.join();
     if let Some(e) = ready_err {
@@ -520,6 +522,7 @@ pub fn run_live(
     );
     s.live = Some(ls);
     s.packet_time = PacketTimeSummary::of(&timers);
+    s.set_ipfix(exported);
     Ok(s)
 }
 

@@ -73,6 +73,9 @@ pub struct Summary {
     /// How packets were spread over the workers (file runs with several workers).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduling: Option<SchedulingSummary>,
+    /// IPFIX export (`--ipfix`): what was sent and what was lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipfix: Option<crate::IpfixSummary>,
 }
 
 /// summary.json's `scheduling`.
@@ -125,6 +128,7 @@ pub const SUMMARY_KEYS: &[(&str, &str)] = &[
     ("flow_hash", "the flow hash function (`--flow-hash`)"),
     ("packet_time", "per-packet processing time in the workers (the flow tracker's share; live runs too), 1 packet in `--time-sample`: mean, percentiles, maximum, outliers, histogram (ns)"),
     ("scheduling", "file runs with several workers: the policy (`--schedule`), the dispatcher threads, the flows moved between workers (balance, bundle) and the packets each worker analysed"),
+    ("ipfix", "runs with `--ipfix` only: the `collector`, the `transport` (udp or tcp), the `observation_domain`; `records` (data records sent, one per ended flow), `messages` (the template messages included), `template_messages`, `bytes`; `send_errors` (messages the transport refused, or not sent for want of a TCP connection), `records_lost` (the data records in them), `reconnects` (TCP connections opened again) and `last_error`"),
 ];
 
 #[derive(Clone, Debug, Serialize)]
@@ -223,7 +227,26 @@ impl Summary {
             scheduling: None,
             flow_hash: "",
             packet_time: Default::default(),
+            ipfix: None,
         }
+    }
+
+    /// Records what the IPFIX export did (`None`: no export), with a warning when
+    /// records were lost.
+    pub(crate) fn set_ipfix(&mut self, s: Option<crate::IpfixSummary>) {
+        if let Some(x) = &s {
+            if x.records_lost > 0 {
+                self.warnings.push(format!(
+                    "IPFIX: {} record(s) in {} message(s) could not be sent to {} over {}{}",
+                    x.records_lost,
+                    x.send_errors,
+                    x.collector,
+                    x.transport,
+                    x.last_error.as_deref().map(|e| format!(" (last error: {e})")).unwrap_or_default()
+                ));
+            }
+        }
+        self.ipfix = s;
     }
 
     /// Total records written.
@@ -263,6 +286,12 @@ impl Summary {
             s += &format!(
                 "  write error: {e}; the run stopped there, {} record(s) were not written\n",
                 self.records_not_written
+            );
+        }
+        if let Some(x) = &self.ipfix {
+            s += &format!(
+                "  ipfix: {} records in {} messages to {} over {}; {} lost\n",
+                x.records, x.messages, x.collector, x.transport, x.records_lost
             );
         }
         if self.capture.filtered_out > 0 {

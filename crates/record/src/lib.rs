@@ -22,6 +22,11 @@ use std::net::IpAddr;
 
 pub mod tsv;
 
+/// The version of the schema's layout as programs see it (`tapstat schema --format
+/// json`, and the `tapstat.schema_version` of Parquet files), not of the columns, which
+/// the tapstat version dates: raised when a key changes meaning or goes away.
+pub const SCHEMA_VERSION: u64 = 1;
+
 /// The type of a field's values, as written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Type {

@@ -701,7 +701,6 @@ fn write_blocks(
     stop: &AtomicBool,
 ) -> Written {
     let mut w = Written { error: None, lost: 0 };
-    let lines = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count() as u64;
     for (i, mut b) in blocks {
         if w.error.is_none() {
             if let Err(e) = out.append(i, &b) {
@@ -710,7 +709,7 @@ fn write_blocks(
             }
         }
         if w.error.is_some() {
-            w.lost += lines(&b);
+            w.lost += out.records_in(i, &b);
         }
         b.clear();
         let _ = free.try_send(b);

@@ -1,5 +1,5 @@
-//! Sinks: records to bytes ([`Format`]: TSV or JSON lines) and bytes to files
-//! ([`OutputDir`]).
+//! Sinks: records to bytes ([`Format`]: TSV, JSON lines, or rows for Parquet) and
+//! bytes to files ([`OutputDir`]).
 //!
 //! ```
 //! use tapstat_record::{Column, Field, Log, Type, Value};
@@ -22,7 +22,10 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use tapstat_record::{Log, Value};
 
+pub mod columnar;
 pub mod ipfix;
+#[cfg_attr(not(feature = "parquet"), path = "parquet_off.rs")]
+pub mod parquet;
 mod reopen;
 
 /// How records are written.
@@ -36,19 +39,37 @@ pub enum Format {
     /// One JSON object per line, keys = column names (`null` for no value, and for an
     /// empty string): each key has one JSON type in every record.
     Jsonl,
+    /// Parquet (built with the `parquet` feature): typed columns, nulls for no value,
+    /// zstd. The workers write each record as a row of typed values ([`columnar`]);
+    /// the output directory, in the writer thread, makes the file of them.
+    Parquet,
 }
 
 impl Format {
+    /// The format's name (`--format`, summary.json).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Tsv => "tsv",
+            Format::Jsonl => "jsonl",
+            Format::Parquet => "parquet",
+        }
+    }
+
     /// The file name of log `name` in this format.
     pub fn file_name(self, name: &str) -> String {
         match self {
             Format::Tsv => name.to_string(),
             Format::Jsonl => format!("{name}.jsonl"),
+            Format::Parquet => format!("{name}.parquet"),
         }
     }
 
-    /// The header of a log's file (nothing for JSON lines, whose keys name themselves).
+    /// The header of a log's file (nothing for JSON lines, whose keys name themselves;
+    /// for Parquet, the log's schema, which [`OutputDir`] makes the file of).
     pub fn header<T>(self, log: &Log<T>, out: &mut Vec<u8>) {
+        if self == Format::Parquet {
+            columnar::header(log, out);
+        }
         if self == Format::Tsv {
             for (i, f) in log.fields().enumerate() {
                 if i > 0 {
@@ -99,6 +120,7 @@ impl Format {
                 }
                 out.push(b'}');
             }
+            Format::Parquet => return columnar::record(log, rec, out),
         }
         out.push(b'\n');
     }
@@ -226,6 +248,9 @@ pub struct SinkError {
 pub struct OutputDir {
     dir: PathBuf,
     files: Vec<(PathBuf, File)>,
+    /// The Parquet writer of each file that is one, by index (shorter when the last
+    /// files are not).
+    columnar: Vec<Option<parquet::ParquetLog>>,
 }
 
 impl OutputDir {
@@ -236,21 +261,38 @@ impl OutputDir {
             move |source| SinkError { path, source }
         };
         std::fs::create_dir_all(dir).map_err(err(dir))?;
-        let mut files = Vec::new();
+        let mut out = OutputDir::from_files(dir, Vec::new());
         for (name, header) in names.iter().zip(headers) {
             let path = dir.join(name);
-            let mut f = create_fresh(&path).map_err(err(&path))?;
-            f.write_all(header).map_err(err(&path))?;
-            files.push((path, f));
+            let f = create_fresh(&path).map_err(err(&path))?;
+            out.start(name, path, f, header, true)?;
         }
-        Ok(OutputDir { dir: dir.to_path_buf(), files })
+        Ok(out)
+    }
+
+    /// Adds file `f` of log file `name` at `path`, starting it with `header` if
+    /// `fresh`: a Parquet log when `header` is a columnar schema (a
+    /// [`parquet::ParquetLog`] writes the file, through a second descriptor of it),
+    /// else a plain one.
+    fn start(&mut self, name: &str, path: PathBuf, mut f: File, header: &[u8], fresh: bool) -> Result<(), SinkError> {
+        let err = |source| SinkError { path: path.clone(), source };
+        if let Some(schema) = columnar::LogSchema::of_header(header) {
+            let log = name.strip_suffix(".parquet").unwrap_or(name);
+            let w = f.try_clone().and_then(|g| parquet::ParquetLog::create(g, log, &schema)).map_err(err)?;
+            self.columnar.resize_with(self.files.len(), || None);
+            self.columnar.push(Some(w));
+        } else if fresh {
+            f.write_all(header).map_err(err)?;
+        }
+        self.files.push((path, f));
+        Ok(())
     }
 
     /// An output directory over files opened elsewhere (tests inject failing ones,
     /// such as `/dev/full`).
     #[doc(hidden)]
     pub fn from_files(dir: &Path, files: Vec<(PathBuf, File)>) -> OutputDir {
-        OutputDir { dir: dir.to_path_buf(), files }
+        OutputDir { dir: dir.to_path_buf(), files, columnar: Vec::new() }
     }
 
     /// The open files, for `fchown` after a privilege drop: changing the owner of
@@ -266,12 +308,29 @@ impl OutputDir {
     /// Appends a block of formatted records to log file `i`.
     pub fn append(&mut self, i: usize, block: &[u8]) -> Result<(), SinkError> {
         let (path, w) = &mut self.files[i];
-        w.write_all(block).map_err(|source| SinkError { path: path.clone(), source })
+        let r = match self.columnar.get_mut(i) {
+            Some(Some(p)) => p.append(block),
+            _ => w.write_all(block),
+        };
+        r.map_err(|source| SinkError { path: path.clone(), source })
     }
 
-    /// Flushes every file.
+    /// The records in a block of log file `i` (lines, or rows for Parquet).
+    pub fn records_in(&self, i: usize, block: &[u8]) -> u64 {
+        match self.columnar.get(i) {
+            Some(Some(_)) => columnar::rows_in(block),
+            _ => block.iter().filter(|&&c| c == b'\n').count() as u64,
+        }
+    }
+
+    /// Flushes every file (and writes the rest of each Parquet file: its last row
+    /// group and its footer).
     pub fn finish(mut self) -> Result<(), SinkError> {
+        let mut columnar = std::mem::take(&mut self.columnar).into_iter();
         for (path, w) in &mut self.files {
+            if let Some(p) = columnar.next().flatten() {
+                p.finish().map_err(|source| SinkError { path: path.clone(), source })?;
+            }
             w.flush().map_err(|source| SinkError { path: path.clone(), source })?;
         }
         Ok(())

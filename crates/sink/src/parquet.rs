@@ -1,0 +1,464 @@
+//! The Parquet writer (the `parquet` feature): the rows of [`crate::columnar`] into
+//! Arrow columns, written by parquet's `ArrowWriter` with zstd, in the writer thread.
+//!
+//! Types: [`ColumnType`] says each column's; absent values are nulls. Units go into
+//! each Arrow field's metadata (`unit`: pyarrow shows it; the meanings, which would
+//! double the footer of a small file, are `tapstat schema`'s), and the file's
+//! key-value metadata names the log (`tapstat.log`), the
+//! version of tapstat that wrote it (`tapstat.version`) and the version of the schema
+//! layout (`tapstat.schema_version`, that of `tapstat schema --format json`).
+//!
+//! Memory is bounded: rows are gathered into Arrow arrays [`BATCH_ROWS`] at a time,
+//! and a row group is written out when it holds [`ROW_GROUP_ROWS`] rows or about
+//! [`ROW_GROUP_BYTES`] of encoded data, whichever comes first (or when the writer's
+//! buffers pass [`ROW_GROUP_MEMORY`]). A file is readable once closed: its footer,
+//! which locates the row groups, is written last.
+
+use crate::columnar::{Cell, Cells, ColumnType, Damaged, LogSchema};
+use arrow_array::builder::{
+    BooleanBuilder, Float64Builder, Int64Builder, ListBuilder, StringBuilder, TimestampMicrosecondBuilder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io;
+use std::sync::Arc;
+
+/// Rows gathered into Arrow arrays before they go to the writer.
+pub const BATCH_ROWS: usize = 8192;
+/// Rows of a row group at most.
+pub const ROW_GROUP_ROWS: usize = 128 * 1024;
+/// Encoded bytes of a row group, about, at most (parquet's estimate).
+pub const ROW_GROUP_BYTES: usize = 32 << 20;
+/// The writer's buffers of a row group in progress at most (pages not yet
+/// compressed included): past it, the row group is written out.
+pub const ROW_GROUP_MEMORY: usize = 64 << 20;
+/// zstd's own default level: on mix-small's TCP log, level 1 gives 8% more bytes for
+/// 10% less of the writer thread's time (docs/BENCHMARKS.md).
+const ZSTD_LEVEL: i32 = 3;
+
+/// A Parquet log file being written.
+pub(crate) struct ParquetLog {
+    writer: ArrowWriter<File>,
+    schema: SchemaRef,
+    cols: Vec<Col>,
+    rows: usize,
+    /// A value's text (addresses).
+    scratch: Vec<u8>,
+}
+
+/// The Arrow type of a column type.
+fn data_type(t: ColumnType) -> DataType {
+    let list = |t| DataType::List(Arc::new(Field::new_list_field(t, true)));
+    match t {
+        ColumnType::Int64 => DataType::Int64,
+        ColumnType::Float64 => DataType::Float64,
+        ColumnType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        ColumnType::Utf8 => DataType::Utf8,
+        ColumnType::Bool => DataType::Boolean,
+        ColumnType::ListInt64 => list(DataType::Int64),
+        ColumnType::ListFloat64 => list(DataType::Float64),
+        ColumnType::ListUtf8 => list(DataType::Utf8),
+    }
+}
+
+/// The Arrow schema of a log.
+pub fn arrow_schema(s: &LogSchema) -> Schema {
+    let fields: Vec<Field> = s
+        .columns
+        .iter()
+        .map(|c| {
+            let mut meta = HashMap::new();
+            if !c.unit.is_empty() {
+                meta.insert("unit".to_string(), c.unit.clone());
+            }
+            Field::new(c.name.clone(), data_type(c.ty), true).with_metadata(meta)
+        })
+        .collect();
+    Schema::new(fields)
+}
+
+fn other(e: impl std::error::Error + Send + Sync + 'static) -> io::Error {
+    io::Error::other(e)
+}
+
+impl ParquetLog {
+    /// Starts a Parquet file of log `log` with `schema` on `file` (freshly created,
+    /// empty).
+    pub(crate) fn create(file: File, log: &str, schema: &LogSchema) -> io::Result<ParquetLog> {
+        let arrow = Arc::new(arrow_schema(schema));
+        let kv = |k: &str, v: String| KeyValue::new(k.to_string(), v);
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL).map_err(other)?))
+            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+            .set_max_row_group_bytes(Some(ROW_GROUP_BYTES))
+            .set_key_value_metadata(Some(vec![
+                kv("tapstat.log", log.to_string()),
+                kv("tapstat.version", env!("CARGO_PKG_VERSION").to_string()),
+                kv("tapstat.schema_version", tapstat_record::SCHEMA_VERSION.to_string()),
+            ]))
+            .build();
+        let writer = ArrowWriter::try_new(file, arrow.clone(), Some(props)).map_err(other)?;
+        let cols = schema.columns.iter().map(|c| Col::new(c.ty)).collect();
+        Ok(ParquetLog { writer, schema: arrow, cols, rows: 0, scratch: Vec::new() })
+    }
+
+    /// Appends the rows of a block; every [`BATCH_ROWS`] rows go to the writer.
+    pub(crate) fn append(&mut self, block: &[u8]) -> io::Result<()> {
+        for row in crate::columnar::rows(block) {
+            let row = row.map_err(other)?;
+            let mut cells = Cells::new(row);
+            for col in &mut self.cols {
+                let cell = cells.next().map_err(other)?.ok_or(Damaged(row.len())).map_err(other)?;
+                col.push(cell, &mut self.scratch);
+            }
+            if cells.next().map_err(other)?.is_some() {
+                return Err(other(Damaged(row.len())));
+            }
+            self.rows += 1;
+            if self.rows >= BATCH_ROWS {
+                self.write_batch()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_batch(&mut self) -> io::Result<()> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let arrays: Vec<ArrayRef> = self.cols.iter_mut().map(Col::finish).collect();
+        self.rows = 0;
+        let batch = RecordBatch::try_new(self.schema.clone(), arrays).map_err(other)?;
+        self.writer.write(&batch).map_err(other)?;
+        if self.writer.memory_size() > ROW_GROUP_MEMORY {
+            self.writer.flush().map_err(other)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the rows left, the last row group and the footer.
+    pub(crate) fn finish(mut self) -> io::Result<()> {
+        self.write_batch()?;
+        self.writer.into_inner().map_err(other)?;
+        Ok(())
+    }
+}
+
+/// The values of one column, as Arrow builds them.
+enum Col {
+    Int(Int64Builder),
+    Float(Float64Builder),
+    Time(TimestampMicrosecondBuilder),
+    Str(StringBuilder),
+    Bool(BooleanBuilder),
+    Ints(ListBuilder<Int64Builder>),
+    Floats(ListBuilder<Float64Builder>),
+    Strs(ListBuilder<StringBuilder>),
+}
+
+impl Col {
+    fn new(t: ColumnType) -> Col {
+        match t {
+            ColumnType::Int64 => Col::Int(Int64Builder::new()),
+            ColumnType::Float64 => Col::Float(Float64Builder::new()),
+            ColumnType::Timestamp => Col::Time(TimestampMicrosecondBuilder::new().with_timezone("UTC")),
+            ColumnType::Utf8 => Col::Str(StringBuilder::new()),
+            ColumnType::Bool => Col::Bool(BooleanBuilder::new()),
+            ColumnType::ListInt64 => Col::Ints(ListBuilder::new(Int64Builder::new())),
+            ColumnType::ListFloat64 => Col::Floats(ListBuilder::new(Float64Builder::new())),
+            ColumnType::ListUtf8 => Col::Strs(ListBuilder::new(StringBuilder::new())),
+        }
+    }
+
+    /// Appends a value. The values a column's getter returns fit its type; one that
+    /// does not (a schema bug, which debug builds stop at) is written as null.
+    #[inline]
+    fn push(&mut self, cell: Cell<'_>, scratch: &mut Vec<u8>) {
+        let fits = match (&mut *self, cell) {
+            (Col::Int(b), Cell::Null) => {
+                b.append_null();
+                true
+            }
+            // No tapstat value comes near 2^63 (counters, ports, codes); one past it
+            // is no value rather than a negative one.
+            (Col::Int(b), Cell::U64(n)) => {
+                b.append_option(i64::try_from(n).ok());
+                true
+            }
+            (Col::Int(b), Cell::Bool(x)) => {
+                b.append_value(x as i64);
+                true
+            }
+            (Col::Float(b), Cell::Null) => {
+                b.append_null();
+                true
+            }
+            (Col::Float(b), Cell::F64(x)) => {
+                b.append_value(x);
+                true
+            }
+            (Col::Float(b), Cell::Micros(us)) => {
+                b.append_value(us as f64 / 1000.0);
+                true
+            }
+            (Col::Float(b), Cell::U64(n)) => {
+                b.append_value(n as f64);
+                true
+            }
+            (Col::Time(b), Cell::Null) => {
+                b.append_null();
+                true
+            }
+            (Col::Time(b), Cell::Micros(us)) => {
+                b.append_option(i64::try_from(us).ok());
+                true
+            }
+            (Col::Time(b), Cell::F64(ms)) => {
+                b.append_value((ms * 1000.0).round() as i64);
+                true
+            }
+            (Col::Str(b), Cell::Null) => {
+                b.append_null();
+                true
+            }
+            (Col::Str(b), Cell::Str(s)) => {
+                b.append_value(s);
+                true
+            }
+            (Col::Str(b), Cell::Ip(ip)) => {
+                scratch.clear();
+                tapstat_record::tsv::ip_value(ip, scratch);
+                b.append_value(std::str::from_utf8(scratch).unwrap_or_default());
+                true
+            }
+            (Col::Bool(b), Cell::Null) => {
+                b.append_null();
+                true
+            }
+            (Col::Bool(b), Cell::Bool(x)) => {
+                b.append_value(x);
+                true
+            }
+            (Col::Ints(b), Cell::Null) => {
+                b.append_null();
+                true
+            }
+            (Col::Ints(b), Cell::U32s(raw)) => {
+                Cell::u32s(raw).for_each(|x| b.values().append_value(i64::from(x)));
+                b.append(true);
+                true
+            }
+            (Col::Floats(b), Cell::Null) => {
+                b.append_null();
+                true
+            }
+            (Col::Floats(b), Cell::MicrosU32s(raw)) => {
+                Cell::u32s(raw).for_each(|us| b.values().append_value(us as f64 / 1000.0));
+                b.append(true);
+                true
+            }
+            (Col::Floats(b), Cell::U32s(raw)) => {
+                Cell::u32s(raw).for_each(|x| b.values().append_value(f64::from(x)));
+                b.append(true);
+                true
+            }
+            (Col::Strs(b), Cell::Null) => {
+                b.append_null();
+                true
+            }
+            (Col::Strs(b), Cell::Strs(s)) => {
+                for item in Cell::strs(s) {
+                    b.values().append_value(item);
+                }
+                b.append(true);
+                true
+            }
+            (_, _) => false,
+        };
+        if !fits {
+            debug_assert!(false, "a value of the wrong type for its column: {cell:?}");
+            self.push(Cell::Null, scratch);
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Col::Int(b) => Arc::new(b.finish()),
+            Col::Float(b) => Arc::new(b.finish()),
+            Col::Time(b) => Arc::new(b.finish()),
+            Col::Str(b) => Arc::new(b.finish()),
+            Col::Bool(b) => Arc::new(b.finish()),
+            Col::Ints(b) => Arc::new(b.finish()),
+            Col::Floats(b) => Arc::new(b.finish()),
+            Col::Strs(b) => Arc::new(b.finish()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Format, OutputDir};
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, Int64Type, TimestampMicrosecondType};
+    use arrow_array::Array;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use tapstat_record::{Column, Field, Log, Type, Value};
+
+    struct R {
+        n: u64,
+        us: u64,
+        ms: f64,
+        s: String,
+        ps: Vec<u32>,
+    }
+
+    fn log() -> Log<R> {
+        const fn f(name: &'static str, ty: Type, unit: &'static str) -> Field {
+            Field { name, ty, unit, meaning: "", group: "" }
+        }
+        Log {
+            name: "log_t",
+            meaning: "",
+            runs: Vec::new(),
+            columns: vec![
+                Column { field: f("n", Type::U64, "packets"), get: |r: &R| Value::U64(r.n) },
+                Column {
+                    field: f("first", Type::F64, crate::columnar::EPOCH_MS),
+                    get: |r: &R| if r.us == 0 { Value::None } else { Value::Micros(r.us) },
+                },
+                Column { field: f("durat", Type::F64, "ms"), get: |r: &R| Value::F64(r.ms) },
+                Column { field: f("s", Type::Str, ""), get: |r: &R| Value::Str(&r.s) },
+                Column { field: f("ps", Type::List, "bytes"), get: |r: &R| Value::U32s(&r.ps) },
+            ],
+        }
+    }
+
+    fn rec(i: u64) -> R {
+        R {
+            n: i,
+            us: i * 1000 + 1,
+            ms: i as f64 / 3.0,
+            s: if i.is_multiple_of(3) { String::new() } else { format!("s{i}") },
+            ps: vec![i as u32; (i % 4) as usize],
+        }
+    }
+
+    fn scratch(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("tapstat-parquet-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    /// Writes `rows` records from `from` as the pipeline does: in blocks of about
+    /// 256 KiB.
+    fn write(out: &mut OutputDir, from: u64, rows: u64) {
+        let (l, mut block) = (log(), Vec::new());
+        for i in from..from + rows {
+            Format::Parquet.record(&l, &rec(i), &mut block);
+            if block.len() >= 256 * 1024 {
+                out.append(0, &block).unwrap();
+                block.clear();
+            }
+        }
+        out.append(0, &block).unwrap();
+    }
+
+    fn read(path: &std::path::Path) -> (parquet::file::metadata::ParquetMetaData, Vec<RecordBatch>) {
+        let b = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap();
+        let meta = b.metadata().as_ref().clone();
+        (meta, b.build().unwrap().map(Result::unwrap).collect())
+    }
+
+    #[test]
+    fn rows_read_back_typed_in_bounded_row_groups_with_the_metadata() {
+        let d = scratch("rows");
+        let mut h = Vec::new();
+        Format::Parquet.header(&log(), &mut h);
+        let mut out = OutputDir::create(&d, &["log_t.parquet".to_string()], &[h]).unwrap();
+        let n = 2 * ROW_GROUP_ROWS as u64 + 1000;
+        write(&mut out, 0, n);
+        out.finish().unwrap();
+
+        let (meta, batches) = read(&d.join("log_t.parquet"));
+        let fm = meta.file_metadata();
+        assert_eq!(fm.num_rows() as u64, n);
+        assert!(meta.num_row_groups() >= 3);
+        assert!(meta.row_groups().iter().all(|g| g.num_rows() as usize <= ROW_GROUP_ROWS));
+        let kv: HashMap<&str, &str> = fm
+            .key_value_metadata()
+            .unwrap()
+            .iter()
+            .map(|k| (k.key.as_str(), k.value.as_deref().unwrap_or("")))
+            .collect();
+        assert_eq!(kv["tapstat.log"], "log_t");
+        assert_eq!(kv["tapstat.version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(kv["tapstat.schema_version"], tapstat_record::SCHEMA_VERSION.to_string());
+        let schema = batches[0].schema();
+        let types: Vec<String> = schema.fields().iter().map(|f| f.data_type().to_string()).collect();
+        assert_eq!(types[..4], ["Int64", "Timestamp(µs, \"UTC\")", "Float64", "Utf8"]);
+        assert!(matches!(schema.field(4).data_type(), DataType::List(f) if f.data_type() == &DataType::Int64));
+        assert_eq!(schema.field(1).metadata()["unit"], "epoch ms");
+        let mut i = 0u64;
+        for b in &batches {
+            let (ns, ts, ms, ss) = (
+                b.column(0).as_primitive::<Int64Type>(),
+                b.column(1).as_primitive::<TimestampMicrosecondType>(),
+                b.column(2).as_primitive::<Float64Type>(),
+                b.column(3).as_string::<i32>(),
+            );
+            let ps = b.column(4).as_list::<i32>();
+            for k in 0..b.num_rows() {
+                let r = rec(i);
+                assert_eq!(ns.value(k) as u64, r.n);
+                assert_eq!(ts.value(k) as u64, r.us);
+                assert_eq!(ms.value(k), r.ms);
+                assert_eq!(ss.is_null(k), r.s.is_empty());
+                if !r.s.is_empty() {
+                    assert_eq!(ss.value(k), r.s);
+                }
+                let p = ps.value(k);
+                let p: Vec<u32> = p.as_primitive::<Int64Type>().values().iter().map(|&x| x as u32).collect();
+                assert_eq!(p, r.ps);
+                i += 1;
+            }
+        }
+        assert_eq!(i, n);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// Reopening (SIGHUP, a late live worker) leaves a closed file whole and goes on
+    /// in a new part.
+    #[test]
+    fn reopening_goes_on_in_a_new_readable_part() {
+        let d = scratch("reopen");
+        let mut h = Vec::new();
+        Format::Parquet.header(&log(), &mut h);
+        let names = ["log_t.parquet".to_string()];
+        let mut out = OutputDir::create(&d, &names, std::slice::from_ref(&h)).unwrap();
+        write(&mut out, 0, 10);
+        out.finish().unwrap();
+        let mut out = OutputDir::open_append(&d, &names, std::slice::from_ref(&h)).unwrap();
+        assert_eq!(
+            out.records_in(0, &{
+                let mut b = Vec::new();
+                Format::Parquet.record(&log(), &rec(1), &mut b);
+                Format::Parquet.record(&log(), &rec(2), &mut b);
+                b
+            }),
+            2
+        );
+        write(&mut out, 10, 5);
+        out.finish().unwrap();
+        assert_eq!(read(&d.join("log_t.parquet")).0.file_metadata().num_rows(), 10);
+        let (meta, _) = read(&d.join("log_t.1.parquet"));
+        assert_eq!(meta.file_metadata().num_rows(), 5);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

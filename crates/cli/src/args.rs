@@ -96,6 +96,7 @@ pub enum UrlArg {
 pub enum FormatArg {
     Tsv,
     Jsonl,
+    Parquet,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -124,7 +125,8 @@ pub struct RunArgs {
     /// Worker threads [default: available cores; 1..=max(16, 4 × cores), at most 1024]
     #[arg(short = 'w', long = "workers", value_name = "N", allow_negative_numbers = true, value_parser = int_in::<usize, 1, MAX_WORKERS>)]
     pub workers: Option<usize>,
-    /// Record format
+    /// Record format (parquet: typed columns, zstd; needs a build with --features
+    /// parquet, and --rotate on live capture)
     #[arg(long, value_enum, default_value = "tsv")]
     pub format: FormatArg,
     /// Also export every flow, as it ends, to the IPFIX collector at HOST:PORT (RFC 7011,
@@ -390,6 +392,7 @@ impl RunArgs {
             format: match self.format {
                 FormatArg::Tsv => tapstat_sink::Format::Tsv,
                 FormatArg::Jsonl => tapstat_sink::Format::Jsonl,
+                FormatArg::Parquet => tapstat_sink::Format::Parquet,
             },
             out_dir: self.out.clone(),
             tracker: TrackerConfig {

@@ -13,6 +13,7 @@ pub(crate) use say;
 
 mod args;
 mod bench;
+mod columnar;
 mod live;
 mod outdir;
 mod replay;
@@ -97,6 +98,7 @@ fn usage_error(e: clap::Error) -> ! {
 
 /// Runs the engine as the flags say; writes summary.json; prints the summary.
 pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
+    columnar::check(a)?;
     if a.live.is_live() && (a.dispatchers != 0 || a.chunk_frames != 1024) {
         bail!("--dispatchers applies to -r files: live capture has no dispatcher (each worker reads its own socket or queue)");
     }
@@ -311,9 +313,7 @@ fn schema_text() -> String {
     s
 }
 
-/// The version of `tapstat schema --format json`'s layout (not of the columns, which
-/// `tapstat_version` dates): raised when a key changes meaning or goes away.
-const SCHEMA_VERSION: u64 = 1;
+use tapstat_record::SCHEMA_VERSION;
 
 /// The DuckDB type a column's values load as, for `read_csv(f, dtype=...)`: what
 /// DuckDB's sniffer finds from the values, given even where a file has none.
@@ -344,6 +344,7 @@ fn schema_json() -> String {
                         "meaning": f.meaning,
                         "group": f.group,
                         "duckdb_type": duckdb_type(f.ty),
+                        "parquet_type": tapstat_sink::columnar::ColumnType::of(f).name(),
                     })
                 })
                 .collect();

@@ -2,7 +2,7 @@
 //! through the live path (issue 15, item 1), and the sustainable no-loss rate found by
 //! bisection (seeds/000 §5).
 
-use crate::args::{BenchArgs, Cli, FormatArg, RunArgs};
+use crate::args::{BenchArgs, Cli, RunArgs};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -86,7 +86,8 @@ fn run_args(b: &BenchArgs, tmp: Option<&std::path::Path>) -> Result<RunArgs> {
         argv.extend(["-w".into(), w.to_string()]);
     }
     if let Some(f) = b.format {
-        argv.extend(["--format".into(), if f == FormatArg::Jsonl { "jsonl" } else { "tsv" }.into()]);
+        let name = clap::ValueEnum::to_possible_value(&f).expect("every format has a name");
+        argv.extend(["--format".into(), name.get_name().into()]);
     }
     if let Some(buf) = b.buffer {
         argv.extend(["--buffer".into(), buf.to_string()]);

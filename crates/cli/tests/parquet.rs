@@ -1,0 +1,125 @@
+//! `--format parquet`: every log of the dev captures (periodic rows, HTTP and DNS
+//! included) written as Parquet and as TSV by the same run's options, then read back
+//! by pyarrow and DuckDB (parquet_check.py) with the TSV's rows and values, the
+//! schema's types and the file's metadata. Skipped, with the reason printed, where
+//! python3, pyarrow or DuckDB is missing, unless TAPSTAT_REQUIRE_PYTHON=1. Without the
+//! `parquet` feature, only the refusal is tested.
+
+mod common;
+
+use common::tapstat;
+#[cfg(feature = "parquet")]
+use common::{analyze, corpus, dev_captures, tempdir};
+#[cfg(feature = "parquet")]
+use std::path::PathBuf;
+#[cfg(feature = "parquet")]
+use std::process::Command;
+
+#[cfg(feature = "parquet")]
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/parquet_check.py");
+
+#[cfg(feature = "parquet")]
+fn python_ready() -> bool {
+    let ok = Command::new("python3").args(["-c", "import pyarrow, duckdb"]).output().is_ok_and(|o| o.status.success());
+    if ok {
+        return true;
+    }
+    assert!(
+        std::env::var("TAPSTAT_REQUIRE_PYTHON").as_deref() != Ok("1"),
+        "TAPSTAT_REQUIRE_PYTHON=1 but python3 with pyarrow and duckdb is missing (pip install pyarrow duckdb)"
+    );
+    eprintln!("skipped: python3 with pyarrow and duckdb is missing (pip install pyarrow duckdb)");
+    false
+}
+
+#[test]
+#[cfg(feature = "parquet")]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn parquet_logs_read_back_by_pyarrow_and_duckdb_as_the_tsv() {
+    if !python_ready() {
+        return;
+    }
+    let Some(c) = corpus() else { return };
+    let dir = tempdir("parquet");
+    let schema = dir.join("schema.json");
+    let o = tapstat(&["schema", "--format", "json"]);
+    assert!(o.status.success());
+    std::fs::write(&schema, &o.stdout).unwrap();
+
+    let mut pairs: Vec<PathBuf> = Vec::new();
+    for (i, pcap) in dev_captures(&c).iter().enumerate() {
+        // One worker and one hash seed: the same records in the same order.
+        let (tsv, pq) = (dir.join(format!("{i}.tsv")), dir.join(format!("{i}.parquet")));
+        analyze(pcap, &tsv, 1, &["--periodic", "10"]);
+        analyze(pcap, &pq, 1, &["--periodic", "10", "--format", "parquet"]);
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(pq.join("summary.json")).unwrap()).unwrap();
+        assert_eq!(summary["format"], "parquet");
+        pairs.extend([tsv, pq]);
+    }
+    let mut args = vec![SCRIPT.to_string(), schema.to_str().unwrap().to_string()];
+    args.extend(pairs.iter().map(|p| p.to_str().unwrap().to_string()));
+    let o = Command::new("python3").args(&args).output().expect("python3 runs");
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "parquet_check.py found problems:\n{report}{}", String::from_utf8_lossy(&o.stderr));
+    eprint!("{report}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Several workers write the same rows (in another order: blocks of different
+/// workers interleave), and the row count of each file is the summary's.
+#[test]
+#[cfg(feature = "parquet")]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn parquet_with_several_workers_holds_every_record() {
+    if !python_ready() {
+        return;
+    }
+    let Some(c) = corpus() else { return };
+    let pcap = dev_captures(&c).into_iter().max_by_key(|p| p.metadata().map(|m| m.len()).unwrap_or(0)).unwrap();
+    let dir = tempdir("parquet-workers");
+    let out = dir.join("out");
+    analyze(&pcap, &out, 3, &["--format", "parquet"]);
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let counts = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, json, os, pyarrow.parquet as pq\n\
+             d = sys.argv[1]\n\
+             print(json.dumps({f[:-8]: pq.ParquetFile(os.path.join(d, f)).metadata.num_rows for f in os.listdir(d) if f.endswith('.parquet')}))",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .expect("python3 runs");
+    assert!(counts.status.success(), "{}", String::from_utf8_lossy(&counts.stderr));
+    let counts: serde_json::Value = serde_json::from_slice(&counts.stdout).unwrap();
+    let records = summary["records"].as_object().expect("summary.json has records by log");
+    assert!(!records.is_empty());
+    for (log, n) in records {
+        assert_eq!(&counts[log], n, "{log}: rows in the file and records in summary.json");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A Parquet file is readable only once closed: live capture without --rotate is
+/// refused, in one line, before any socket is opened.
+#[test]
+#[cfg(feature = "parquet")]
+fn parquet_on_live_capture_needs_rotate() {
+    let o = tapstat(&["-i", "lo", "-o", "/nonexistent/x", "--format", "parquet"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--format parquet on live capture needs --rotate"), "{err}");
+}
+
+/// Without the feature, `--format parquet` says how to build it, in one line.
+#[test]
+#[cfg(not(feature = "parquet"))]
+fn parquet_without_the_feature_says_how_to_build_it() {
+    let o = tapstat(&["-r", "/nonexistent.pcap", "-o", "/nonexistent/x", "--format", "parquet"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--features parquet"), "{err}");
+}

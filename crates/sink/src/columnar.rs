@@ -148,19 +148,19 @@ impl LogSchema {
 }
 
 // The tags of encoded values.
-const NULL: u8 = 0;
-const U64: u8 = 1;
-const F64: u8 = 2;
-const MICROS: u8 = 3;
-const STR: u8 = 4;
-const IP4: u8 = 5;
-const IP6: u8 = 6;
-const FALSE: u8 = 7;
-const TRUE: u8 = 8;
-const U32S: u8 = 9;
-const MICROS_U32S: u8 = 10;
+pub(crate) const NULL: u8 = 0;
+pub(crate) const U64: u8 = 1;
+pub(crate) const F64: u8 = 2;
+pub(crate) const MICROS: u8 = 3;
+pub(crate) const STR: u8 = 4;
+pub(crate) const IP4: u8 = 5;
+pub(crate) const IP6: u8 = 6;
+pub(crate) const FALSE: u8 = 7;
+pub(crate) const TRUE: u8 = 8;
+pub(crate) const U32S: u8 = 9;
+pub(crate) const MICROS_U32S: u8 = 10;
 /// Texts separated by NUL, as [`Value::Strs`] holds them.
-const STRS: u8 = 11;
+pub(crate) const STRS: u8 = 11;
 
 /// Appends one record of `log` as a row: its length in bytes (u32, little-endian),
 /// then each column's value, in the log's order.
@@ -199,25 +199,24 @@ fn u32s(tag: u8, xs: &[u32], out: &mut Vec<u8>) {
     }
 }
 
+/// Appends a tag and its 8 bytes, in one copy.
+#[inline(always)]
+fn tagged(tag: u8, x: u64, out: &mut Vec<u8>) {
+    let mut b = [tag; 9];
+    b[1..].copy_from_slice(&x.to_le_bytes());
+    out.extend_from_slice(&b);
+}
+
 /// Appends one value. No value, an empty string and a real that is not finite are
 /// null, as in JSON lines (and empty in TSV).
 #[inline]
 fn value(v: Value<'_>, out: &mut Vec<u8>) {
     match v {
         Value::None | Value::Str("") => out.push(NULL),
-        Value::U64(n) => {
-            out.push(U64);
-            out.extend_from_slice(&n.to_le_bytes());
-        }
-        Value::F64(x) if x.is_finite() => {
-            out.push(F64);
-            out.extend_from_slice(&x.to_le_bytes());
-        }
+        Value::U64(n) => tagged(U64, n, out),
+        Value::F64(x) if x.is_finite() => tagged(F64, x.to_bits(), out),
         Value::F64(_) => out.push(NULL),
-        Value::Micros(us) => {
-            out.push(MICROS);
-            out.extend_from_slice(&us.to_le_bytes());
-        }
+        Value::Micros(us) => tagged(MICROS, us, out),
         Value::Str(s) => bytes(STR, s, out),
         Value::Ip(std::net::IpAddr::V4(a)) => {
             out.push(IP4);
@@ -314,7 +313,9 @@ pub fn rows_in(block: &[u8]) -> u64 {
     rows(block).count() as u64
 }
 
-/// The values of one row, in order.
+/// The values of one row, in order: [`Cells::next`] decodes any; the columnar
+/// writer reads each column's expected tags directly ([`Cells::tag`] and the readers of
+/// payloads).
 pub struct Cells<'a> {
     row: &'a [u8],
     pos: usize,
@@ -325,62 +326,81 @@ impl<'a> Cells<'a> {
         Cells { row, pos: 0 }
     }
 
-    fn take(&mut self, n: usize) -> Result<&'a [u8], Damaged> {
+    /// Whether every value was read.
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.row.len()
+    }
+
+    #[inline]
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], Damaged> {
+        let b = self.row.get(self.pos..self.pos + N).ok_or(Damaged(self.pos))?;
+        self.pos += N;
+        Ok(b.try_into().expect("N bytes"))
+    }
+
+    #[inline]
+    fn slice(&mut self, n: usize) -> Result<&'a [u8], Damaged> {
         let b = self.row.get(self.pos..self.pos + n).ok_or(Damaged(self.pos))?;
         self.pos += n;
         Ok(b)
     }
 
-    fn u64(&mut self) -> Result<u64, Damaged> {
-        let b = self.take(8)?;
-        Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    /// The next value's tag (a row that ends here is damaged).
+    #[inline]
+    pub(crate) fn tag(&mut self) -> Result<u8, Damaged> {
+        Ok(self.take::<1>()?[0])
     }
 
-    fn len(&mut self) -> Result<usize, Damaged> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
+    /// The payload of `U64`, `F64` (its bits) and `MICROS`.
+    #[inline]
+    pub(crate) fn u64(&mut self) -> Result<u64, Damaged> {
+        Ok(u64::from_le_bytes(self.take()?))
     }
 
-    fn text(&mut self) -> Result<&'a str, Damaged> {
+    /// The payload of `STR` and `STRS`.
+    #[inline]
+    pub(crate) fn text(&mut self) -> Result<&'a str, Damaged> {
         let at = self.pos;
-        let n = self.len()?;
-        std::str::from_utf8(self.take(n)?).map_err(|_| Damaged(at))
+        let n = u32::from_le_bytes(self.take()?) as usize;
+        std::str::from_utf8(self.slice(n)?).map_err(|_| Damaged(at))
     }
 
-    /// The next value; `Ok(None)` at the end of the row.
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Result<Option<Cell<'a>>, Damaged> {
-        let Some(&tag) = self.row.get(self.pos) else { return Ok(None) };
+    /// The payload of `U32S` and `MICROS_U32S`: the numbers' bytes.
+    #[inline]
+    pub(crate) fn u32s(&mut self) -> Result<&'a [u8], Damaged> {
         let at = self.pos;
-        self.pos += 1;
-        Ok(Some(match tag {
+        let n = u32::from_le_bytes(self.take()?) as usize;
+        self.slice(n.checked_mul(4).ok_or(Damaged(at))?)
+    }
+
+    /// The value of tag `tag`, read after it.
+    pub(crate) fn value(&mut self, tag: u8) -> Result<Cell<'a>, Damaged> {
+        let at = self.pos;
+        Ok(match tag {
             NULL => Cell::Null,
             U64 => Cell::U64(self.u64()?),
             F64 => Cell::F64(f64::from_bits(self.u64()?)),
             MICROS => Cell::Micros(self.u64()?),
             STR => Cell::Str(self.text()?),
-            IP4 => {
-                let b: [u8; 4] = self.take(4)?.try_into().expect("4 bytes");
-                Cell::Ip(std::net::Ipv4Addr::from(b).into())
-            }
-            IP6 => {
-                let b: [u8; 16] = self.take(16)?.try_into().expect("16 bytes");
-                Cell::Ip(std::net::Ipv6Addr::from(b).into())
-            }
+            IP4 => Cell::Ip(std::net::Ipv4Addr::from(self.take::<4>()?).into()),
+            IP6 => Cell::Ip(std::net::Ipv6Addr::from(self.take::<16>()?).into()),
             FALSE => Cell::Bool(false),
             TRUE => Cell::Bool(true),
-            U32S | MICROS_U32S => {
-                let n = self.len()?;
-                let raw = self.take(n.checked_mul(4).ok_or(Damaged(at))?)?;
-                if tag == U32S {
-                    Cell::U32s(raw)
-                } else {
-                    Cell::MicrosU32s(raw)
-                }
-            }
+            U32S => Cell::U32s(self.u32s()?),
+            MICROS_U32S => Cell::MicrosU32s(self.u32s()?),
             STRS => Cell::Strs(self.text()?),
             _ => return Err(Damaged(at)),
-        }))
+        })
+    }
+
+    /// The next value; `Ok(None)` at the end of the row.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Option<Cell<'a>>, Damaged> {
+        if self.is_empty() {
+            return Ok(None);
+        }
+        let tag = self.tag()?;
+        self.value(tag).map(Some)
     }
 }
 

@@ -14,7 +14,8 @@
 //! buffers pass [`ROW_GROUP_MEMORY`]). A file is readable once closed: its footer,
 //! which locates the row groups, is written last.
 
-use crate::columnar::{Cell, Cells, ColumnType, Damaged, LogSchema};
+use crate::columnar::{self, Cell, Cells, ColumnType, Damaged, LogSchema};
+use arrow_array::builder::ArrayBuilder;
 use arrow_array::builder::{
     BooleanBuilder, Float64Builder, Int64Builder, ListBuilder, StringBuilder, TimestampMicrosecondBuilder,
 };
@@ -38,15 +39,17 @@ pub const ROW_GROUP_BYTES: usize = 32 << 20;
 /// The writer's buffers of a row group in progress at most (pages not yet
 /// compressed included): past it, the row group is written out.
 pub const ROW_GROUP_MEMORY: usize = 64 << 20;
-/// zstd's own default level: on mix-small's TCP log, level 1 gives 8% more bytes for
-/// 10% less of the writer thread's time (docs/BENCHMARKS.md).
-const ZSTD_LEVEL: i32 = 3;
+/// zstd level 1 and no dictionary encoding: the writer thread encodes every worker's
+/// records, and on mix-small these take a fifth fewer of its instructions than level 3
+/// with dictionaries, for 7% more bytes (docs/BENCHMARKS.md, "Parquet").
+const ZSTD_LEVEL: i32 = 1;
 
 /// A Parquet log file being written.
 pub(crate) struct ParquetLog {
     writer: ArrowWriter<File>,
     schema: SchemaRef,
     cols: Vec<Col>,
+    types: Vec<ColumnType>,
     rows: usize,
     /// A value's text (addresses).
     scratch: Vec<u8>,
@@ -95,6 +98,7 @@ impl ParquetLog {
         let kv = |k: &str, v: String| KeyValue::new(k.to_string(), v);
         let props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL).map_err(other)?))
+            .set_dictionary_enabled(false)
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
             .set_max_row_group_bytes(Some(ROW_GROUP_BYTES))
             .set_key_value_metadata(Some(vec![
@@ -104,8 +108,9 @@ impl ParquetLog {
             ]))
             .build();
         let writer = ArrowWriter::try_new(file, arrow.clone(), Some(props)).map_err(other)?;
-        let cols = schema.columns.iter().map(|c| Col::new(c.ty)).collect();
-        Ok(ParquetLog { writer, schema: arrow, cols, rows: 0, scratch: Vec::new() })
+        let types: Vec<ColumnType> = schema.columns.iter().map(|c| c.ty).collect();
+        let cols = types.iter().map(|&t| Col::new(t, 0, 0, 0)).collect();
+        Ok(ParquetLog { writer, schema: arrow, cols, types, rows: 0, scratch: Vec::new() })
     }
 
     /// Appends the rows of a block; every [`BATCH_ROWS`] rows go to the writer.
@@ -114,10 +119,9 @@ impl ParquetLog {
             let row = row.map_err(other)?;
             let mut cells = Cells::new(row);
             for col in &mut self.cols {
-                let cell = cells.next().map_err(other)?.ok_or(Damaged(row.len())).map_err(other)?;
-                col.push(cell, &mut self.scratch);
+                col.read(&mut cells, &mut self.scratch).map_err(other)?;
             }
-            if cells.next().map_err(other)?.is_some() {
+            if !cells.is_empty() {
                 return Err(other(Damaged(row.len())));
             }
             self.rows += 1;
@@ -132,7 +136,7 @@ impl ParquetLog {
         if self.rows == 0 {
             return Ok(());
         }
-        let arrays: Vec<ArrayRef> = self.cols.iter_mut().map(Col::finish).collect();
+        let arrays: Vec<ArrayRef> = self.cols.iter_mut().zip(&self.types).map(|(c, &t)| c.finish(t)).collect();
         self.rows = 0;
         let batch = RecordBatch::try_new(self.schema.clone(), arrays).map_err(other)?;
         self.writer.write(&batch).map_err(other)?;
@@ -163,140 +167,124 @@ enum Col {
 }
 
 impl Col {
-    fn new(t: ColumnType) -> Col {
+    /// An empty column of type `t`, with room for `rows` rows (and `bytes` bytes of
+    /// text or `items` list items).
+    fn new(t: ColumnType, rows: usize, items: usize, bytes: usize) -> Col {
         match t {
-            ColumnType::Int64 => Col::Int(Int64Builder::new()),
-            ColumnType::Float64 => Col::Float(Float64Builder::new()),
-            ColumnType::Timestamp => Col::Time(TimestampMicrosecondBuilder::new().with_timezone("UTC")),
-            ColumnType::Utf8 => Col::Str(StringBuilder::new()),
-            ColumnType::Bool => Col::Bool(BooleanBuilder::new()),
-            ColumnType::ListInt64 => Col::Ints(ListBuilder::new(Int64Builder::new())),
-            ColumnType::ListFloat64 => Col::Floats(ListBuilder::new(Float64Builder::new())),
-            ColumnType::ListUtf8 => Col::Strs(ListBuilder::new(StringBuilder::new())),
+            ColumnType::Int64 => Col::Int(Int64Builder::with_capacity(rows)),
+            ColumnType::Float64 => Col::Float(Float64Builder::with_capacity(rows)),
+            ColumnType::Timestamp => Col::Time(TimestampMicrosecondBuilder::with_capacity(rows).with_timezone("UTC")),
+            ColumnType::Utf8 => Col::Str(StringBuilder::with_capacity(rows, bytes)),
+            ColumnType::Bool => Col::Bool(BooleanBuilder::with_capacity(rows)),
+            ColumnType::ListInt64 => Col::Ints(ListBuilder::with_capacity(Int64Builder::with_capacity(items), rows)),
+            ColumnType::ListFloat64 => {
+                Col::Floats(ListBuilder::with_capacity(Float64Builder::with_capacity(items), rows))
+            }
+            ColumnType::ListUtf8 => {
+                Col::Strs(ListBuilder::with_capacity(StringBuilder::with_capacity(items, bytes), rows))
+            }
         }
     }
 
-    /// Appends a value. The values a column's getter returns fit its type; one that
-    /// does not (a schema bug, which debug builds stop at) is written as null.
+    /// Reads the column's next value from `cells` and appends it. The tags each
+    /// column's getter returns are read first; a value that does not fit its column
+    /// (a schema bug, which debug builds stop at) is written as null.
     #[inline]
-    fn push(&mut self, cell: Cell<'_>, scratch: &mut Vec<u8>) {
-        let fits = match (&mut *self, cell) {
-            (Col::Int(b), Cell::Null) => {
-                b.append_null();
-                true
+    fn read(&mut self, cells: &mut Cells<'_>, scratch: &mut Vec<u8>) -> Result<(), Damaged> {
+        let tag = cells.tag()?;
+        match (&mut *self, tag) {
+            // No tapstat value comes near 2^63 (counters, ports, codes); one past it is
+            // no value rather than a negative one.
+            (Col::Int(b), columnar::U64) => b.append_option(i64::try_from(cells.u64()?).ok()),
+            (Col::Float(b), columnar::F64) => b.append_value(f64::from_bits(cells.u64()?)),
+            (Col::Float(b), columnar::MICROS) => b.append_value(cells.u64()? as f64 / 1000.0),
+            (Col::Time(b), columnar::MICROS) => b.append_option(i64::try_from(cells.u64()?).ok()),
+            (Col::Str(b), columnar::STR) => b.append_value(cells.text()?),
+            (Col::Bool(b), columnar::FALSE | columnar::TRUE) => b.append_value(tag == columnar::TRUE),
+            (Col::Ints(b), columnar::U32S) => {
+                let v = b.values();
+                Cell::u32s(cells.u32s()?).for_each(|x| v.append_value(i64::from(x)));
+                b.append(true);
             }
-            // No tapstat value comes near 2^63 (counters, ports, codes); one past it
-            // is no value rather than a negative one.
-            (Col::Int(b), Cell::U64(n)) => {
-                b.append_option(i64::try_from(n).ok());
-                true
+            (Col::Floats(b), columnar::MICROS_U32S) => {
+                let v = b.values();
+                Cell::u32s(cells.u32s()?).for_each(|us| v.append_value(f64::from(us) / 1000.0));
+                b.append(true);
             }
-            (Col::Int(b), Cell::Bool(x)) => {
-                b.append_value(x as i64);
-                true
+            (Col::Strs(b), columnar::STRS) => {
+                let v = b.values();
+                Cell::strs(cells.text()?).for_each(|item| v.append_value(item));
+                b.append(true);
             }
-            (Col::Float(b), Cell::Null) => {
-                b.append_null();
-                true
+            (_, columnar::NULL) => self.append_null(),
+            _ => {
+                let cell = cells.value(tag)?;
+                self.convert(cell, scratch);
             }
-            (Col::Float(b), Cell::F64(x)) => {
-                b.append_value(x);
-                true
-            }
-            (Col::Float(b), Cell::Micros(us)) => {
-                b.append_value(us as f64 / 1000.0);
-                true
-            }
-            (Col::Float(b), Cell::U64(n)) => {
-                b.append_value(n as f64);
-                true
-            }
-            (Col::Time(b), Cell::Null) => {
-                b.append_null();
-                true
-            }
-            (Col::Time(b), Cell::Micros(us)) => {
-                b.append_option(i64::try_from(us).ok());
-                true
-            }
-            (Col::Time(b), Cell::F64(ms)) => {
-                b.append_value((ms * 1000.0).round() as i64);
-                true
-            }
-            (Col::Str(b), Cell::Null) => {
-                b.append_null();
-                true
-            }
-            (Col::Str(b), Cell::Str(s)) => {
-                b.append_value(s);
-                true
-            }
+        }
+        Ok(())
+    }
+
+    /// The values that need converting (addresses into text), and those that do not
+    /// fit.
+    #[cold]
+    fn convert(&mut self, cell: Cell<'_>, scratch: &mut Vec<u8>) {
+        match (&mut *self, cell) {
             (Col::Str(b), Cell::Ip(ip)) => {
                 scratch.clear();
                 tapstat_record::tsv::ip_value(ip, scratch);
                 b.append_value(std::str::from_utf8(scratch).unwrap_or_default());
-                true
             }
-            (Col::Bool(b), Cell::Null) => {
-                b.append_null();
-                true
-            }
-            (Col::Bool(b), Cell::Bool(x)) => {
-                b.append_value(x);
-                true
-            }
-            (Col::Ints(b), Cell::Null) => {
-                b.append_null();
-                true
-            }
-            (Col::Ints(b), Cell::U32s(raw)) => {
-                Cell::u32s(raw).for_each(|x| b.values().append_value(i64::from(x)));
-                b.append(true);
-                true
-            }
-            (Col::Floats(b), Cell::Null) => {
-                b.append_null();
-                true
-            }
-            (Col::Floats(b), Cell::MicrosU32s(raw)) => {
-                Cell::u32s(raw).for_each(|us| b.values().append_value(us as f64 / 1000.0));
-                b.append(true);
-                true
-            }
+            (Col::Int(b), Cell::Bool(x)) => b.append_value(i64::from(x)),
+            (Col::Float(b), Cell::U64(n)) => b.append_value(n as f64),
+            (Col::Time(b), Cell::F64(ms)) => b.append_value((ms * 1000.0).round() as i64),
             (Col::Floats(b), Cell::U32s(raw)) => {
-                Cell::u32s(raw).for_each(|x| b.values().append_value(f64::from(x)));
+                let v = b.values();
+                Cell::u32s(raw).for_each(|x| v.append_value(f64::from(x)));
                 b.append(true);
-                true
             }
-            (Col::Strs(b), Cell::Null) => {
-                b.append_null();
-                true
+            (_, cell) => {
+                debug_assert!(false, "a value of the wrong type for its column: {cell:?}");
+                self.append_null();
             }
-            (Col::Strs(b), Cell::Strs(s)) => {
-                for item in Cell::strs(s) {
-                    b.values().append_value(item);
-                }
-                b.append(true);
-                true
-            }
-            (_, _) => false,
-        };
-        if !fits {
-            debug_assert!(false, "a value of the wrong type for its column: {cell:?}");
-            self.push(Cell::Null, scratch);
         }
     }
 
-    fn finish(&mut self) -> ArrayRef {
+    fn append_null(&mut self) {
         match self {
-            Col::Int(b) => Arc::new(b.finish()),
-            Col::Float(b) => Arc::new(b.finish()),
-            Col::Time(b) => Arc::new(b.finish()),
-            Col::Str(b) => Arc::new(b.finish()),
-            Col::Bool(b) => Arc::new(b.finish()),
-            Col::Ints(b) => Arc::new(b.finish()),
-            Col::Floats(b) => Arc::new(b.finish()),
-            Col::Strs(b) => Arc::new(b.finish()),
+            Col::Int(b) => b.append_null(),
+            Col::Float(b) => b.append_null(),
+            Col::Time(b) => b.append_null(),
+            Col::Str(b) => b.append_null(),
+            Col::Bool(b) => b.append_null(),
+            Col::Ints(b) => b.append_null(),
+            Col::Floats(b) => b.append_null(),
+            Col::Strs(b) => b.append_null(),
+        }
+    }
+
+    /// The column's array; the builder starts again with room for as many rows, items
+    /// and bytes (its buffers would otherwise grow from nothing for every batch).
+    fn finish(&mut self, t: ColumnType) -> ArrayRef {
+        let (rows, items, bytes) = match self {
+            Col::Int(b) => (b.len(), 0, 0),
+            Col::Float(b) => (b.len(), 0, 0),
+            Col::Time(b) => (b.len(), 0, 0),
+            Col::Str(b) => (b.len(), 0, b.values_slice().len()),
+            Col::Bool(b) => (b.len(), 0, 0),
+            Col::Ints(b) => (b.len(), b.values_ref().len(), 0),
+            Col::Floats(b) => (b.len(), b.values_ref().len(), 0),
+            Col::Strs(b) => (b.len(), b.values_ref().len(), b.values_ref().values_slice().len()),
+        };
+        match std::mem::replace(self, Col::new(t, rows, items, bytes)) {
+            Col::Int(mut b) => Arc::new(b.finish()),
+            Col::Float(mut b) => Arc::new(b.finish()),
+            Col::Time(mut b) => Arc::new(b.finish()),
+            Col::Str(mut b) => Arc::new(b.finish()),
+            Col::Bool(mut b) => Arc::new(b.finish()),
+            Col::Ints(mut b) => Arc::new(b.finish()),
+            Col::Floats(mut b) => Arc::new(b.finish()),
+            Col::Strs(mut b) => Arc::new(b.finish()),
         }
     }
 }

@@ -101,6 +101,51 @@ fn parquet_with_several_workers_holds_every_record() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Records per `--rotate` interval directory (`*.out`) and log of an output directory:
+/// rows of the Parquet files, lines after the header in TSV.
+#[cfg(feature = "parquet")]
+const COUNT_ROWS: &str = r#"
+import sys, json, os, pyarrow.parquet as pq
+d, n = sys.argv[1], {}
+for i in sorted(os.listdir(d)):
+    if not i.endswith('.out'):
+        continue
+    for f in os.listdir(os.path.join(d, i)):
+        p = os.path.join(d, i, f)
+        k = i + '/' + f.split('.')[0]
+        n[k] = pq.ParquetFile(p).metadata.num_rows if f.endswith('.parquet') else sum(1 for _ in open(p)) - 1
+print(json.dumps(n, sort_keys=True))
+"#;
+
+/// Live runs close each `--rotate` interval's Parquet files with the interval: a
+/// replay through the live path (`bench --speed`) leaves every interval's files
+/// readable, with the rows TSV has in that interval.
+#[test]
+#[cfg(feature = "parquet")]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn parquet_live_intervals_are_closed_and_readable() {
+    if !python_ready() {
+        return;
+    }
+    let Some(c) = corpus() else { return };
+    let pcap = c.join("ndpi__android.pcap");
+    let dir = tempdir("parquet-rotate");
+    let mut counts = Vec::new();
+    for format in ["tsv", "parquet"] {
+        let out = dir.join(format);
+        let (p, o) = (pcap.to_str().unwrap(), out.to_str().unwrap());
+        let args = ["bench", "-r", p, "--speed", "1000", "-w", "1", "-q", "-o", o, "--format", format, "--force"];
+        let run = tapstat(&[&args[..], &["--", "--rotate", "60s", "--hash-seed", "7"]].concat());
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        let count = Command::new("python3").args(["-c", COUNT_ROWS, o]).output().expect("python3 runs");
+        assert!(count.status.success(), "{}", String::from_utf8_lossy(&count.stderr));
+        counts.push(serde_json::from_slice::<serde_json::Value>(&count.stdout).unwrap());
+    }
+    assert!(counts[0].as_object().is_some_and(|m| m.len() > 6), "{}", counts[0]);
+    assert_eq!(counts[0], counts[1], "records per interval and log: TSV, then Parquet");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A Parquet file is readable only once closed: live capture without --rotate is
 /// refused, in one line, before any socket is opened.
 #[test]

@@ -22,8 +22,12 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use tapstat_record::{Log, Value};
 
+pub mod broker;
 pub mod ipfix;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 mod reopen;
+pub mod spool;
 
 /// How records are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -202,6 +202,8 @@ pub struct RunArgs {
     pub hash_seed: Option<u64>,
     #[command(flatten)]
     pub live: crate::live::LiveArgs,
+    #[command(flatten)]
+    pub kafka: crate::kafka::KafkaArgs,
     /// Flow table index structure (records do not depend on it; see docs/BENCHMARKS.md, issue 6)
     #[arg(long, value_enum, default_value = "chunks")]
     pub flow_table: FlowTableArg,
@@ -458,6 +460,7 @@ impl RunArgs {
                 },
                 domain: self.ipfix_domain,
             }),
+            kafka: self.kafka.config(),
             ..EngineConfig::default()
         }
     }

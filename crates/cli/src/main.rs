@@ -13,6 +13,7 @@ pub(crate) use say;
 
 mod args;
 mod bench;
+mod kafka;
 mod live;
 mod outdir;
 mod replay;

@@ -18,6 +18,7 @@
 mod acquire;
 mod buffer;
 mod ipfix;
+mod kafka;
 mod live;
 mod overload;
 mod ring;
@@ -28,6 +29,7 @@ mod timing;
 
 pub use acquire::Acquire;
 pub use ipfix::{IpfixConfig, IpfixSummary, Transport as IpfixTransport};
+pub use kafka::{KafkaConfig, KafkaSummary, NO_KAFKA};
 pub use live::{interval_dir_name, run_live, LiveConfig, LiveSummary, QueueDelay};
 pub use overload::{Keep, Overload, OverloadConfig};
 pub use ring::{ring, Receiver, Sender};
@@ -83,6 +85,8 @@ pub struct EngineConfig {
     pub flow_batches: bool,
     /// Export every ended flow to an IPFIX collector too (`--ipfix`).
     pub ipfix: Option<IpfixConfig>,
+    /// Export every record to Kafka too (`--kafka`).
+    pub kafka: Option<KafkaConfig>,
 }
 
 impl EngineConfig {
@@ -114,6 +118,7 @@ impl Default for EngineConfig {
             epoch_chunks: 64,
             flow_batches: false,
             ipfix: None,
+            kafka: None,
         }
     }
 }
@@ -242,6 +247,8 @@ struct RecordOut {
     free: crossbeam_channel::Receiver<Vec<u8>>,
     /// Ended flows as IPFIX records too (`--ipfix`).
     ipfix: Option<ipfix::IpfixOut>,
+    /// Every record to Kafka too (`--kafka`).
+    kafka: Option<kafka::KafkaOut>,
 }
 
 impl RecordOut {
@@ -252,6 +259,9 @@ impl RecordOut {
             self.flush(i);
         }
         if let Some(x) = &mut self.ipfix {
+            x.flush();
+        }
+        if let Some(x) = &mut self.kafka {
             x.flush();
         }
     }
@@ -280,7 +290,14 @@ impl RecordOut {
             tx,
             free,
             ipfix: None,
+            kafka: None,
         }
+    }
+
+    /// The same, with the records exported to Kafka's `exporter` too.
+    fn with_kafka(mut self, exporter: Option<&kafka::Exporter>) -> RecordOut {
+        self.kafka = exporter.and_then(kafka::Exporter::out);
+        self
     }
 
     /// The same, with the flows exported to `exporter` too.
@@ -302,6 +319,18 @@ impl RecordOut {
         b
     }
 
+    /// Formats record `rec` of `log` into log `i`'s buffer (and for Kafka, to the topic
+    /// of log file `name`, keyed by `key`), then counts it.
+    #[inline]
+    fn put<T>(&mut self, i: usize, name: &str, log: &tapstat_record::Log<T>, rec: &T, key: &str) {
+        let start = self.buf(i).len();
+        self.format.record(log, rec, &mut self.bufs[i]);
+        if let Some(k) = &mut self.kafka {
+            k.record(name, log, key, rec, (self.format == Format::Jsonl).then(|| &self.bufs[i][start..]));
+        }
+        self.wrote(i);
+    }
+
     fn wrote(&mut self, i: usize) {
         self.records[i] += 1;
         if self.bufs[i].len() >= BLOCK_BYTES {
@@ -315,21 +344,18 @@ impl FlowSink for RecordOut {
         let id = LogId::of(f);
         let i = id as usize;
         let log = id.log_for(self.sets, self.l7);
-        self.format.record(log, f, self.buf(i));
-        self.wrote(i);
+        self.put(i, id.name(), log, f, f.flow_id.as_str());
         if let Some(x) = &mut self.ipfix {
             x.flow(f);
         }
     }
 
     fn on_http(&mut self, row: &HttpRow) {
-        self.format.record(&l7log::HTTP, row, self.buf(HTTP));
-        self.wrote(HTTP);
+        self.put(HTTP, l7log::HTTP.name, &l7log::HTTP, row, row.flow.flow_id.as_str());
     }
 
     fn on_dns(&mut self, row: &DnsRow) {
-        self.format.record(&l7log::DNS, row, self.buf(DNS));
-        self.wrote(DNS);
+        self.put(DNS, l7log::DNS.name, &l7log::DNS, row, row.flow.flow_id.as_str());
     }
 
     fn on_periodic(&mut self, row: &PeriodicRow) {
@@ -337,8 +363,7 @@ impl FlowSink for RecordOut {
             Kind::Tcp => (TCP_PERIODIC, &*periodic::TCP_PERIODIC),
             _ => (UDP_PERIODIC, &*periodic::UDP_PERIODIC),
         };
-        self.format.record(log, row, self.buf(i));
-        self.wrote(i);
+        self.put(i, log.name, log, row, row.flow_id.as_str());
     }
 }
 
@@ -458,6 +483,7 @@ pub fn run(
     // connection or an unwritable directory is an error before any work (and before
     // the files exist).
     let exporter = cfg.ipfix.as_ref().map(ipfix::Exporter::start).transpose()?;
+    let kafka = cfg.kafka.as_ref().map(|k| kafka::Exporter::start(k, cfg)).transpose()?;
     let (names, headers) = log_files(cfg);
     let out = OutputDir::create(&cfg.out_dir, &names, &headers)?;
     let (block_tx, block_rx) = crossbeam_channel::bounded::<Block>(64);
@@ -483,7 +509,7 @@ pub fn run(
     let new_work = |tx: &crossbeam_channel::Sender<Block>| Work {
         timer: PacketTimer::new(cfg.time_sample),
         tracker: Tracker::new(tracker_cfg),
-        rout: RecordOut::new(cfg, tx.clone(), free_rx.clone()).with_ipfix(exporter.as_ref()),
+        rout: RecordOut::new(cfg, tx.clone(), free_rx.clone()).with_ipfix(exporter.as_ref()).with_kafka(kafka.as_ref()),
     };
     let (dispatchers, workers) = if n == 1 && !reader.source.may_block() {
         // One worker reading regular files: it reads, decodes and analyzes in
@@ -640,6 +666,7 @@ pub fn run(
     }
     let written = writer.join().map_err(|_| EngineError::Thread("writer"))?;
     let exported = exporter.map(ipfix::Exporter::finish).transpose()?;
+    let kafka = kafka.map(kafka::Exporter::finish).transpose()?;
     let interrupted = stop.load(Ordering::Relaxed) && written.error.is_none();
     // After a normal end the reader has finished; after Ctrl-C it may be blocked in
     // a read that will never return, and is left behind.
@@ -680,6 +707,7 @@ pub fn run(
     summary.packet_time = PacketTimeSummary::of(&timers);
     summary.scheduling = (n > 1).then_some(sched);
     summary.set_ipfix(exported);
+    summary.set_kafka(kafka);
     Ok(summary)
 }
 

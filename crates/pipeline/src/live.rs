@@ -235,6 +235,7 @@ pub fn run_live(
     // The IPFIX collector, the output directory, the stats file and the metrics port
     // first: a mistake in any of them is an error before the capture starts.
     let exporter = cfg.ipfix.as_ref().map(super::ipfix::Exporter::start).transpose()?;
+    let kafka = cfg.kafka.as_ref().map(|k| super::kafka::Exporter::start(k, cfg)).transpose()?;
     std::fs::create_dir_all(&cfg.out_dir).map_err(|source| SinkError { path: cfg.out_dir.clone(), source })?;
     let out = match live.rotate {
         None => Some(OutputDir::create(&cfg.out_dir, &names, &headers)?),
@@ -349,7 +350,9 @@ pub fn run_live(
             // share, as for files.
             timer: PacketTimer::new(cfg.time_sample),
             tracker,
-            rout: RecordOut::new(cfg, txs[w].clone(), free_rx.clone()).with_ipfix(exporter.as_ref()),
+            rout: RecordOut::new(cfg, txs[w].clone(), free_rx.clone())
+                .with_ipfix(exporter.as_ref())
+                .with_kafka(kafka.as_ref()),
         };
         let a = Analysis {
             dispatch: Dispatch::new(cfg.decode, hasher.clone(), 1),
@@ -439,6 +442,7 @@ pub fn run_live(
     }
     let mut warnings = writer.join().map_err(|_| EngineError::Thread("writer"))??;
     let exported = exporter.map(super::ipfix::Exporter::finish).transpose()?;
+    let kafka = kafka.map(super::kafka::Exporter::finish).transpose()?;
     done.store(true, Ordering::SeqCst);
     let _ = reporter.join();
     if let Some(e) = ready_err {
@@ -523,6 +527,7 @@ pub fn run_live(
     s.live = Some(ls);
     s.packet_time = PacketTimeSummary::of(&timers);
     s.set_ipfix(exported);
+    s.set_kafka(kafka);
     Ok(s)
 }
 

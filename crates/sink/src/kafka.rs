@@ -68,19 +68,15 @@ impl ProducerContext for Ctx {
             Ok(_) => Outcome::Delivered,
             Err((e, m)) => {
                 let code = e.rdkafka_error_code();
-                let again = matches!(
-                    code,
-                    Some(
-                        RDKafkaErrorCode::PurgeQueue
-                            | RDKafkaErrorCode::PurgeInflight
-                            | RDKafkaErrorCode::MessageTimedOut
-                            | RDKafkaErrorCode::Fatal
-                    )
-                );
-                if again {
+                if !is_final(code) {
                     let name = m.topic().strip_prefix(self.prefix.as_str()).unwrap_or(m.topic());
                     let mut frame = Vec::new();
-                    crate::spool::push_frame(&mut frame, name, m.key().unwrap_or_default(), m.payload().unwrap_or_default());
+                    crate::spool::push_frame(
+                        &mut frame,
+                        name,
+                        m.key().unwrap_or_default(),
+                        m.payload().unwrap_or_default(),
+                    );
                     Outcome::Undelivered {
                         frame,
                         error: e.to_string(),
@@ -130,19 +126,44 @@ impl Producer {
         format!("{}{name}", self.prefix)
     }
 
-    /// Creates the topics of `logs` (the broker's default partitions and replication)
-    /// and the compacted topics of `compacted`, waiting at most `wait`; a topic that
-    /// exists already is left as it is. The error says which could not be created
-    /// and why (no broker within `wait`, say).
-    pub fn create_topics(&self, logs: &[&str], compacted: &[&str], wait: Duration) -> Result<(), String> {
+    /// What creates the topics of `logs` (the broker's default partitions and
+    /// replication) and the compacted topics of `compacted`, from another thread.
+    pub fn topic_creator(&self, logs: &[&str], compacted: &[&str]) -> TopicCreator {
+        TopicCreator {
+            config: self.config.clone(),
+            topics: logs
+                .iter()
+                .map(|l| (self.topic(l), false))
+                .chain(compacted.iter().map(|l| (self.topic(l), true)))
+                .collect(),
+        }
+    }
+
+    fn topic_of(&mut self, name: &str) -> usize {
+        if let Some(i) = self.topics.iter().position(|(n, _)| n == name) {
+            return i;
+        }
+        self.topics.push((name.to_string(), self.topic(name)));
+        self.topics.len() - 1
+    }
+}
+
+/// Creates the export's topics ([`Producer::topic_creator`]).
+pub struct TopicCreator {
+    config: ClientConfig,
+    /// (topic, compacted).
+    topics: Vec<(String, bool)>,
+}
+
+impl TopicCreator {
+    /// Creates the topics, waiting at most `wait`; a topic that exists already is left as
+    /// it is. The error says which could not be created and why (no broker within
+    /// `wait`, say).
+    pub fn create(&self, wait: Duration) -> Result<(), String> {
         let admin: AdminClient<rdkafka::client::DefaultClientContext> =
             self.config.create().map_err(|e| format!("Kafka admin client: {e}"))?;
-        let names: Vec<(String, bool)> = logs
-            .iter()
-            .map(|l| (self.topic(l), false))
-            .chain(compacted.iter().map(|l| (self.topic(l), true)))
-            .collect();
-        let topics: Vec<NewTopic<'_>> = names
+        let topics: Vec<NewTopic<'_>> = self
+            .topics
             .iter()
             .map(|(n, compact)| {
                 let t = NewTopic::new(n, -1, TopicReplication::Fixed(-1));
@@ -169,14 +190,28 @@ impl Producer {
             Err(format!("creating the topics: {}", failed.join("; ")))
         }
     }
+}
 
-    fn topic_of(&mut self, name: &str) -> usize {
-        if let Some(i) = self.topics.iter().position(|(n, _)| n == name) {
-            return i;
-        }
-        self.topics.push((name.to_string(), self.topic(name)));
-        self.topics.len() - 1
-    }
+/// Errors after which a record is lost for good: it can never be written as it is (too
+/// large, malformed) or the client may not write it (authorization). Any other error
+/// leaves the record to be sent again later (spooled).
+fn is_final(code: Option<RDKafkaErrorCode>) -> bool {
+    use RDKafkaErrorCode as E;
+    matches!(
+        code,
+        Some(
+            E::MessageSizeTooLarge
+                | E::InvalidMessage
+                | E::InvalidMessageSize
+                | E::InvalidRecord
+                | E::MessageBatchTooLarge
+                | E::InvalidTopic
+                | E::TopicAuthorizationFailed
+                | E::ClusterAuthorizationFailed
+                | E::BadMessage
+                | E::InvalidArgument
+        )
+    )
 }
 
 impl Broker for Producer {
@@ -188,10 +223,19 @@ impl Broker for Producer {
         let rec = BaseRecord::with_opaque_to(&self.topics[i].1, seq as usize).key(f.key).payload(f.value);
         match self.p.send(rec) {
             Ok(()) => Sent::Queued,
-            Err((e, _)) => match e.rdkafka_error_code() {
-                Some(RDKafkaErrorCode::QueueFull | RDKafkaErrorCode::Fatal) => Sent::Full,
-                _ => Sent::Refused(e.to_string()),
-            },
+            Err((e, _)) => {
+                let code = e.rdkafka_error_code();
+                if is_final(code) {
+                    Sent::Refused(e.to_string())
+                } else {
+                    // A full queue, a topic the client sees no partition of yet (a
+                    // broker that just restarted), a fatal client: later.
+                    if code != Some(RDKafkaErrorCode::QueueFull) {
+                        *self.p.context().error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
+                    }
+                    Sent::Full
+                }
+            }
         }
     }
 

@@ -230,11 +230,6 @@ impl Spool {
             self.segs.push_back(Segment { seq, len: MAGIC.len() as u64 });
             self.tail = Some(f);
             self.disk += MAGIC.len() as u64;
-        } else if self.tail.is_none() {
-            // The tail an earlier run left: appended to.
-            let seq = self.segs.back().map(|s| s.seq).unwrap_or_default();
-            let f = crate::open_append_nofollow(&self.dir.join(seg_name(seq)))?;
-            self.tail = Some(f);
         }
         self.pending.extend_from_slice(frame);
         if let Some(t) = self.segs.back_mut() {
@@ -248,11 +243,12 @@ impl Spool {
         Ok(true)
     }
 
-    /// Whether the next push begins a segment.
+    /// Whether the next push begins a segment: the tail is full, or it is an earlier
+    /// run's (never appended to: it may belong to another user, `--user`).
     fn tail_full(&self) -> bool {
-        match self.segs.back() {
-            Some(s) => s.len >= self.segment_max,
-            None => true,
+        match (self.segs.back(), &self.tail) {
+            (Some(s), Some(_)) => s.len >= self.segment_max,
+            _ => true,
         }
     }
 

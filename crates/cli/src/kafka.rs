@@ -34,18 +34,44 @@ pub struct KafkaArgs {
     /// security.protocol=ssl` or `--kafka-option queue.buffering.max.messages=1000`
     #[arg(long, value_name = "KEY=VALUE", requires = "kafka", value_parser = option)]
     pub kafka_option: Vec<(String, String)>,
+    /// librdkafka settings from a file (KEY=VALUE lines; `#` starts a comment), read
+    /// before the --kafka-option ones: where passwords and keys belong, out of the
+    /// command line (summary.json does not show their values)
+    #[arg(long, value_name = "FILE", requires = "kafka", value_parser = config_file)]
+    pub kafka_config: Option<Settings>,
+}
+
+/// librdkafka settings read from a `--kafka-config` file.
+#[derive(Clone, Debug, Default)]
+pub struct Settings(Vec<(String, String)>);
+
+/// `--kafka-config FILE`: read and checked when the flags are parsed.
+fn config_file(path: &str) -> Result<Settings, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let mut v = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (k, val) = option(line).map_err(|e| format!("{path} line {}: {e}", n + 1))?;
+        v.push((k, val.trim().to_string()));
+    }
+    Ok(Settings(v))
 }
 
 impl KafkaArgs {
     /// The engine's configuration of the export (`None` without `--kafka`).
     pub fn config(&self) -> Option<tapstat_pipeline::KafkaConfig> {
+        let mut options = self.kafka_config.clone().unwrap_or_default().0;
+        options.extend(self.kafka_option.iter().cloned());
         Some(tapstat_pipeline::KafkaConfig {
             brokers: self.kafka.clone()?,
             topic_prefix: self.kafka_topic_prefix.clone(),
             spool_dir: self.kafka_spool_dir.clone(),
             spool_bytes: self.kafka_spool,
             linger: Duration::from_secs_f64(self.kafka_linger),
-            options: self.kafka_option.clone(),
+            options,
         })
     }
 }
@@ -100,6 +126,13 @@ mod tests {
         assert_eq!(option("acks=all").unwrap(), ("acks".into(), "all".into()));
         assert!(option("=x").is_err());
         assert!(option("acks").is_err());
+        let f = std::env::temp_dir().join(format!("tapstat-kafka-config-{}", std::process::id()));
+        std::fs::write(&f, "# secrets\nsasl.password = s3=cr3t\n\nacks=all\n").unwrap();
+        let got = config_file(f.to_str().unwrap()).unwrap().0;
+        assert_eq!(got, vec![("sasl.password".into(), "s3=cr3t".into()), ("acks".into(), "all".into())]);
+        std::fs::write(&f, "acks\n").unwrap();
+        assert!(config_file(f.to_str().unwrap()).unwrap_err().contains("line 1"));
+        std::fs::remove_file(&f).unwrap();
         if cfg!(feature = "kafka") {
             assert!(brokers("127.0.0.1:9092,kafka.example:9093").is_ok());
             assert!(brokers("127.0.0.1").is_err());

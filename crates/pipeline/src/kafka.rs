@@ -40,8 +40,9 @@ use tapstat_sink::broker::{Broker, Outcome, Report, Sent};
 use tapstat_sink::spool::Spool;
 
 /// Where and how to export (`--kafka`, `--kafka-topic-prefix`, `--kafka-spool`,
-/// `--kafka-spool-dir`, `--kafka-linger`, `--kafka-option`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// `--kafka-spool-dir`, `--kafka-linger`, `--kafka-option`, `--kafka-config`). Its
+/// `Debug` (summary.json's `options`) hides the values of secret settings.
+#[derive(Clone, PartialEq, Eq)]
 pub struct KafkaConfig {
     /// librdkafka's `bootstrap.servers`: HOST:PORT[,HOST:PORT...].
     pub brokers: String,
@@ -55,6 +56,31 @@ pub struct KafkaConfig {
     pub linger: Duration,
     /// librdkafka settings, after tapstat's own.
     pub options: Vec<(String, String)>,
+}
+
+/// Whether librdkafka setting `key` holds a secret (a password, a key, SASL's
+/// settings): its value is not shown.
+pub fn is_secret(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    ["password", "secret", "pem", "sasl.", "oauth", "ssl.key", "keystore", "token"].iter().any(|w| k.contains(w))
+}
+
+impl std::fmt::Debug for KafkaConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let options: Vec<String> = self
+            .options
+            .iter()
+            .map(|(k, v)| if is_secret(k) { format!("{k}=(hidden)") } else { format!("{k}={v}") })
+            .collect();
+        f.debug_struct("KafkaConfig")
+            .field("brokers", &self.brokers)
+            .field("topic_prefix", &self.topic_prefix)
+            .field("spool_dir", &self.spool_dir)
+            .field("spool_bytes", &self.spool_bytes)
+            .field("linger", &self.linger)
+            .field("options", &options)
+            .finish()
+    }
 }
 
 impl KafkaConfig {
@@ -674,6 +700,24 @@ mod tests {
         out.flush();
         drop(out);
         e.finish().unwrap()
+    }
+
+    #[test]
+    fn secrets_are_not_shown() {
+        let c = KafkaConfig {
+            brokers: "k:9092".into(),
+            topic_prefix: "t".into(),
+            spool_dir: None,
+            spool_bytes: 1,
+            linger: Duration::from_secs(1),
+            options: vec![
+                ("sasl.password".into(), "hunter2".into()),
+                ("ssl.key.pem".into(), "-----BEGIN".into()),
+                ("acks".into(), "all".into()),
+            ],
+        };
+        let d = format!("{c:?}");
+        assert!(!d.contains("hunter2") && !d.contains("BEGIN") && d.contains("acks=all"), "{d}");
     }
 
     fn balanced(s: &KafkaSummary) -> bool {

@@ -309,8 +309,10 @@ impl Summary {
             );
         }
         if let Some(x) = &self.kafka {
+            let earlier =
+                if x.spool_at_start > 0 { format!(" (+{} from the spool)", x.spool_at_start) } else { String::new() };
             s += &format!(
-                "  kafka: {} records to {}: {} delivered, {} spooled, {} resent, {} dropped, {} errors, {} left in {}\n",
+                "  kafka: {} records{earlier} to {}: {} delivered, {} spooled, {} resent, {} dropped, {} errors, {} left in {}\n",
                 x.records, x.brokers, x.delivered, x.spooled, x.resent, x.dropped, x.errors, x.left_in_spool, x.spool_dir
             );
         }

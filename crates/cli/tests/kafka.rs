@@ -176,41 +176,47 @@ impl Drop for Kafka {
     }
 }
 
-/// Every message of `topic`: (key, value), in each partition's order, the partitions
-/// one after the other (a key is in one partition, so a key's messages keep their
-/// order).
-fn consume(brokers: &str, topic: &str) -> Vec<(String, String)> {
+/// Every message of `topics`, by topic: (key, value), each partition's in order (a key
+/// is in one partition, so a key's messages keep their order). One consumer, partitions
+/// assigned (its group commits nothing).
+fn consume_all(brokers: &str, topics: &[String]) -> BTreeMap<String, Vec<(String, String)>> {
     let c: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("group.id", "tapstat-tests")
         .set("enable.auto.commit", "false")
         .create()
         .unwrap();
-    let md = c.fetch_metadata(Some(topic), Duration::from_secs(10)).unwrap();
-    let parts: Vec<i32> = md.topics()[0].partitions().iter().map(|p| p.id()).collect();
-    let mut out = Vec::new();
-    for p in parts {
-        let (low, high) = c.fetch_watermarks(topic, p, Duration::from_secs(10)).unwrap();
-        if high <= low {
-            continue;
-        }
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(topic, p, Offset::Beginning).unwrap();
-        c.assign(&tpl).unwrap();
-        let t0 = Instant::now();
-        loop {
-            match c.poll(Duration::from_millis(500)) {
-                Some(Ok(m)) => {
-                    let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
-                    let value = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
-                    out.push((key, value));
-                    if m.offset() + 1 >= high {
-                        break;
-                    }
-                }
-                Some(Err(e)) => panic!("consuming {topic}/{p}: {e}"),
-                None => assert!(t0.elapsed() < Duration::from_secs(60), "{topic}/{p}: stuck before offset {high}"),
+    let mut tpl = TopicPartitionList::new();
+    let mut ends: BTreeMap<(String, i32), i64> = BTreeMap::new();
+    for topic in topics {
+        let md = c.fetch_metadata(Some(topic), Duration::from_secs(10)).unwrap();
+        for p in md.topics()[0].partitions() {
+            let (low, high) = c.fetch_watermarks(topic, p.id(), Duration::from_secs(10)).unwrap();
+            if high > low {
+                tpl.add_partition_offset(topic, p.id(), Offset::Beginning).unwrap();
+                ends.insert((topic.clone(), p.id()), high);
             }
+        }
+    }
+    let mut out: BTreeMap<String, Vec<(String, String)>> = topics.iter().map(|t| (t.clone(), Vec::new())).collect();
+    if ends.is_empty() {
+        return out;
+    }
+    c.assign(&tpl).unwrap();
+    let t0 = Instant::now();
+    while !ends.is_empty() {
+        match c.poll(Duration::from_millis(500)) {
+            Some(Ok(m)) => {
+                let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
+                let value = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
+                out.get_mut(m.topic()).unwrap().push((key, value));
+                let at = (m.topic().to_string(), m.partition());
+                if ends.get(&at).is_some_and(|&high| m.offset() + 1 >= high) {
+                    ends.remove(&at);
+                }
+            }
+            Some(Err(e)) => panic!("consuming: {e}"),
+            None => assert!(t0.elapsed() < Duration::from_secs(120), "stuck before the end of {ends:?}"),
         }
     }
     out
@@ -322,10 +328,16 @@ fn every_record_reaches_its_topic_as_in_the_logs() {
         assert!(ks.get("topics_error").is_none(), "{ks}");
     }
     let mut total = 0;
+    let topics: Vec<String> = logs_of(&tsv)
+        .iter()
+        .flat_map(|l| [format!("tsv.{l}"), format!("jsonl.{l}")])
+        .chain(["tsv.schema".into()])
+        .collect();
+    let mut got = consume_all(&b, &topics);
     for log in logs_of(&tsv) {
         let want = by_key(jsonl(&js, &log));
-        let from_tsv = by_key(consume(&b, &format!("tsv.{log}")));
-        let from_jsonl = by_key(consume(&b, &format!("jsonl.{log}")));
+        let from_tsv = by_key(got.remove(&format!("tsv.{log}")).unwrap());
+        let from_jsonl = by_key(got.remove(&format!("jsonl.{log}")).unwrap());
         same(&from_jsonl, &want, &format!("topic jsonl.{log} against {log}.jsonl"));
         same(&from_tsv, &want, &format!("topic tsv.{log} against {log}.jsonl"));
         // The same run's TSV: one message per row, keyed by its flow id.
@@ -338,9 +350,13 @@ fn every_record_reaches_its_topic_as_in_the_logs() {
         total += ids.values().sum::<usize>();
     }
     assert!(total > 1000, "{total} records only");
-    eprintln!("{total} records compared, topic by topic, with the logs of {}", cap.display());
+    eprintln!(
+        "{total} records compared, topic by topic, with the logs of {} ({:.1} s)",
+        cap.display(),
+        t0.elapsed().as_secs_f64()
+    );
     // The schema: one message per log, its columns those of the log's TSV header.
-    let schema = consume(&b, "tsv.schema");
+    let schema = got.remove("tsv.schema").unwrap();
     assert_eq!(schema.len(), 6, "{schema:?}");
     for (log, v) in &schema {
         let v: serde_json::Value = serde_json::from_str(v).unwrap();
@@ -367,18 +383,22 @@ fn every_record_reaches_its_topic_as_in_the_logs() {
     let ks2 = kafka_summary(&later);
     assert_eq!(n(&ks2, "spool_at_start"), n(&ks, "records"), "{ks2}");
     all_delivered(&ks2);
+    let topics: Vec<String> =
+        logs_of(&later).iter().map(|l| format!("later.{l}")).chain(["later.schema".into()]).collect();
+    let mut got = consume_all(&b, &topics);
     for log in logs_of(&later) {
         let mut want = by_key(jsonl(&early, &log));
         for (key, v) in by_key(jsonl(&later, &log)) {
             want.entry(key).or_default().extend(v);
         }
         same(
-            &by_key(consume(&b, &format!("later.{log}"))),
+            &by_key(got.remove(&format!("later.{log}")).unwrap()),
             &want,
             &format!("topic later.{log}: the early run's, then the later run's"),
         );
     }
-    let schema = consume(&b, "later.schema");
+    eprintln!("the spool left by a run without a broker was sent by the next ({:.1} s)", t0.elapsed().as_secs_f64());
+    let schema = got.remove("later.schema").unwrap();
     assert_eq!(schema.len(), 12, "each run's schema messages");
     assert!(!std::fs::read_dir(&spool).unwrap().flatten().any(|e| e.path().extension().is_some_and(|x| x == "seg")));
     let _ = std::fs::remove_dir_all(&root);
@@ -419,12 +439,15 @@ fn a_broker_killed_and_restarted_mid_run_loses_nothing() {
     assert!(n(&ks, "spooled") > 1000, "the outage should have spooled records: {ks}");
     assert_eq!(n(&ks, "resent"), n(&ks, "spooled"), "{ks}");
     let mut total = 0;
+    let topics: Vec<String> = logs_of(&out).iter().map(|l| format!("outage.{l}")).collect();
+    let mut got = consume_all(&b, &topics);
     for log in logs_of(&out) {
         let want = by_key(jsonl(&out, &log));
         total += want.values().map(Vec::len).sum::<usize>();
         // Exactly once, in order per flow: the idempotent producer's retries across
         // the restart are dropped by the broker.
-        same(&by_key(consume(&b, &format!("outage.{log}"))), &want, &format!("topic outage.{log} against {log}.jsonl"));
+        let topic = format!("outage.{log}");
+        same(&by_key(got.remove(&topic).unwrap()), &want, &format!("topic {topic} against {log}.jsonl"));
     }
     eprintln!("{total} records, each delivered once through the outage ({} spooled)", n(&ks, "spooled"));
     let _ = std::fs::remove_dir_all(&out);

@@ -903,6 +903,35 @@ mod tests {
 
     const SYN: u8 = TcpFields::SYN;
     const SYNACK: u8 = TcpFields::SYN | TcpFields::ACK;
+
+    /// The time a record was due (`FlowSink::at`) is when its flow ended in packet
+    /// time, not when the collector found it: a flow timed out at its last packet plus
+    /// its timeout, the flows left at the end at the final clock.
+    #[test]
+    fn records_are_due_when_their_flows_ended_not_when_found() {
+        struct Due(u64, Vec<(u64, u64)>);
+        impl FlowSink for Due {
+            fn on_flow_end(&mut self, f: &Flow) {
+                self.1.push((f.first_ns, self.0));
+            }
+            fn at(&mut self, ns: u64) {
+                self.0 = ns;
+            }
+        }
+        let mut t = Tracker::new(TrackerConfig::default());
+        let h = tapstat_flow::FlowHasher::new(1);
+        let mut out = Due(0, Vec::new());
+        let a = seg(true, SYN, 0, 0);
+        let b = Decoded { sport: 40001, ..seg(true, SYN, 0, 0) };
+        t.on_packet(&packet(&h, S, S, &a, &[]), &mut out);
+        // Flow a, a single packet, timed out at 1 s + 10 s; the collector finds it at
+        // 30 s, or the end does.
+        t.on_packet(&packet(&h, 30 * S, 30 * S, &b, &[]), &mut out);
+        t.on_packet(&packet(&h, 31 * S, 31 * S, &b, &[]), &mut out);
+        t.finish(31 * S, false, &mut out);
+        out.1.sort();
+        assert_eq!(out.1, [(S, 11 * S + 1), (30 * S, 31 * S)]);
+    }
     const ACK: u8 = TcpFields::ACK;
     const FINACK: u8 = TcpFields::FIN | TcpFields::ACK;
 

@@ -397,7 +397,13 @@ impl OutputDir {
     }
 
     fn over(dir: &Path, files: Vec<(PathBuf, Out)>) -> OutputDir {
-        OutputDir { dir: dir.to_path_buf(), dirty: vec![false; files.len()], files, tags: Vec::new(), scratch: Vec::new() }
+        OutputDir {
+            dir: dir.to_path_buf(),
+            dirty: vec![false; files.len()],
+            files,
+            tags: Vec::new(),
+            scratch: Vec::new(),
+        }
     }
 
     /// Standard output, for the JSON lines of the logs named `logs` (file stems, in
@@ -594,10 +600,9 @@ mod tests {
     #[test]
     fn compressed_files_read_back_whole_across_flushes_and_reopens() {
         let d = scratch("compress");
-        for (c, name, unpack) in [
-            (Compress::Zstd, "log_a.zst", unzstd as fn(&[u8]) -> Vec<u8>),
-            (Compress::Gzip, "log_a.gz", ungzip),
-        ] {
+        for (c, name, unpack) in
+            [(Compress::Zstd, "log_a.zst", unzstd as fn(&[u8]) -> Vec<u8>), (Compress::Gzip, "log_a.gz", ungzip)]
+        {
             let names = vec![name.to_string()];
             let headers = vec![b"h\n".to_vec()];
             let mut o = OutputDir::create_compressed(&d, &names, &headers, c).unwrap();

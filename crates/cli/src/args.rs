@@ -12,9 +12,9 @@ Examples:
   tapstat -r trace.pcap -o out/                 analyze a capture into out/
   tapstat -r a.pcap b.pcap -o out/ -w 4         rotated captures as one stream, 4 workers
   tapstat -r - -o out/ --format jsonl < x.pcap  read stdin, write JSON lines
-  tapstat -r trace.pcap -o out/ --compress zstd logs compressed as they are written (*.zst)
-  tapstat -r trace.pcap -o - | head              every log as JSON lines on stdout
-  tapstat -r day.pcap -o out/ --rotate 1h       one directory per hour of packet time
+  tapstat -r t.pcap -o out/ --compress zstd     logs compressed as written (*.zst)
+  tapstat -r trace.pcap -o - | head             every log as JSON lines on stdout
+  tapstat -r day.pcap -o out/ --rotate 1h       a directory per hour of packet time
   tapstat -r trace.pcap -o out/ tcp port 443    only what the filter keeps (as -f; see -r)
   tapstat -r trace.pcap -o out/ -c 1000         the first 1000 packets
   tcpdump -i eth0 -w - | tapstat -r - -o out/   analyze a live capture through a pipe
@@ -140,7 +140,7 @@ pub struct RunArgs {
     /// Worker threads [default: available cores; 1..=max(16, 4 × cores), at most 1024]
     #[arg(short = 'w', long = "workers", value_name = "N", allow_negative_numbers = true, value_parser = int_in::<usize, 1, MAX_WORKERS>)]
     pub workers: Option<usize>,
-    /// Record format [default: jsonl with -o -]
+    /// Record format (with -o -, jsonl: the only one a single stream takes)
     #[arg(long, value_enum, default_value = "tsv")]
     pub format: FormatArg,
     /// --format given on the command line (filled in by main: `-o -` defaults to jsonl).

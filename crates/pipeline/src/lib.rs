@@ -1763,6 +1763,38 @@ mod tests {
         }
     }
 
+    /// With `--rotate` on files, a record goes to the interval it was due in: one due
+    /// in an interval the worker has left waits, and goes out under that interval when
+    /// the worker enters the next one; the worker's own records go to its own.
+    #[test]
+    fn rotation_sends_late_records_under_their_interval() {
+        const S: u64 = 1_000_000_000;
+        let cfg = EngineConfig { rotate: Some(std::time::Duration::from_secs(60)), ..EngineConfig::default() };
+        let (tx, rx) = crossbeam_channel::unbounded::<Block>();
+        let (_free_tx, free_rx) = crossbeam_channel::bounded::<Vec<u8>>(1);
+        let mut r = RecordOut::new(&cfg, tx, free_rx).by_due();
+        let mut write = |r: &mut RecordOut, due: u64, text: &[u8]| {
+            r.at(due * S);
+            r.buf(0).extend_from_slice(text);
+            r.wrote(0);
+        };
+        r.follow(10 * S);
+        write(&mut r, 10, b"a\n");
+        r.follow(70 * S);
+        write(&mut r, 30, b"late\n");
+        write(&mut r, 65, b"b\n");
+        r.follow(130 * S);
+        drop(r);
+        let got: Vec<String> = rx
+            .iter()
+            .map(|(i, b)| match i {
+                ROTATE => format!("@{}", u64::from_le_bytes(b[..8].try_into().unwrap())),
+                _ => String::from_utf8(b).unwrap(),
+            })
+            .collect();
+        assert_eq!(got, ["@0", "a\n", "@60", "b\n", "@0", "late\n", "@60", "@120"]);
+    }
+
     /// A full disk (`/dev/full` fails every write with ENOSPC): the writer sets the stop
     /// flag at the first failure, so the reader and the dispatcher end the run, and
     /// counts every record it could not write, the failed block's and the later ones.

@@ -1773,7 +1773,7 @@ mod tests {
         let (tx, rx) = crossbeam_channel::unbounded::<Block>();
         let (_free_tx, free_rx) = crossbeam_channel::bounded::<Vec<u8>>(1);
         let mut r = RecordOut::new(&cfg, tx, free_rx).by_due();
-        let mut write = |r: &mut RecordOut, due: u64, text: &[u8]| {
+        let write = |r: &mut RecordOut, due: u64, text: &[u8]| {
             r.at(due * S);
             r.buf(0).extend_from_slice(text);
             r.wrote(0);

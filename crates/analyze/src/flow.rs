@@ -104,6 +104,9 @@ pub struct Dir {
     /// Address and port of the sender of this direction.
     pub ip: u128,
     pub port: u16,
+    /// OR of the flags of this direction's TCP segments (IPFIX's `tcpControlBits`);
+    /// in the padding after `port`, so `Dir` does not grow.
+    pub tcp_flags: u8,
     pub pkts_all: u64,
     /// L4 payload bytes, retransmissions included.
     pub bytes_all: u64,

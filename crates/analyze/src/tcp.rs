@@ -277,6 +277,7 @@ pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize, rings: &
     let rst = flags & TcpFields::RST != 0;
     let len = d.payload_len;
     let x = &mut f.dir[di];
+    x.tcp_flags |= flags;
     if syn {
         x.syn_cnt += 1;
     }

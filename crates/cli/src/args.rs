@@ -143,6 +143,17 @@ pub struct RunArgs {
     /// Record format (with -o -, jsonl: the only one a single stream takes)
     #[arg(long, value_enum, default_value = "tsv")]
     pub format: FormatArg,
+    /// Also export every flow, as it ends, to the IPFIX collector at HOST:PORT (RFC 7011,
+    /// bidirectional records per RFC 5103; see docs/ARCHITECTURE.md, "IPFIX export")
+    #[arg(long, value_name = "HOST:PORT", value_parser = collector_addr)]
+    pub ipfix: Option<std::net::SocketAddr>,
+    /// IPFIX transport: udp (messages of at most 1,400 bytes, templates sent again every
+    /// 20 s) or tcp (one connection, opened before the run)
+    #[arg(long, value_enum, default_value = "udp", requires = "ipfix")]
+    pub ipfix_transport: IpfixTransportArg,
+    /// IPFIX observation domain id of the messages (tells probes apart at one collector) [0..=2^32-1]
+    #[arg(long, value_name = "ID", default_value_t = 1, requires = "ipfix", allow_negative_numbers = true, value_parser = int_in::<u32, 0, { u32::MAX as u64 }>)]
+    pub ipfix_domain: u32,
     /// --format given on the command line (filled in by main: `-o -` defaults to jsonl).
     #[arg(skip)]
     pub format_given: bool,
@@ -256,6 +267,19 @@ pub struct RunArgs {
     /// removed first; other files are left alone
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum IpfixTransportArg {
+    Udp,
+    Tcp,
+}
+
+/// `--ipfix`'s HOST:PORT: an address, or a name resolved now (its first address).
+fn collector_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let mut addrs = s.to_socket_addrs().map_err(|e| format!("{s:?} is not a HOST:PORT collector address ({e})"))?;
+    addrs.next().ok_or_else(|| format!("{s:?} resolves to no address"))
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -463,6 +487,14 @@ impl RunArgs {
                 ScheduleArg::Bundle => tapstat_pipeline::Schedule::Bundle,
             },
             epoch_chunks: self.epoch_chunks,
+            ipfix: self.ipfix.map(|collector| tapstat_pipeline::IpfixConfig {
+                collector,
+                transport: match self.ipfix_transport {
+                    IpfixTransportArg::Udp => tapstat_pipeline::IpfixTransport::Udp,
+                    IpfixTransportArg::Tcp => tapstat_pipeline::IpfixTransport::Tcp,
+                },
+                domain: self.ipfix_domain,
+            }),
             ..EngineConfig::default()
         }
     }

@@ -66,9 +66,11 @@ pub struct LiveArgs {
     /// whatever arrives at a full buffer)
     #[arg(long, value_enum, default_value = "ted")]
     pub overload: OverloadArg,
-    /// Packets TED never cuts: any of syn, fin, rst, dns (TCP/UDP port 53), first=N (a
-    /// flow's first N packets), or none
-    #[arg(long, value_name = "RULES", default_value = "syn,fin,rst,dns,first=8", value_parser = tapstat_pipeline::Keep::parse)]
+    /// Packets TED never cuts: any of syn, fin, rst, dns (name services: TCP/UDP 53,
+    /// UDP 5353 mDNS, 5355 LLMNR, 137 NBNS), heads (segments starting an HTTP/1 request
+    /// or response or a TLS handshake record; QUIC long headers), first=N (a flow's first
+    /// N packets), or none
+    #[arg(long, value_name = "RULES", default_value = "syn,fin,rst,dns,heads,first=3", value_parser = tapstat_pipeline::Keep::parse)]
     pub keep: tapstat_pipeline::Keep,
     /// Shunt a flow that needs no further analysis: its later packets are only counted
     /// (packets and wire bytes stay exact; SYN, FIN, RST still analysed; the record says

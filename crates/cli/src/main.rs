@@ -420,6 +420,33 @@ pub(crate) fn metrics_markdown() -> String {
     for e in tapstat_l7::Event::ALL {
         s += &format!("| `{}` | {} |\n", e.name(), e.meaning().trim().replace('|', "\\|"));
     }
+    s += &ipfix_markdown();
+    s
+}
+
+/// docs/METRICS.md's table of the IPFIX templates and elements (`--ipfix`), from the
+/// templates the exporter sends.
+fn ipfix_markdown() -> String {
+    use tapstat_sink::ipfix::{elements, REVERSE_PEN, TAPSTAT_PEN, TEMPLATES, VARLEN};
+    let mut s = format!(
+        "\n## IPFIX information elements\n\nWith `--ipfix HOST:PORT` every flow is also exported as it ends, as one IPFIX data record (RFC 7011) of a bidirectional flow (RFC 5103): the client is the source, the server's direction is in the reverse elements (enterprise {REVERSE_PEN} for IANA's elements; the same enterprise number and the element id + 0x4000 for tapstat's). tapstat's own elements use enterprise number {TAPSTAT_PEN}, IANA's number for documentation (RFC 5612), as a placeholder for a registered one. Byte counts are the frames' lengths on the wire, as the logs' `bytes_wire` (the link-layer header included, unlike RFC 7012's `octetDeltaCount`, which starts at the IP header). Periodic rows, HTTP and DNS transactions are not exported.\n\n| template | id | elements, in record order |\n|---|---|---|\n"
+    );
+    for t in &TEMPLATES {
+        let names: Vec<&str> = t.fields.iter().map(|f| f.name).collect();
+        s += &format!("| {} | {} | {} |\n", t.name, t.id, names.join(", "));
+    }
+    s += "\n| element | enterprise | id | type | bytes | meaning |\n|---|---|---|---|---|---|\n";
+    for e in elements() {
+        let len = if e.len == VARLEN { "variable".to_string() } else { e.len.to_string() };
+        s += &format!(
+            "| `{}` | {} | {} | {} | {len} | {} |\n",
+            e.name,
+            e.pen,
+            e.id,
+            e.ty,
+            e.meaning.replace('|', "\\|")
+        );
+    }
     s
 }
 

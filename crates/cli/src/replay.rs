@@ -14,6 +14,8 @@ use tapstat_pipeline::{Progress, Summary};
 const MAX_PROBES: usize = 12;
 /// The search stops when the bracket is this narrow (relative to its top).
 const PRECISION: f64 = 0.02;
+/// A probe's replay kept its pace when it offered at least this share of the rate.
+const PACE_KEPT: f64 = 0.95;
 
 /// Runs a replay (`--speed`, `--pps`) or a rate search (`--find-rate`).
 pub fn run(b: &BenchArgs) -> Result<()> {
@@ -110,9 +112,18 @@ fn replay(a: &RunArgs, file: &Arc<ReplayFile>, pace: Pace, stop: &Arc<AtomicBool
     let mut cfg = a.engine_config();
     cfg.workers = a.workers().map_err(anyhow::Error::msg)?;
     let _claim = crate::outdir::claim(&cfg.out_dir, a.force)?;
-    let sources: Vec<Box<dyn LiveSource>> =
-        file.sources(cfg.workers, pace).into_iter().map(|s| Box::new(s) as Box<dyn LiveSource>).collect();
     let live = crate::live::live_config(a);
+    // A poll hands out at most two periods' worth of frames (--period, also for the
+    // other policies, which poll more often): the asked rate, without bursts.
+    let window = 2 * a.live.period;
+    let sources: Vec<Box<dyn LiveSource>> = file
+        .sources(cfg.workers, pace)
+        .into_iter()
+        .map(|mut s| {
+            s.bound_bursts(window);
+            Box::new(s) as Box<dyn LiveSource>
+        })
+        .collect();
     let what = match pace {
         Pace::Speed(x) => format!("{x}x packet time"),
         Pace::Pps(p) => format!("{p:.0} pps"),
@@ -166,22 +177,29 @@ fn find_rate(a: &RunArgs, file: &Arc<ReplayFile>, runs: usize, stop: &Arc<Atomic
     let mut probes = 0;
     let mut probe = |pps: f64| -> Result<bool> {
         probes += 1;
-        let mut lost = Vec::new();
+        let (mut lost, mut behind) = (Vec::new(), None);
         for _ in 0..runs.max(1) {
             let s = replay(a, file, Pace::Pps(pps), stop)?;
             if stop.load(Ordering::Relaxed) {
                 bail!("stopped");
             }
             lost.push(loss(&s));
-            if lost[lost.len() - 1] > 0 {
-                break; // one lossy run fails the rate
+            // A replay whose acquisition could not keep the pace did not offer the
+            // rate: a live capture at it would overflow the kernel's ring.
+            let offered = s.live.as_ref().map_or(pps, |l| l.offered_pps);
+            if offered < PACE_KEPT * pps {
+                behind = Some(offered);
+            }
+            if lost[lost.len() - 1] > 0 || behind.is_some() {
+                break; // one lossy or late run fails the rate
             }
         }
-        let pass = lost.iter().all(|&l| l == 0);
+        let pass = lost.iter().all(|&l| l == 0) && behind.is_none();
         println!(
-            "probe {probes}: {pps:.0} pps ({:.3} Gbit/s): lost {} -> {}",
+            "probe {probes}: {pps:.0} pps ({:.3} Gbit/s): lost {}{} -> {}",
             gbps(pps),
             lost.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
+            behind.map_or(String::new(), |o| format!(", behind its pace (offered {o:.0} pps)")),
             if pass { "pass" } else { "fail" }
         );
         Ok(pass)

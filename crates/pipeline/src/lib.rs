@@ -17,6 +17,7 @@
 
 mod acquire;
 mod buffer;
+mod ipfix;
 mod live;
 mod overload;
 mod ring;
@@ -26,7 +27,8 @@ mod telemetry;
 mod timing;
 
 pub use acquire::Acquire;
-pub use live::{interval_dir_name, interval_name, run_live, LiveConfig, LiveSummary};
+pub use ipfix::{IpfixConfig, IpfixSummary, Transport as IpfixTransport};
+pub use live::{interval_dir_name, interval_name, run_live, LiveConfig, LiveSummary, QueueDelay};
 pub use overload::{Keep, Overload, OverloadConfig};
 pub use ring::{ring, Receiver, Sender};
 pub use schedule::Schedule;
@@ -87,6 +89,8 @@ pub struct EngineConfig {
     /// Flow-affinity batches: workers fed by dispatchers account each batch's packets
     /// grouped by flow, with the records of input order (see [`FlowGroups`]).
     pub flow_batches: bool,
+    /// Export every ended flow to an IPFIX collector too (`--ipfix`).
+    pub ipfix: Option<IpfixConfig>,
 }
 
 impl EngineConfig {
@@ -125,6 +129,7 @@ impl Default for EngineConfig {
             schedule: Schedule::Hash,
             epoch_chunks: 64,
             flow_batches: false,
+            ipfix: None,
         }
     }
 }
@@ -256,6 +261,8 @@ struct RecordOut {
     records: [u64; NLOGS],
     tx: crossbeam_channel::Sender<Block>,
     free: crossbeam_channel::Receiver<Vec<u8>>,
+    /// Ended flows as IPFIX records too (`--ipfix`).
+    ipfix: Option<ipfix::IpfixOut>,
     /// Where records go in time, with `--rotate`.
     rotation: Option<Box<Rotation>>,
 }
@@ -285,10 +292,14 @@ struct Rotation {
 }
 
 impl RecordOut {
-    /// Hands every non-empty buffer to the writer.
+    /// Hands every non-empty buffer to the writer (and the IPFIX records to the
+    /// exporter).
     fn flush_all(&mut self) {
         for i in 0..self.bufs.len() {
             self.flush(i);
+        }
+        if let Some(x) = &mut self.ipfix {
+            x.flush();
         }
     }
 
@@ -376,6 +387,7 @@ impl RecordOut {
             records: [0; NLOGS],
             tx,
             free,
+            ipfix: None,
             rotation: cfg.rotate_ns().map(|period_ns| {
                 Box::new(Rotation { period_ns, cur: None, by_due: false, target: None, late: BTreeMap::new() })
             }),
@@ -387,6 +399,12 @@ impl RecordOut {
         if let Some(r) = self.rotation.as_mut() {
             r.by_due = true;
         }
+        self
+    }
+
+    /// The same, with the flows exported to `exporter` too.
+    fn with_ipfix(mut self, exporter: Option<&ipfix::Exporter>) -> RecordOut {
+        self.ipfix = exporter.and_then(ipfix::Exporter::out);
         self
     }
 }
@@ -443,6 +461,9 @@ impl FlowSink for RecordOut {
         let log = id.log_for(self.sets, self.l7);
         self.format.record(log, f, self.buf(i));
         self.wrote(i);
+        if let Some(x) = &mut self.ipfix {
+            x.flow(f);
+        }
     }
 
     fn on_http(&mut self, row: &HttpRow) {
@@ -623,7 +644,10 @@ pub fn run(
     let seed = cfg.hash_seed.unwrap_or_else(random_seed);
     let hasher = FlowHasher::with_kind(cfg.flow_hash, seed);
 
-    // Output files first: an unwritable directory is an error before any work.
+    // The IPFIX collector and the output files first: a collector that refuses the
+    // connection or an unwritable directory is an error before any work (and before
+    // the files exist).
+    let exporter = cfg.ipfix.as_ref().map(ipfix::Exporter::start).transpose()?;
     let (free_tx, free_rx) = crossbeam_channel::bounded::<Vec<u8>>(16);
     let (mut block_txs, writer) = spawn_writer(cfg, n, free_tx, &stop)?;
     let mut block_tx = move || block_txs.pop().expect("a sender per worker");
@@ -641,7 +665,7 @@ pub fn run(
     let new_work = |tx: crossbeam_channel::Sender<Block>| Work {
         timer: PacketTimer::new(cfg.time_sample),
         tracker: Tracker::new(tracker_cfg),
-        rout: RecordOut::new(cfg, tx, free_rx.clone()).by_due(),
+        rout: RecordOut::new(cfg, tx, free_rx.clone()).by_due().with_ipfix(exporter.as_ref()),
     };
     let (dispatchers, workers) = if n == 1 && !reader.source.may_block() {
         // One worker reading regular files: it reads, decodes and analyzes in
@@ -797,6 +821,7 @@ pub fn run(
         }
     }
     let (written, writer_warnings) = writer.join().map_err(|_| EngineError::Thread("writer"))?;
+    let exported = exporter.map(ipfix::Exporter::finish).transpose()?;
     // A closed standard output (`| head`) stops the run too, but nobody interrupted it.
     let interrupted = stop.load(Ordering::Relaxed) && written.error.is_none() && !written.closed;
     // After a normal end the reader has finished; after Ctrl-C it may be blocked in
@@ -842,6 +867,7 @@ pub fn run(
     summary.flow_hash = cfg.flow_hash.name();
     summary.packet_time = PacketTimeSummary::of(&timers);
     summary.scheduling = (n > 1).then_some(sched);
+    summary.set_ipfix(exported);
     Ok(summary)
 }
 
@@ -1126,6 +1152,32 @@ impl Work {
             unanalysed: true,
         };
         self.tracker.on_packet(&pkt, &mut self.rout);
+    }
+
+    /// Accounts the tail packets `t` of the flow of `p`, a tails record (the overload
+    /// controller held them): per direction, its packets with their wire bytes spread
+    /// over them (the sum exact) at the direction's latest time; nothing is analysed.
+    fn tails(&mut self, p: &Pkt, t: &buffer::Tails) {
+        self.rout.follow(p.now_ns);
+        let d = &p.dec;
+        let (key, src_is_lo) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
+        for ((n, bytes, last), lo) in [(t.same, src_is_lo), (t.rev, !src_is_lo)] {
+            for k in 0..n {
+                let pkt = Packet {
+                    ts_ns: last,
+                    now_ns: p.now_ns,
+                    wire_len: bytes / n + u32::from(k < bytes % n),
+                    key,
+                    hash: p.hash,
+                    src_is_lo: lo,
+                    dec: d,
+                    payload: &[],
+                    dns_learnt: true,
+                    unanalysed: true,
+                };
+                self.tracker.on_packet(&pkt, &mut self.rout);
+            }
+        }
     }
 
     fn finish(mut self, final_ns: u64, interrupted: bool) -> WorkerResult {

@@ -26,12 +26,12 @@
 //! burst of its own packets.
 
 use crate::acquire::{Acquire, Pacer};
-use crate::buffer::{packet_buffer, Consumer, Producer};
+use crate::buffer::{packet_buffer_sampled, Consumer, Producer, Rec};
 use crate::overload::{Controller, Overload, OverloadConfig, Verdict, DECIDE_EVERY, UNLIMITED};
 use crate::telemetry::{serve_metrics, spawn_reporter, Gauges, ProcTimes, ReportTo};
 use crate::{
-    cpu_seconds, random_seed, Block, Dispatch, DispatchResult, EngineConfig, EngineError, Progress, RecordOut, Summary,
-    Work, WorkerResult, Written, ROTATE,
+    cpu_seconds, random_seed, Block, Dispatch, DispatchResult, EngineConfig, EngineError, PacketTimeSummary,
+    PacketTimer, Progress, RecordOut, Summary, Work, WorkerResult, Written, ROTATE,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -141,6 +141,40 @@ pub struct LiveSummary {
     /// Shunt requests acquisition never acted on (its table full of live flows, or the
     /// ring from the worker full): those flows went on being analysed.
     pub shunts_lost: u64,
+    /// The rate the sources delivered: `offered_packets` over the wall time from the
+    /// first poll that brought frames to the last (a replay that kept its pace: the
+    /// asked rate).
+    pub offered_pps: f64,
+    /// Queueing delay: wall time from a frame's entry into its worker's buffer to the
+    /// end of its analysis, 1 frame in `--time-sample`.
+    pub queue_delay: QueueDelay,
+}
+
+/// Sampled queueing delays of a live run, all workers together (ns).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct QueueDelay {
+    /// 1 frame in `sample_every` was timed (0: none).
+    pub sample_every: u32,
+    pub samples: u64,
+    pub mean_ns: f64,
+    /// Quantiles: the lower bound of the histogram cell (within 19% below the value).
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+}
+
+impl QueueDelay {
+    fn of(samplers: &[PacketTimer]) -> QueueDelay {
+        let s = PacketTimeSummary::of(samplers);
+        QueueDelay {
+            sample_every: s.sample_every,
+            samples: s.samples,
+            mean_ns: s.mean_ns,
+            p50_ns: s.p50_ns,
+            p99_ns: s.p99_ns,
+            max_ns: s.max_ns,
+        }
+    }
 }
 
 /// Answers each worker can hold from each other worker before it takes them in.
@@ -158,6 +192,8 @@ struct AcqResult {
     warning: Option<String>,
     pacing: &'static str,
     cpu_s: f64,
+    /// Wall time (ns) of the first and the last poll that brought frames.
+    offered_ns: Option<(u64, u64)>,
 }
 
 fn wall_ns() -> u64 {
@@ -189,9 +225,11 @@ pub fn run_live(
     let (names, headers) = super::log_files(cfg);
     let source_names: Vec<String> = sources.iter().map(|s| s.name()).collect();
 
-    // The output directory, the stats file and the metrics port first: a mistake in
-    // any of them is an error before the capture starts. With `-o -` there is no
-    // directory: the logs go to standard output, the figures to stderr only.
+    // The IPFIX collector, the output directory, the stats file and the metrics port
+    // first: a mistake in any of them is an error before the capture starts. With
+    // `-o -` there is no directory: the logs go to standard output, the figures to
+    // stderr only.
+    let exporter = cfg.ipfix.as_ref().map(super::ipfix::Exporter::start).transpose()?;
     if !cfg.stdout {
         std::fs::create_dir_all(&cfg.out_dir).map_err(|source| SinkError { path: cfg.out_dir.clone(), source })?;
     }
@@ -262,7 +300,7 @@ pub fn run_live(
     let mut ana_threads = Vec::with_capacity(n);
     for ((w, src), (dns_out, dns_in)) in sources.into_iter().enumerate().zip(dns_out.into_iter().zip(dns_in)) {
         let link = src.link();
-        let (prod, cons) = packet_buffer(live.buffer_bytes);
+        let (prod, cons) = packet_buffer_sampled(live.buffer_bytes, cfg.time_sample);
         gauges[w].buffer_cap.store(prod.capacity(), Ordering::Relaxed);
         let (g, stop2, ready2, progress2, policy) =
             (gauges[w].clone(), stop.clone(), ready.clone(), progress.clone(), live.acquire);
@@ -292,10 +330,12 @@ pub fn run_live(
             tracker.share_dns_answers();
         }
         let work = Work {
-            // The live loop times every packet itself (telemetry); no sampling here.
-            timer: super::PacketTimer::new(0),
+            // The live loop times every packet for the telemetry (`ProcTimes`, all of
+            // the packet's work); summary.json's `packet_time` samples the tracker's
+            // share, as for files.
+            timer: PacketTimer::new(cfg.time_sample),
             tracker,
-            rout: RecordOut::new(cfg, txs[w].clone(), free_rx.clone()),
+            rout: RecordOut::new(cfg, txs[w].clone(), free_rx.clone()).with_ipfix(exporter.as_ref()),
         };
         let a = Analysis {
             dispatch: Dispatch::new(cfg.decode, hasher.clone(), 1),
@@ -359,8 +399,11 @@ pub fn run_live(
     let mut records = [0u64; super::NLOGS];
     let mut ana_cpu = Vec::with_capacity(n);
     let mut dns = DnsShare::default();
+    let (mut timers, mut delays) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for h in ana_threads {
-        let (d, r, cpu, sh) = h.join().map_err(|_| EngineError::Thread("analysis"))?;
+        let (d, r, cpu, sh, delay) = h.join().map_err(|_| EngineError::Thread("analysis"))?;
+        timers.push(r.timer);
+        delays.push(delay);
         dns.shared += sh.shared;
         dns.dropped += sh.dropped;
         dns.shunts_lost += sh.shunts_lost;
@@ -382,6 +425,7 @@ pub fn run_live(
     if let Some(e) = written.error {
         return Err(e.into());
     }
+    let exported = exporter.map(super::ipfix::Exporter::finish).transpose()?;
     done.store(true, Ordering::SeqCst);
     let _ = reporter.join();
     if let Some(e) = ready_err {
@@ -424,9 +468,17 @@ pub fn run_live(
         shunted_flows: stats.shunted,
         shunted_packets: ld(|g| &g.shunted).iter().sum(),
         shunts_lost: dns.shunts_lost + acq.iter().map(|a| a.shunts_refused).sum::<u64>(),
+        offered_pps: 0.0,
+        queue_delay: QueueDelay::of(&delays),
     };
     let mut ls = ls;
     ls.offered_packets = ls.received_packets + ls.buffer_drops;
+    let first = acq.iter().filter_map(|a| a.offered_ns).map(|s| s.0).min();
+    let last = acq.iter().filter_map(|a| a.offered_ns).map(|s| s.1).max();
+    if let (Some(a), Some(b)) = (first, last) {
+        // One poll's frames over at least a microsecond.
+        ls.offered_pps = (ls.offered_packets as f64 / ((b - a).max(1000) as f64 * 1e-9)).round();
+    }
     ls.analysed_packets = ls.received_packets - ls.unanalysed_packets - ls.shunted_packets;
     if ls.truncated_frames > 0 {
         // Silent truncation would read as smaller payloads and lost headers.
@@ -458,6 +510,8 @@ pub fn run_live(
     s.live = Some(ls);
     s.output_closed = written.closed;
     s.records_not_written = written.lost;
+    s.packet_time = PacketTimeSummary::of(&timers);
+    s.set_ipfix(exported);
     Ok(s)
 }
 
@@ -486,6 +540,7 @@ fn acquire_loop(
     let (mut shunted, mut last_ts) = (0u64, 0u64);
     let (link, cap) = (src.link(), prod.capacity());
     let mut err = None;
+    let mut offered_ns = None;
     loop {
         let stopping = stop.load(Ordering::Relaxed);
         let mark = prod.mark();
@@ -521,9 +576,22 @@ fn acquire_loop(
                     c.verdict(link, b, m.ts_ns)
                 }
             };
-            let pushed = match v {
-                Verdict::Count | Verdict::Shunted => prod.push_counted(m.ts_ns, m.orig_len, b),
-                _ => prod.push(m.ts_ns, m.orig_len, b),
+            let pushed = match (v, ctl.as_mut()) {
+                // A tail is held and counted with its flow's others (losses: `lost`).
+                (Verdict::Count, Some(c)) => {
+                    c.hold(&mut prod, m.ts_ns, m.orig_len, b);
+                    true
+                }
+                (v, c) => {
+                    // The flow's held tails go first.
+                    if let Some(c) = c {
+                        c.release(&mut prod);
+                    }
+                    match v {
+                        Verdict::Count | Verdict::Shunted => prod.push_counted(m.ts_ns, m.orig_len, b),
+                        _ => prod.push(m.ts_ns, m.orig_len, b),
+                    }
+                }
             };
             if pushed {
                 rx += 1;
@@ -553,13 +621,17 @@ fn acquire_loop(
         }
         prod.publish();
         if k > 0 {
-            g.rx_packets.store(rx, Ordering::Relaxed);
-            g.rx_bytes.store(bytes, Ordering::Relaxed);
-            g.unanalysed.store(unanalysed, Ordering::Relaxed);
+            let now = wall_ns();
+            offered_ns = Some((offered_ns.map_or(now, |(a, _)| a), now));
+            // Held tails a full buffer had no room for are drops, not received.
+            let lost = ctl.as_ref().map_or((0, 0), |c| c.lost);
+            g.rx_packets.store(rx - lost.0, Ordering::Relaxed);
+            g.rx_bytes.store(bytes - lost.1, Ordering::Relaxed);
+            g.unanalysed.store(unanalysed - lost.0, Ordering::Relaxed);
             g.prioritised.store(prioritised, Ordering::Relaxed);
             g.shunted.store(shunted, Ordering::Relaxed);
             g.cutoff.store(ctl.as_ref().map_or(0, |c| c.cutoff() as u64), Ordering::Relaxed);
-            g.buffer_drops.store(drops, Ordering::Relaxed);
+            g.buffer_drops.store(drops + lost.0, Ordering::Relaxed);
             g.truncated.store(truncated, Ordering::Relaxed);
             let (cur, max) = prod.occupancy();
             g.buffer_bytes.store(cur, Ordering::Relaxed);
@@ -578,14 +650,23 @@ fn acquire_loop(
         }
         pacer.wait(k == 0, &mut *src);
     }
+    // The tails still held go in now, waiting (up to a second in all) for the analysis
+    // to make room.
+    if let Some(c) = ctl.as_mut() {
+        c.release_all(&mut prod, 10_000, |p| {
+            p.publish();
+            std::thread::sleep(Duration::from_micros(100));
+        });
+    }
+    let lost = ctl.as_ref().map_or((0, 0), |c| c.lost);
     let s = src.stats();
     g.kernel_drops.store(s.kernel_drops, Ordering::Relaxed);
     g.freezes.store(s.freezes, Ordering::Relaxed);
-    g.rx_packets.store(rx, Ordering::Relaxed);
-    g.rx_bytes.store(bytes, Ordering::Relaxed);
-    g.buffer_drops.store(drops, Ordering::Relaxed);
+    g.rx_packets.store(rx - lost.0, Ordering::Relaxed);
+    g.rx_bytes.store(bytes - lost.1, Ordering::Relaxed);
+    g.buffer_drops.store(drops + lost.0, Ordering::Relaxed);
     g.truncated.store(truncated, Ordering::Relaxed);
-    g.unanalysed.store(unanalysed, Ordering::Relaxed);
+    g.unanalysed.store(unanalysed - lost.0, Ordering::Relaxed);
     g.prioritised.store(prioritised, Ordering::Relaxed);
     g.shunted.store(shunted, Ordering::Relaxed);
     if min_cutoff != UNLIMITED {
@@ -593,7 +674,7 @@ fn acquire_loop(
     }
     prod.close();
     let shunts_refused = ctl.as_ref().map_or(0, |c| c.shunts_refused);
-    AcqResult { shunts_refused, err, warning, pacing: pacer.kind(), cpu_s: thread_cpu_s() }
+    AcqResult { shunts_refused, err, warning, pacing: pacer.kind(), cpu_s: thread_cpu_s(), offered_ns }
 }
 
 /// An analysis thread: drains its buffer into its tracker.
@@ -628,7 +709,7 @@ struct DnsShare {
 }
 
 impl Analysis {
-    fn run(mut self) -> (DispatchResult, WorkerResult, f64, DnsShare) {
+    fn run(mut self) -> (DispatchResult, WorkerResult, f64, DnsShare, PacketTimer) {
         let mut times = ProcTimes::new();
         let mut idle = 0u32;
         let mut flushed = Instant::now();
@@ -652,11 +733,17 @@ impl Analysis {
             let (dispatch, work) = (&mut self.dispatch, &mut self.work);
             let (dns_out, dns) = (&mut self.dns_out, &mut self.dns);
             let (shunt_out, link) = (&mut self.shunt_out, self.link);
-            let k = self.cons.read(256, self.link, |f, bytes, counted| {
+            let k = self.cons.read(256, self.link, |f, bytes, rec| {
                 let t0 = Instant::now();
                 if let Some((_, p)) = dispatch.frame(f, bytes) {
                     // (`Work` follows the packet's clock into its output interval.)
-                    if counted {
+                    if let Rec::Tails(t) = rec {
+                        // Tail packets the controller held: their flow counts them,
+                        // nothing more; so does the run.
+                        work.tails(&p, &t);
+                        dispatch.r.frames += t.packets().saturating_sub(1);
+                        dispatch.r.wire_bytes += t.bytes().saturating_sub(f.orig_len as u64);
+                    } else if rec.counted() {
                         // A tail packet the controller did not let through whole: its
                         // flow counts it, nothing more.
                         work.counted(&p);
@@ -706,7 +793,7 @@ impl Analysis {
         self.final_clock.fetch_max(end, Ordering::SeqCst);
         self.end_barrier.wait();
         let wr = self.work.finish(self.final_clock.load(Ordering::SeqCst), self.stop.load(Ordering::SeqCst));
-        (r, wr, thread_cpu_s(), self.dns)
+        (r, wr, thread_cpu_s(), self.dns, self.cons.delays().clone())
     }
 }
 

@@ -78,6 +78,9 @@ pub struct Summary {
     /// How packets were spread over the workers (file runs with several workers).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduling: Option<SchedulingSummary>,
+    /// IPFIX export (`--ipfix`): what was sent and what was lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipfix: Option<crate::IpfixSummary>,
 }
 
 /// summary.json's `scheduling`.
@@ -125,11 +128,12 @@ pub const SUMMARY_KEYS: &[(&str, &str)] = &[
     ("pkts_per_s", "packets per wall-clock second"),
     ("gbit_per_s", "Gbit/s of wire bytes per wall-clock second"),
     ("pkts_per_cpu_s", "packets per CPU second"),
-    ("live", "live runs only: sources, packets received, kernel and buffer drops, buffer occupancy, per-worker packets, DNS answers shared between workers for `fqdn` (`dns_answers_shared`) and dropped at a full ring (`dns_answers_dropped`); the overload policy (`overload`: `ted` or `drop`) and its totals: `offered_packets`, `analysed_packets`, `unanalysed_packets` (flow tails counted, not analysed), `prioritised_packets` (kept by `--keep` beyond the cut-off), `min_cutoff` (the lowest per-flow cut-off reached; none when nothing was cut); shunting (`--shunt`): `shunted_flows` (flows a rule matched), `shunted_packets` (their later packets, counted only), `shunts_lost` (requests acquisition never acted on: those flows went on being analysed)"),
+    ("live", "live runs only: sources, packets received, kernel and buffer drops, buffer occupancy, per-worker packets, DNS answers shared between workers for `fqdn` (`dns_answers_shared`) and dropped at a full ring (`dns_answers_dropped`); the overload policy (`overload`: `ted` or `drop`) and its totals: `offered_packets`, `analysed_packets`, `unanalysed_packets` (flow tails counted, not analysed), `prioritised_packets` (kept by `--keep` beyond the cut-off), `min_cutoff` (the lowest per-flow cut-off reached; none when nothing was cut); shunting (`--shunt`): `shunted_flows` (flows a rule matched), `shunted_packets` (their later packets, counted only), `shunts_lost` (requests acquisition never acted on: those flows went on being analysed); `offered_pps` (the rate the sources delivered, first to last poll with frames: a replay's achieved rate) and `queue_delay` (wall time from a frame's entry into its worker's buffer to the end of its analysis, 1 frame in `--time-sample`: `sample_every`, `samples`, `mean_ns`, `p50_ns`, `p99_ns`, `max_ns`)"),
     ("flow_table", "the flow table's index structure (`--flow-table`)"),
     ("flow_hash", "the flow hash function (`--flow-hash`)"),
-    ("packet_time", "per-packet processing time in the workers, 1 packet in `--time-sample`: mean, percentiles, maximum, outliers, histogram (ns)"),
+    ("packet_time", "per-packet processing time in the workers (the flow tracker's share; live runs too), 1 packet in `--time-sample`: mean, percentiles, maximum, outliers, histogram (ns)"),
     ("scheduling", "file runs with several workers: the policy (`--schedule`), the dispatcher threads, the flows moved between workers (balance, bundle) and the packets each worker analysed"),
+    ("ipfix", "runs with `--ipfix` only: the `collector`, the `transport` (udp or tcp), the `observation_domain`; `records` (data records sent, one per ended flow), `messages` (the template messages included), `template_messages`, `bytes`; `send_errors` (messages the transport refused, or not sent for want of a TCP connection), `records_lost` (the data records in them), `reconnects` (TCP connections opened again) and `last_error`"),
 ];
 
 #[derive(Clone, Debug, Serialize)]
@@ -229,7 +233,26 @@ impl Summary {
             scheduling: None,
             flow_hash: "",
             packet_time: Default::default(),
+            ipfix: None,
         }
+    }
+
+    /// Records what the IPFIX export did (`None`: no export), with a warning when
+    /// records were lost.
+    pub(crate) fn set_ipfix(&mut self, s: Option<crate::IpfixSummary>) {
+        if let Some(x) = &s {
+            if x.records_lost > 0 {
+                self.warnings.push(format!(
+                    "IPFIX: {} record(s) in {} message(s) could not be sent to {} over {}{}",
+                    x.records_lost,
+                    x.send_errors,
+                    x.collector,
+                    x.transport,
+                    x.last_error.as_deref().map(|e| format!(" (last error: {e})")).unwrap_or_default()
+                ));
+            }
+        }
+        self.ipfix = s;
     }
 
     /// Total records written.
@@ -275,6 +298,12 @@ impl Summary {
             s += &format!(
                 "  output: standard output was closed by its reader: the run stopped there ({} record(s) not written, or not read)\n",
                 self.records_not_written
+            );
+        }
+        if let Some(x) = &self.ipfix {
+            s += &format!(
+                "  ipfix: {} records in {} messages to {} over {}; {} lost\n",
+                x.records, x.messages, x.collector, x.transport, x.records_lost
             );
         }
         if self.capture.filtered_out > 0 {

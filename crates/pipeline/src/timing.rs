@@ -68,6 +68,16 @@ impl PacketTimer {
         }
     }
 
+    /// Samples recorded.
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// The longest sample, ns.
+    pub fn max_ns(&self) -> u64 {
+        self.max_ns
+    }
+
     #[inline]
     pub fn record(&mut self, ns: u64) {
         self.hist[cell(ns)] += 1;

@@ -23,6 +23,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use tapstat_record::{Log, Value};
 
+pub mod ipfix;
 mod reopen;
 
 /// How records are written.

@@ -19,8 +19,27 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The most frames one poll hands out: a source far behind its pace still lets the
-/// acquisition thread publish its buffer regularly.
+/// acquisition thread publish its buffer regularly (and see [`ReplaySource::bound_bursts`]).
 const MAX_POLL: usize = 32768;
+
+/// Frames ahead of the one handed out whose first bytes are prefetched: a frame's
+/// headers are read first by the acquisition thread (the controller's hash), and a
+/// cache miss there was half of its time at 6 M pps.
+const PREFETCH: usize = 8;
+
+/// Asks the CPU to bring the cache line at `data[off]` in (a hint; nothing on other
+/// architectures).
+#[inline(always)]
+fn prefetch(data: &[u8], off: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if off < data.len() {
+        // SAFETY: a prefetch hint reads nothing architecturally and cannot fault; the
+        // address is inside `data`.
+        unsafe { std::arch::x86_64::_mm_prefetch(data.as_ptr().add(off).cast(), std::arch::x86_64::_MM_HINT_T0) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (data, off);
+}
 
 /// How fast a replay goes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -135,8 +154,28 @@ impl ReplayFile {
         let start = Arc::new(OnceLock::new());
         mine.into_iter()
             .enumerate()
-            .map(|(w, mine)| ReplaySource { file: self.clone(), mine, next: 0, pace, start: start.clone(), worker: w })
+            .map(|(w, mine)| ReplaySource {
+                file: self.clone(),
+                mine,
+                next: 0,
+                pace,
+                start: start.clone(),
+                worker: w,
+                max_poll: MAX_POLL,
+            })
             .collect()
+    }
+
+    /// Frames per second of the whole file at `pace` (the file's mean rate for a
+    /// speed-up; none for a file of one instant).
+    pub fn rate(&self, pace: Pace) -> Option<f64> {
+        match pace {
+            Pace::Pps(p) => Some(p),
+            Pace::Speed(x) => {
+                let d = self.duration_ns();
+                (d > 0).then(|| self.frames() as f64 * 1e9 / d as f64 * x)
+            }
+        }
     }
 }
 
@@ -151,9 +190,26 @@ pub struct ReplaySource {
     /// The wall clock of the replay's start, set by the first poll of any source.
     start: Arc<OnceLock<Instant>>,
     worker: usize,
+    /// The most frames one poll hands out ([`ReplaySource::bound_bursts`]).
+    max_poll: usize,
 }
 
 impl ReplaySource {
+    /// Bounds each poll to the frames this source is due to hand out in `window` of
+    /// wall time at its pace (at least one; at most [`MAX_POLL`]). An acquisition
+    /// thread that polls once per period and is given twice its period here gets a
+    /// period's frames per poll while it keeps up, and catches up at twice the pace
+    /// at most after a stall (descheduled, throttled) instead of in one burst of
+    /// thousands of frames: the buffer sees the asked rate, smoothly. A thread too
+    /// slow for the pace falls behind, which the summary's `offered_pps` shows.
+    pub fn bound_bursts(&mut self, window: Duration) {
+        let share = self.mine.len() as f64 / self.file.frames().max(1) as f64;
+        if let Some(rate) = self.file.rate(self.pace) {
+            let n = (rate * share * window.as_secs_f64()).ceil();
+            self.max_poll = (n as usize).clamp(1, MAX_POLL);
+        }
+    }
+
     fn due(&self, k: usize) -> u64 {
         let i = self.mine[k];
         self.pace.due_ns(i as u64, self.file.frames[i as usize].rel_ns)
@@ -176,7 +232,10 @@ impl LiveSource for ReplaySource {
     fn poll(&mut self, on_frame: &mut dyn FnMut(&FrameMeta, &[u8])) -> Result<usize, LiveError> {
         let now = self.now_ns();
         let mut k = 0;
-        while self.next < self.mine.len() && k < MAX_POLL && self.due(self.next) <= now {
+        while self.next < self.mine.len() && k < self.max_poll && self.due(self.next) <= now {
+            if let Some(&i) = self.mine.get(self.next + PREFETCH) {
+                prefetch(&self.file.data, self.file.frames[i as usize].offset as usize);
+            }
             let f = self.file.frames[self.mine[self.next] as usize];
             let meta =
                 FrameMeta { ts_ns: f.ts_ns, orig_len: f.orig_len, caplen: f.caplen, offset: 0, link: self.file.link };
@@ -232,14 +291,31 @@ pub struct FrameFlow {
     /// The TCP flags byte (RFC 9293 §3.1), for an unfragmented TCP segment whose
     /// header reaches that far.
     pub tcp_flags: Option<u8>,
-    /// TCP or UDP with port 53 on either side (DNS).
+    /// A name service on either side ([`DNS_PORTS`]): DNS on TCP or UDP port 53, and
+    /// over UDP mDNS (5353), LLMNR (5355) and NetBIOS names (137), whose transactions
+    /// the analysis logs as DNS.
     pub dns: bool,
+    /// Offset in the frame of the TCP/UDP payload, for an unfragmented segment whose
+    /// whole TCP/UDP header is in the frame.
+    pub payload: Option<usize>,
+    /// The frame's direction: from the lower endpoint (address, then port) to the
+    /// higher; the reverse direction of the flow has the other value.
+    pub fwd: bool,
 }
+
+/// The UDP ports of [`FrameFlow::dns`] (TCP: 53 only).
+pub const DNS_PORTS: [u16; 4] = [53, 5353, 5355, 137];
 
 /// Reads [`FrameFlow`] at fixed offsets (Ethernet with up to two VLAN tags, or raw
 /// IP); `None` for anything else — another link type or ethertype, a frame too short.
+///
+/// The hash is that of the flow's two endpoints in a fixed order (address, then
+/// port: the lower first), so it is symmetric without being an XOR: two flows whose
+/// addresses differ by the same bits on both sides (captures replayed with rewritten
+/// addresses, or structured address plans) do not share it. The kernel's fanout hash
+/// (`__skb_get_hash_symmetric`) orders the endpoints the same way.
 pub fn frame_flow(link: LinkType, b: &[u8]) -> Option<FrameFlow> {
-    let ip = match link {
+    let ip_off = match link {
         LinkType::ETHERNET => {
             let mut off = 12;
             let mut ethertype = be16(b, off);
@@ -250,54 +326,73 @@ pub fn frame_flow(link: LinkType, b: &[u8]) -> Option<FrameFlow> {
                 tags += 1;
             }
             match ethertype {
-                Some(0x0800 | 0x86dd) => &b[off + 2..],
+                Some(0x0800 | 0x86dd) => off + 2,
                 _ => return None,
             }
         }
-        LinkType::RAW | LinkType::RAW_BSD12 | LinkType::RAW_BSD14 | LinkType::IPV4 | LinkType::IPV6 => b,
+        LinkType::RAW | LinkType::RAW_BSD12 | LinkType::RAW_BSD14 | LinkType::IPV4 | LinkType::IPV6 => 0,
         _ => return None,
     };
-    let (key, l4) = flow_key(ip)?;
-    // fmix64 (MurmurHash3's finalizer).
-    let mut h = key;
+    let ip = &b[ip_off..];
+    let k = flow_key(ip)?;
+    let fwd = (k.a, k.pa) <= (k.b, k.pb);
+    let (lo, hi) = if fwd { ((k.a, k.pa), (k.b, k.pb)) } else { ((k.b, k.pb), (k.a, k.pa)) };
+    let mut h = fmix64(lo.0 ^ 0x9e37_79b9_7f4a_7c15);
+    h = fmix64(h ^ hi.0);
+    h = fmix64(h ^ ((lo.1 as u64) << 32 | (hi.1 as u64) << 16 | k.proto as u64));
+    let (mut tcp_flags, mut dns, mut payload) = (None, false, None);
+    if let Some(off) = k.l4 {
+        match k.proto {
+            6 => {
+                dns = k.pa == 53 || k.pb == 53;
+                tcp_flags = ip.get(off + 13).copied();
+                let data = ip.get(off + 12).map(|d| off + (d >> 4) as usize * 4);
+                payload = data.filter(|&d| d >= off + 20 && d <= ip.len()).map(|d| ip_off + d);
+            }
+            17 => {
+                dns = DNS_PORTS.contains(&k.pa) || DNS_PORTS.contains(&k.pb);
+                payload = (off + 8 <= ip.len()).then_some(ip_off + off + 8);
+            }
+            _ => {}
+        }
+    }
+    Some(FrameFlow { hash: h, tcp_flags, dns, payload, fwd })
+}
+
+/// fmix64, MurmurHash3's finalizer.
+fn fmix64(mut h: u64) -> u64 {
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^= h >> 33;
     h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^= h >> 33;
-    let proto = key as u8;
-    let (mut tcp_flags, mut dns) = (None, false);
-    if let Some(off) = l4 {
-        if matches!(proto, 6 | 17) {
-            dns = be16(ip, off) == Some(53) || be16(ip, off + 2) == Some(53);
-        }
-        if proto == 6 {
-            tcp_flags = ip.get(off + 13).copied();
-        }
-    }
-    Some(FrameFlow { hash: h, tcp_flags, dns })
+    h ^ (h >> 33)
 }
 
-/// The symmetric key of an IP packet: XORs of the addresses (IPv6 folded to 32 bits)
-/// and of the ports, so swapping source and destination changes nothing; and the
-/// offset of the TCP/UDP header, outside fragments.
-fn flow_key(ip: &[u8]) -> Option<(u64, Option<usize>)> {
+/// An IP packet's endpoints: addresses (IPv6 folded to 64 bits), TCP/UDP ports (0
+/// for fragments and other protocols), protocol, and the TCP/UDP header's offset
+/// outside fragments.
+struct Key {
+    a: u64,
+    b: u64,
+    pa: u16,
+    pb: u16,
+    proto: u8,
+    l4: Option<usize>,
+}
+
+fn flow_key(ip: &[u8]) -> Option<Key> {
     let version = ip.first()? >> 4;
-    let (addrs, proto, l4) = match version {
+    let (a, b, proto, l4) = match version {
         4 => {
             let ihl = (ip[0] & 0x0f) as usize * 4;
             let frag = be16(ip, 6)? & 0x3fff != 0; // MF or an offset
-            let a = be32(ip, 12)? ^ be32(ip, 16)?;
-            (a, ip[9], (!frag).then_some(ihl))
+            (be32(ip, 12)? as u64, be32(ip, 16)? as u64, *ip.get(9)?, (!frag).then_some(ihl))
         }
         6 => {
-            let mut a = 0;
-            for k in 0..8 {
-                a ^= be32(ip, 8 + 4 * k)?;
-            }
-            let nh = ip[6];
+            let fold = |at: usize| -> Option<u64> { Some(fmix64(be64(ip, at)?) ^ be64(ip, at + 8)?) };
+            let nh = *ip.get(6)?;
             // A fragment header (44) or any other extension: addresses only.
-            (a, nh, matches!(nh, 6 | 17).then_some(40))
+            (fold(8)?, fold(24)?, nh, matches!(nh, 6 | 17).then_some(40))
         }
         _ => return None,
     };
@@ -305,11 +400,11 @@ fn flow_key(ip: &[u8]) -> Option<(u64, Option<usize>)> {
         (6 | 17, Some(off)) => Some(off),
         _ => None,
     };
-    let ports = match l4 {
-        Some(off) => (be16(ip, off).unwrap_or(0) ^ be16(ip, off + 2).unwrap_or(0)) as u64,
-        None => 0,
+    let (pa, pb) = match l4 {
+        Some(off) => (be16(ip, off).unwrap_or(0), be16(ip, off + 2).unwrap_or(0)),
+        None => (0, 0),
     };
-    Some(((addrs as u64) << 24 | ports << 8 | proto as u64, l4))
+    Some(Key { a, b, pa, pb, proto, l4 })
 }
 
 fn be16(b: &[u8], off: usize) -> Option<u16> {
@@ -318,6 +413,10 @@ fn be16(b: &[u8], off: usize) -> Option<u16> {
 
 fn be32(b: &[u8], off: usize) -> Option<u32> {
     Some(u32::from_be_bytes(b.get(off..off + 4)?.try_into().ok()?))
+}
+
+fn be64(b: &[u8], off: usize) -> Option<u64> {
+    Some(u64::from_be_bytes(b.get(off..off + 8)?.try_into().ok()?))
 }
 
 #[cfg(test)]
@@ -396,11 +495,52 @@ mod tests {
         assert_eq!((f.tcp_flags, f.dns), (Some(0x02), false));
         let rev = frame_flow(LinkType::ETHERNET, &eth_ipv4_tcp([2; 4], [1; 4], 443, 1000, false)).unwrap();
         assert_eq!(rev.hash, f.hash);
+        assert!(f.fwd && !rev.fwd);
         let dns = frame_flow(LinkType::RAW, &raw_ipv6_udp([1; 16], [2; 16], 5353, 53)).unwrap();
         assert_eq!((dns.tcp_flags, dns.dns), (None, true));
         // A header cut before the flags: no flags, no panic.
         let f = eth_ipv4_tcp([1; 4], [2; 4], 1, 2, false);
         assert_eq!(frame_flow(LinkType::ETHERNET, &f[..14 + 20 + 10]).unwrap().tcp_flags, None);
+        assert_eq!(frame_flow(LinkType::ETHERNET, &f[..14 + 20 + 10]).unwrap().payload, None);
+    }
+
+    #[test]
+    fn name_services_are_dns_and_payloads_are_found() {
+        for (port, dns) in [(53, true), (5353, true), (5355, true), (137, true), (138, false), (443, false)] {
+            let f = frame_flow(LinkType::RAW, &raw_ipv6_udp([1; 16], [2; 16], 40000, port)).unwrap();
+            assert_eq!(f.dns, dns, "udp port {port}");
+            assert_eq!(f.payload, Some(48), "udp port {port}");
+        }
+        // Over TCP only 53 is DNS.
+        assert!(frame_flow(LinkType::ETHERNET, &eth_ipv4_tcp([1; 4], [2; 4], 53, 40000, false)).unwrap().dns);
+        assert!(!frame_flow(LinkType::ETHERNET, &eth_ipv4_tcp([1; 4], [2; 4], 5353, 40000, false)).unwrap().dns);
+        // TCP: after the header whose data offset says 20 bytes (VLAN-tagged Ethernet).
+        let mut t = eth_ipv4_tcp([1; 4], [2; 4], 1000, 80, true);
+        t[18 + 20 + 12] = 5 << 4;
+        assert_eq!(frame_flow(LinkType::ETHERNET, &t).unwrap().payload, Some(18 + 20 + 20));
+        // A data offset below the header's size, or past the frame: none.
+        t[18 + 20 + 12] = 4 << 4;
+        assert_eq!(frame_flow(LinkType::ETHERNET, &t).unwrap().payload, None);
+        t[18 + 20 + 12] = 15 << 4;
+        assert_eq!(frame_flow(LinkType::ETHERNET, &t).unwrap().payload, None);
+    }
+
+    #[test]
+    fn flows_whose_addresses_differ_by_the_same_bits_do_not_share_a_hash() {
+        // mix-small's copies of one capture: both addresses rewritten by the same mask,
+        // so an XOR of the addresses (and of the ports) is the same for every copy.
+        let mut seen = std::collections::HashSet::new();
+        for m in 0..64u8 {
+            let (c, s) = ([192, 168, 7 ^ m, 193], [213, 19, 94 ^ m, 221]);
+            let f = frame_flow(LinkType::ETHERNET, &eth_ipv4_tcp(c, s, 54867, 443, false)).unwrap();
+            let r = frame_flow(LinkType::ETHERNET, &eth_ipv4_tcp(s, c, 443, 54867, false)).unwrap();
+            assert_eq!(f.hash, r.hash);
+            assert!(seen.insert(f.hash >> 32), "copy {m} collides");
+        }
+        // Ports swapped between the two ends are another flow.
+        let a = frame_flow(LinkType::ETHERNET, &eth_ipv4_tcp([1; 4], [2; 4], 1000, 2000, false)).unwrap();
+        let b = frame_flow(LinkType::ETHERNET, &eth_ipv4_tcp([1; 4], [2; 4], 2000, 1000, false)).unwrap();
+        assert_ne!(a.hash, b.hash);
     }
 
     #[test]
@@ -450,6 +590,15 @@ mod tests {
         }
         seen.sort();
         assert_eq!(seen, (0..50u64).map(|i| ((100 + i) * 1_000_000_000, i as u8)).collect::<Vec<_>>());
+        // Bounded bursts: 50 frames at 1000 pps are due 1 ms apart; with a 4 ms window a
+        // poll hands out 4 at most, however late it comes.
+        let mut src = file.sources(1, Pace::Pps(1000.0)).pop().unwrap();
+        assert_eq!(file.rate(Pace::Speed(2.0)), Some(50.0 * 1e9 / 49e9 * 2.0));
+        src.bound_bursts(Duration::from_millis(4));
+        assert_eq!(src.poll(&mut |_, _| {}).unwrap(), 1, "frame 0 is due at once");
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(src.poll(&mut |_, _| {}).unwrap(), 4);
+        assert_eq!(src.poll(&mut |_, _| {}).unwrap(), 4);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -66,6 +66,20 @@ pub enum Command {
         /// The same as --format markdown
         #[arg(long, conflicts_with = "format")]
         markdown: bool,
+        /// Print ClickHouse CREATE TABLE statements instead (one MergeTree table per log;
+        /// docs/DEPLOYMENT.md)
+        #[arg(long, conflicts_with_all = ["format", "markdown"])]
+        clickhouse: bool,
+        /// With --clickhouse: also a Kafka-engine table and a materialized view per log,
+        /// consuming from these brokers (host:port,...)
+        #[arg(long, value_name = "BROKERS", requires = "clickhouse")]
+        kafka_brokers: Option<String>,
+        /// With --clickhouse --kafka-brokers: the topics are PREFIX.<log>
+        #[arg(long, value_name = "PREFIX", default_value = "tapstat", requires = "clickhouse")]
+        kafka_topic_prefix: String,
+        /// With --clickhouse: the database of the tables
+        #[arg(long, value_name = "NAME", default_value = "tapstat", requires = "clickhouse")]
+        database: String,
     },
 }
 

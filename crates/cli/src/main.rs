@@ -13,6 +13,7 @@ pub(crate) use say;
 
 mod args;
 mod bench;
+mod clickhouse;
 mod live;
 mod outdir;
 mod replay;
@@ -54,9 +55,22 @@ fn main() {
     let result = match cli.command {
         Some(Command::Bench(b)) => bench::run(&b),
         Some(Command::Synth(s)) => synth(&s),
-        Some(Command::Schema { format, markdown }) => {
+        Some(Command::Schema { format, markdown, clickhouse, kafka_brokers, kafka_topic_prefix, database }) => {
             use std::io::Write as _;
             let text = match (format, markdown) {
+                _ if clickhouse && !database.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+                    say!("tapstat: error: --database takes letters, digits and _ only");
+                    std::process::exit(2);
+                }
+                _ if clickhouse => clickhouse::ddl(
+                    &clickhouse::logs(),
+                    &clickhouse::Options {
+                        database: &database,
+                        kafka_brokers: kafka_brokers.as_deref(),
+                        kafka_topic_prefix: &kafka_topic_prefix,
+                        ttl_days: 30,
+                    },
+                ),
                 (_, true) | (args::SchemaFormat::Markdown, _) => metrics_markdown(),
                 (args::SchemaFormat::Json, _) => schema_json(),
                 (args::SchemaFormat::Text, _) => schema_text(),

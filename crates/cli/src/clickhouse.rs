@@ -168,16 +168,16 @@ pub fn ddl(logs: &[LogDoc], o: &Options) -> String {
             let group = format!("clickhouse.{db}.{}", log.name);
             let _ = write!(s, "\nCREATE TABLE IF NOT EXISTS `{db}`.`{}_kafka`\n(\n", log.name);
             s += &columns(log, false);
-            let _ = write!(
+            let _ = writeln!(
                 s,
-                "\n)\nENGINE = Kafka({}, {}, {}, 'JSONEachRow');\n",
+                "\n)\nENGINE = Kafka({}, {}, {}, 'JSONEachRow');",
                 quote(brokers),
                 quote(&topic),
                 quote(&group)
             );
-            let _ = write!(
+            let _ = writeln!(
                 s,
-                "CREATE MATERIALIZED VIEW IF NOT EXISTS `{db}`.`{0}_mv` TO `{db}`.`{0}` AS SELECT * FROM `{db}`.`{0}_kafka`;\n",
+                "CREATE MATERIALIZED VIEW IF NOT EXISTS `{db}`.`{0}_mv` TO `{db}`.`{0}` AS SELECT * FROM `{db}`.`{0}_kafka`;",
                 log.name
             );
         }

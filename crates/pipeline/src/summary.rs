@@ -65,6 +65,11 @@ pub struct Summary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub write_error: Option<String>,
     pub records_not_written: u64,
+    /// Standard output's reader left (`-o - | head`): the run stopped there, without
+    /// an error; `records_not_written` counts what it was not given. (No summary.json
+    /// is written with `-o -`.)
+    #[serde(skip)]
+    pub output_closed: bool,
     /// The flow table's index structure and the flow hash function.
     pub flow_table: &'static str,
     pub flow_hash: &'static str,
@@ -227,6 +232,7 @@ impl Summary {
             live: None,
             write_error: None,
             records_not_written: 0,
+            output_closed: false,
             flow_table: "",
             scheduling: None,
             flow_hash: "",
@@ -299,6 +305,12 @@ impl Summary {
         if let Some(e) = &self.write_error {
             s += &format!(
                 "  write error: {e}; the run stopped there, {} record(s) were not written\n",
+                self.records_not_written
+            );
+        }
+        if self.output_closed {
+            s += &format!(
+                "  output: standard output was closed by its reader: the run stopped there ({} record(s) not written, or not read)\n",
                 self.records_not_written
             );
         }

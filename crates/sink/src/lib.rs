@@ -15,7 +15,8 @@
 //! ```
 //!
 //! Formatting happens in the workers (in parallel, into per-worker buffers); only
-//! [`OutputDir`] touches files, from one writer thread.
+//! [`OutputDir`] touches files, from one writer thread, which also compresses them
+//! ([`Compress`]) or streams every log to standard output ([`OutputDir::stdout`]).
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -223,63 +224,292 @@ pub struct SinkError {
     pub source: io::Error,
 }
 
-/// The output directory: one file per log, written in the order blocks arrive.
+impl SinkError {
+    /// The reader of the stream left (`tapstat -o - | head`): EPIPE, which only a pipe
+    /// or a socket gives, never a log file tapstat created. Not a failure: nobody
+    /// wants the rest.
+    pub fn reader_left(&self) -> bool {
+        self.source.kind() == io::ErrorKind::BrokenPipe
+    }
+}
+
+/// How log files are compressed (`--compress`), by the writer thread, through a
+/// streaming encoder: the workers' buffers are never copied for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Compress {
+    #[default]
+    None,
+    /// Zstandard, level 3 (`.zst`; `zstdcat`).
+    Zstd,
+    /// gzip (deflate), level 6 (`.gz`; `zcat`).
+    Gzip,
+}
+
+/// zstd's default level: about as fast as the writer gets blocks, a third of the size.
+const ZSTD_LEVEL: i32 = 3;
+
+impl Compress {
+    /// What the file names end with.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Compress::None => "",
+            Compress::Zstd => ".zst",
+            Compress::Gzip => ".gz",
+        }
+    }
+}
+
+/// Where a log's bytes go: its file, or standard output.
+enum Dest {
+    File(File),
+    Stdout(io::Stdout),
+}
+
+impl Write for Dest {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        match self {
+            Dest::File(f) => f.write(b),
+            Dest::Stdout(o) => o.write(b),
+        }
+    }
+
+    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        match self {
+            Dest::File(f) => f.write_all(b),
+            Dest::Stdout(o) => o.write_all(b),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Dest::File(f) => f.flush(),
+            Dest::Stdout(o) => o.flush(),
+        }
+    }
+}
+
+/// A log's writer: plain, or through a compressor.
+enum Out {
+    Plain(Dest),
+    Zstd(zstd::stream::write::Encoder<'static, Dest>),
+    Gzip(flate2::write::GzEncoder<Dest>),
+    /// A frame could not be ended: nothing more goes to this log (the error that
+    /// caused it stops the run).
+    Broken,
+}
+
+impl Out {
+    fn new(d: Dest, c: Compress) -> io::Result<Out> {
+        Ok(match c {
+            Compress::None => Out::Plain(d),
+            Compress::Zstd => Out::Zstd(zstd::stream::write::Encoder::new(d, ZSTD_LEVEL)?),
+            Compress::Gzip => Out::Gzip(flate2::write::GzEncoder::new(d, flate2::Compression::default())),
+        })
+    }
+
+    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        match self {
+            Out::Plain(d) => d.write_all(b),
+            Out::Zstd(e) => e.write_all(b),
+            Out::Gzip(e) => e.write_all(b),
+            Out::Broken => Err(io::Error::other("an earlier write failed")),
+        }
+    }
+
+    fn dest(&self) -> Option<&Dest> {
+        match self {
+            Out::Plain(d) => Some(d),
+            Out::Zstd(e) => Some(e.get_ref()),
+            Out::Gzip(e) => Some(e.get_ref()),
+            Out::Broken => None,
+        }
+    }
+
+    /// Makes everything written so far readable while the file stays open: a
+    /// compressed log ends its zstd frame or gzip member, and the next write starts a
+    /// new one (a file of several frames or members is one stream to `zstdcat` and
+    /// `zcat`); standard output is flushed. Plain files are written unbuffered.
+    fn end_frame(&mut self) -> io::Result<()> {
+        let c = match self {
+            Out::Plain(d) => return d.flush(),
+            Out::Zstd(_) => Compress::Zstd,
+            Out::Gzip(_) => Compress::Gzip,
+            Out::Broken => return Ok(()),
+        };
+        let mut d = std::mem::replace(self, Out::Broken).finish()?;
+        d.flush()?;
+        *self = Out::new(d, c)?;
+        Ok(())
+    }
+
+    /// Ends the stream (the last frame or member) and gives the destination back.
+    fn finish(self) -> io::Result<Dest> {
+        match self {
+            Out::Plain(d) => Ok(d),
+            Out::Zstd(e) => e.finish(),
+            Out::Gzip(e) => e.finish(),
+            Out::Broken => Err(io::Error::other("an earlier write failed")),
+        }
+    }
+}
+
+/// The output directory: one file per log, written in the order blocks arrive. Or,
+/// for `-o -`, standard output: every log's JSON lines in one stream, each line with
+/// its log's name as its first key (`{"log":"log_tcp_complete",...}`).
 ///
 /// Blocks are large (the workers fill 256 KiB before handing one over), so they go
 /// to the files as they are, without a `BufWriter` copying them once more.
 pub struct OutputDir {
     dir: PathBuf,
-    files: Vec<(PathBuf, File)>,
+    files: Vec<(PathBuf, Out)>,
+    /// Whether each file was written since its frame last ended ([`OutputDir::flush`]).
+    dirty: Vec<bool>,
+    /// Standard output: the start of each log's lines (`{"log":"NAME",`), by log; every
+    /// log goes to `files[0]`. Empty for a directory.
+    tags: Vec<Vec<u8>>,
+    /// Where a block's lines get their tags.
+    scratch: Vec<u8>,
 }
 
 impl OutputDir {
     /// Creates `dir` (and parents) and one file per log, each starting with `headers[i]`.
     pub fn create(dir: &Path, names: &[String], headers: &[Vec<u8>]) -> Result<OutputDir, SinkError> {
-        let err = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| SinkError { path, source }
-        };
+        OutputDir::create_compressed(dir, names, headers, Compress::None)
+    }
+
+    /// [`OutputDir::create`], each file written through `compress` (the names are
+    /// the caller's, suffix included).
+    pub fn create_compressed(
+        dir: &Path,
+        names: &[String],
+        headers: &[Vec<u8>],
+        compress: Compress,
+    ) -> Result<OutputDir, SinkError> {
         std::fs::create_dir_all(dir).map_err(err(dir))?;
         let mut files = Vec::new();
         for (name, header) in names.iter().zip(headers) {
             let path = dir.join(name);
-            let mut f = create_fresh(&path).map_err(err(&path))?;
-            f.write_all(header).map_err(err(&path))?;
-            files.push((path, f));
+            let f = create_fresh(&path).map_err(err(&path))?;
+            let mut out = Out::new(Dest::File(f), compress).map_err(err(&path))?;
+            out.write_all(header).map_err(err(&path))?;
+            files.push((path, out));
         }
-        Ok(OutputDir { dir: dir.to_path_buf(), files })
+        let mut o = OutputDir::over(dir, files);
+        // A new file's first frame is ended at the first flush even without records,
+        // so every compressed log is a whole stream (empty or not) from then on.
+        o.dirty.fill(true);
+        Ok(o)
+    }
+
+    fn over(dir: &Path, files: Vec<(PathBuf, Out)>) -> OutputDir {
+        OutputDir {
+            dir: dir.to_path_buf(),
+            dirty: vec![false; files.len()],
+            files,
+            tags: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Standard output, for the JSON lines of the logs named `logs` (file stems, in
+    /// the order of the indices [`OutputDir::append`] takes), each line tagged with its
+    /// log's name; through `compress` if any.
+    pub fn stdout(logs: &[&str], compress: Compress) -> Result<OutputDir, SinkError> {
+        let path = PathBuf::from("standard output");
+        let out = Out::new(Dest::Stdout(io::stdout()), compress).map_err(err(&path))?;
+        let mut o = OutputDir::over(Path::new("-"), vec![(path, out)]);
+        o.tags = logs
+            .iter()
+            .map(|name| {
+                let mut t = b"{\"log\":".to_vec();
+                let _ = serde_json::to_writer(&mut t, name);
+                t.push(b',');
+                t
+            })
+            .collect();
+        Ok(o)
+    }
+
+    /// Whether this is standard output rather than a directory.
+    pub fn is_stdout(&self) -> bool {
+        !self.tags.is_empty()
     }
 
     /// An output directory over files opened elsewhere (tests inject failing ones,
     /// such as `/dev/full`).
     #[doc(hidden)]
     pub fn from_files(dir: &Path, files: Vec<(PathBuf, File)>) -> OutputDir {
-        OutputDir { dir: dir.to_path_buf(), files }
+        OutputDir::over(dir, files.into_iter().map(|(p, f)| (p, Out::Plain(Dest::File(f)))).collect())
     }
 
     /// The open files, for `fchown` after a privilege drop: changing the owner of
     /// what tapstat opened, never of what a path names now.
     pub fn files(&self) -> impl Iterator<Item = &File> {
-        self.files.iter().map(|(_, f)| f)
+        self.files.iter().filter_map(|(_, o)| match o.dest() {
+            Some(Dest::File(f)) => Some(f),
+            _ => None,
+        })
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
-    /// Appends a block of formatted records to log file `i`.
+    /// Appends a block of formatted records (whole lines) to log file `i`.
     pub fn append(&mut self, i: usize, block: &[u8]) -> Result<(), SinkError> {
+        if self.is_stdout() {
+            self.scratch.clear();
+            tag_lines(&self.tags[i], block, &mut self.scratch);
+            let (path, w) = &mut self.files[0];
+            self.dirty[0] = true;
+            return w.write_all(&self.scratch).map_err(|source| SinkError { path: path.clone(), source });
+        }
         let (path, w) = &mut self.files[i];
+        self.dirty[i] = true;
         w.write_all(block).map_err(|source| SinkError { path: path.clone(), source })
     }
 
-    /// Flushes every file.
-    pub fn finish(mut self) -> Result<(), SinkError> {
-        for (path, w) in &mut self.files {
-            w.flush().map_err(|source| SinkError { path: path.clone(), source })?;
+    /// Makes every record written so far readable while the files stay open (live
+    /// runs, every `--flush`): each compressed file written to since the last time
+    /// ends its zstd frame or gzip member, and standard output is flushed. Plain files
+    /// are written unbuffered and need nothing.
+    pub fn flush(&mut self) -> Result<(), SinkError> {
+        for ((path, w), dirty) in self.files.iter_mut().zip(&mut self.dirty) {
+            if std::mem::take(dirty) && !matches!(w, Out::Plain(Dest::File(_))) {
+                w.end_frame().map_err(|source| SinkError { path: path.clone(), source })?;
+            }
         }
         Ok(())
     }
+
+    /// Ends every file (the last compressed frame) and flushes it.
+    pub fn finish(self) -> Result<(), SinkError> {
+        for (path, w) in self.files {
+            let e = |source| SinkError { path: path.clone(), source };
+            w.finish().map_err(e)?.flush().map_err(e)?;
+        }
+        Ok(())
+    }
+}
+
+/// Appends the JSON lines of `block` to `out`, each with `tag` (`{"log":"NAME",`) in
+/// place of its opening brace: the log's name becomes the line's first key.
+fn tag_lines(tag: &[u8], block: &[u8], out: &mut Vec<u8>) {
+    out.reserve(block.len() + block.len() / 64 * tag.len());
+    for line in block.split_inclusive(|&c| c == b'\n') {
+        match line.strip_prefix(b"{") {
+            Some(rest) => {
+                out.extend_from_slice(tag);
+                out.extend_from_slice(rest);
+            }
+            None => out.extend_from_slice(line),
+        }
+    }
+}
+
+fn err(path: &Path) -> impl FnOnce(io::Error) -> SinkError {
+    let path = path.to_path_buf();
+    move |source| SinkError { path, source }
 }
 
 #[cfg(test)]
@@ -355,6 +585,52 @@ mod tests {
         assert!(OutputDir::open_append(&d, &names, &[b"#h\n".to_vec()]).is_err());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "secret\n");
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    fn unzstd(b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        std::io::copy(&mut zstd::stream::read::Decoder::new(b).unwrap(), &mut out).unwrap();
+        out
+    }
+
+    fn ungzip(b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(b), &mut out).unwrap();
+        out
+    }
+
+    /// Compressed logs hold what plain ones do, also when a live run ended frames
+    /// on the way (`flush`) and appended to them after a reopen (SIGHUP); a frame
+    /// ended is readable while the file is still open.
+    #[test]
+    fn compressed_files_read_back_whole_across_flushes_and_reopens() {
+        let d = scratch("compress");
+        for (c, name, unpack) in
+            [(Compress::Zstd, "log_a.zst", unzstd as fn(&[u8]) -> Vec<u8>), (Compress::Gzip, "log_a.gz", ungzip)]
+        {
+            let names = vec![name.to_string()];
+            let headers = vec![b"h\n".to_vec()];
+            let mut o = OutputDir::create_compressed(&d, &names, &headers, c).unwrap();
+            o.append(0, b"1\n").unwrap();
+            o.flush().unwrap();
+            // Readable now, with the file still open.
+            assert_eq!(unpack(&std::fs::read(d.join(name)).unwrap()), b"h\n1\n", "{c:?}");
+            o.flush().unwrap();
+            o.append(0, b"2\n").unwrap();
+            o.finish().unwrap();
+            let mut o = OutputDir::open_append_compressed(&d, &names, &headers, c).unwrap();
+            o.append(0, b"3\n").unwrap();
+            o.finish().unwrap();
+            assert_eq!(unpack(&std::fs::read(d.join(name)).unwrap()), b"h\n1\n2\n3\n", "{c:?}");
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn stdout_lines_get_their_log_name_first() {
+        let mut out = Vec::new();
+        tag_lines(br#"{"log":"log_x","#, b"{\"a\":1}\n{\"a\":2}\n", &mut out);
+        assert_eq!(out, b"{\"log\":\"log_x\",\"a\":1}\n{\"log\":\"log_x\",\"a\":2}\n");
     }
 
     #[test]

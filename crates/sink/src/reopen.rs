@@ -1,29 +1,42 @@
 //! Opening an output directory for appending: what a live run does when it is told
 //! (SIGHUP) to reopen its files, e.g. after logrotate moved them away.
 
-use crate::{OutputDir, SinkError};
-use std::io::Write;
+use crate::{err, Compress, Dest, Out, OutputDir, SinkError};
 use std::path::Path;
 
 impl OutputDir {
     /// Like [`OutputDir::create`], but files that exist are appended to (their
     /// header is not written again); missing ones are created with their header.
     pub fn open_append(dir: &Path, names: &[String], headers: &[Vec<u8>]) -> Result<OutputDir, SinkError> {
-        let err = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| SinkError { path, source }
-        };
+        OutputDir::open_append_compressed(dir, names, headers, Compress::None)
+    }
+
+    /// [`OutputDir::open_append`] through `compress`: what is appended to a
+    /// compressed file is a new zstd frame or gzip member, which `zstdcat` and `zcat`
+    /// read on from the earlier ones.
+    pub fn open_append_compressed(
+        dir: &Path,
+        names: &[String],
+        headers: &[Vec<u8>],
+        compress: Compress,
+    ) -> Result<OutputDir, SinkError> {
         std::fs::create_dir_all(dir).map_err(err(dir))?;
         let mut files = Vec::new();
         for (name, header) in names.iter().zip(headers) {
             let path = dir.join(name);
-            let mut f = crate::open_append_nofollow(&path).map_err(err(&path))?;
-            if f.metadata().map_err(err(&path))?.len() == 0 {
-                f.write_all(header).map_err(err(&path))?;
+            let f = crate::open_append_nofollow(&path).map_err(err(&path))?;
+            let empty = f.metadata().map_err(err(&path))?.len() == 0;
+            let mut out = Out::new(Dest::File(f), compress).map_err(err(&path))?;
+            if empty {
+                out.write_all(header).map_err(err(&path))?;
             }
-            files.push((path, f));
+            files.push((path, out, empty));
         }
-        Ok(OutputDir { dir: dir.to_path_buf(), files })
+        let empty: Vec<bool> = files.iter().map(|f| f.2).collect();
+        let mut o = OutputDir::over(dir, files.into_iter().map(|(p, out, _)| (p, out)).collect());
+        // A file created here ends its first frame at the first flush, as in `create`.
+        o.dirty = empty;
+        Ok(o)
     }
 }
 

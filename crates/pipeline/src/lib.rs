@@ -445,10 +445,18 @@ impl RecordOut {
     /// of log file `name`, keyed by `key`), then counts it.
     #[inline]
     fn put<T>(&mut self, i: usize, name: &str, log: &tapstat_record::Log<T>, rec: &T, key: &str) {
-        let start = self.buf(i).len();
-        self.format.record(log, rec, &mut self.bufs[i]);
+        // The buffer `buf(i)` picks (a late interval's, with rotation), borrowed by
+        // field so that Kafka's exporter can read the line just written.
+        self.buf(i);
+        let late = self.late_target();
+        let b = match late {
+            Some(t) => &mut self.rotation.as_mut().expect("a target comes with rotation").late.entry(t).or_default()[i],
+            None => &mut self.bufs[i],
+        };
+        let start = b.len();
+        self.format.record(log, rec, b);
         if let Some(k) = &mut self.kafka {
-            k.record(name, log, key, rec, (self.format == Format::Jsonl).then(|| &self.bufs[i][start..]));
+            k.record(name, log, key, rec, (self.format == Format::Jsonl).then(|| &b[start..]));
         }
         self.wrote(i);
     }

@@ -324,7 +324,9 @@ fn every_record_reaches_its_topic_as_in_the_logs() {
     for dir in [&tsv, &js] {
         let ks = kafka_summary(dir);
         all_delivered(&ks);
-        assert_eq!((n(&ks, "spooled"), n(&ks, "schema_messages")), (0, 6), "{ks}");
+        // A healthy broker may still be slower than the run: records then wait in the
+        // spool (a loaded CI machine spooled a third of them), and every one is resent.
+        assert_eq!((n(&ks, "resent"), n(&ks, "schema_messages")), (n(&ks, "spooled"), 6), "{ks}");
         assert!(ks.get("topics_error").is_none(), "{ks}");
     }
     let mut total = 0;

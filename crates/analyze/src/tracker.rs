@@ -110,6 +110,14 @@ pub trait FlowSink {
     fn on_http(&mut self, _row: &HttpRow) {}
     /// A DNS transaction (application layer).
     fn on_dns(&mut self, _row: &DnsRow) {}
+    /// The records that follow (until the next call) were due at `ns` on the input's
+    /// clock: a flow ended by a timeout at the moment its timeout passed (whenever the
+    /// collector or a lookup found it), a flow or a transaction ended by a packet at
+    /// that packet, the flows left at the end at the final clock, a periodic row at its
+    /// boundary. Never later than the tracker's clock, and — but for evictions and
+    /// interrupted runs — the same with any number of workers; a sink that splits
+    /// records by packet time (`--rotate` on files) uses it.
+    fn at(&mut self, _ns: u64) {}
 }
 
 impl<F: FnMut(&Flow)> FlowSink for F {
@@ -200,8 +208,20 @@ impl TrackerConfig {
     #[inline]
     fn expiry(&self, f: &Flow, last_ns: u64, now_ns: u64) -> Option<EndReason> {
         let idle = now_ns.saturating_sub(last_ns);
+        (idle > self.limit(f)).then(|| end_reason(f, EndReason::Idle))
+    }
+
+    /// When `f`, last seen at `last_ns`, expired: the first clock at which
+    /// [`TrackerConfig::expiry`] says so (see [`FlowSink::at`]).
+    fn expired_at(&self, f: &Flow, last_ns: u64) -> u64 {
+        last_ns.saturating_add(self.limit(f)).saturating_add(1)
+    }
+
+    /// The idle time after which `f` ends.
+    #[inline]
+    fn limit(&self, f: &Flow) -> u64 {
         let closed = f.kind == Kind::Tcp && f.tcp.closed();
-        let limit = if closed {
+        if closed {
             self.closed_ns
         } else if f.packets() <= 1 {
             self.singleton_ns
@@ -211,8 +231,7 @@ impl TrackerConfig {
                 Kind::Udp => self.udp_idle_ns,
                 Kind::Other => self.other_idle_ns,
             }
-        };
-        (idle > limit).then(|| end_reason(f, EndReason::Idle))
+        }
     }
 }
 
@@ -435,10 +454,13 @@ impl Tracker {
             // Expiry is decided here too, not only by the collector, so the split of a
             // 5-tuple into flows depends on packet times only — not on when the
             // collector happened to pass (which depends on the number of workers).
-            let f = self.table.get(id);
-            let why = self.cfg.expiry(f, self.table.last_ns(id), now).or_else(|| reuse(f, p));
-            if let Some(why) = why {
-                self.end(id, why, out);
+            let (f, last) = (self.table.get(id), self.table.last_ns(id));
+            let ended = match self.cfg.expiry(f, last, now) {
+                Some(why) => Some((why, self.cfg.expired_at(f, last))),
+                None => reuse(f, p).map(|why| (why, now)),
+            };
+            if let Some((why, due)) = ended {
+                self.end(id, why, due, out);
                 slot = None;
             }
         }
@@ -464,7 +486,7 @@ impl Tracker {
                 if let Some((_, mut old)) = evicted {
                     old.end = end_reason(&old, EndReason::Evicted);
                     self.stats.evictions += 1;
-                    close(old, out, &mut self.pool, self.late_names.then_some(&self.dns));
+                    close(old, now, out, &mut self.pool, self.late_names.then_some(&self.dns));
                 }
                 self.stats.peak_flows = self.stats.peak_flows.max(self.table.len() as u64);
                 id
@@ -527,7 +549,7 @@ impl Tracker {
             if let Some((_, mut old)) = evicted {
                 old.end = end_reason(&old, EndReason::Evicted);
                 self.stats.evictions += 1;
-                close(old, out, &mut self.pool, self.late_names.then_some(&self.dns));
+                close(old, self.now_ns, out, &mut self.pool, self.late_names.then_some(&self.dns));
             }
         }
         self.stats.peak_flows = self.stats.peak_flows.max(self.table.len() as u64);
@@ -546,10 +568,11 @@ impl Tracker {
         let stats = &mut self.stats;
         let pool = &mut self.pool;
         let late = self.late_names.then_some(&self.dns);
+        let now = self.now_ns;
         self.table.drain(|_, mut f| {
             f.end = end_reason(&f, at_end);
             count_end(stats, f.end);
-            close(f, out, pool, late);
+            close(f, now, out, pool, late);
         });
     }
 
@@ -560,15 +583,23 @@ impl Tracker {
         let stats = &mut self.stats;
         let pool = &mut self.pool;
         let late = self.late_names.then_some(&self.dns);
+        // `scan` hands over each flow right after `expired` said yes for it.
+        let due = std::cell::Cell::new(0);
         self.table.scan(
             n,
             now,
             cfg.min_idle_ns(),
-            |_, f, last| cfg.expiry(f, last, now).is_some(),
+            |_, f, last| {
+                let yes = cfg.expiry(f, last, now).is_some();
+                if yes {
+                    due.set(cfg.expired_at(f, last));
+                }
+                yes
+            },
             |_, mut f| {
                 f.end = end_reason(&f, EndReason::Idle);
                 count_end(stats, f.end);
-                close(f, out, pool, late);
+                close(f, due.get(), out, pool, late);
             },
         );
     }
@@ -588,6 +619,7 @@ impl Tracker {
         }
         if self.dirty {
             let b = self.next_boundary_ns;
+            out.at(b);
             let cfg = self.cfg;
             let stats = &mut self.stats;
             self.table.for_each_mut(|_, last, f| {
@@ -606,11 +638,11 @@ impl Tracker {
         self.next_boundary_ns = next(self.now_ns);
     }
 
-    fn end(&mut self, id: tapstat_flow::SlotId, why: EndReason, out: &mut impl FlowSink) {
+    fn end(&mut self, id: tapstat_flow::SlotId, why: EndReason, due: u64, out: &mut impl FlowSink) {
         let (_, mut f) = self.table.remove(id);
         f.end = why;
         count_end(&mut self.stats, why);
-        close(f, out, &mut self.pool, self.late_names.then_some(&self.dns));
+        close(f, due, out, &mut self.pool, self.late_names.then_some(&self.dns));
     }
 }
 
@@ -646,6 +678,7 @@ fn on_payload(
     let (http, dns) = (l7.drain_http(false), l7.drain_dns(false));
     if !(http.is_empty() && dns.is_empty()) {
         name_late(f, late);
+        out.at(p.now_ns);
     }
     emit_transactions(f, http, dns, out);
 }
@@ -725,7 +758,10 @@ fn pop_reset<T>(stack: &mut Vec<Box<T>>, reset: fn(&mut T), new: impl FnOnce() -
 
 /// Writes a flow that ended: its last HTTP and DNS transactions, then its record; its
 /// full sets' state goes back to the pool.
-fn close(mut f: Flow, out: &mut impl FlowSink, pool: &mut Pool, late: Option<&DnsCache>) {
+/// Writes the record of ended flow `f` (and its transactions still pending), due at
+/// `due` ([`FlowSink::at`]).
+fn close(mut f: Flow, due: u64, out: &mut impl FlowSink, pool: &mut Pool, late: Option<&DnsCache>) {
+    out.at(due);
     name_late(&mut f, late);
     if f.folded() {
         pool.unfold(&mut f);
@@ -867,6 +903,35 @@ mod tests {
 
     const SYN: u8 = TcpFields::SYN;
     const SYNACK: u8 = TcpFields::SYN | TcpFields::ACK;
+
+    /// The time a record was due (`FlowSink::at`) is when its flow ended in packet
+    /// time, not when the collector found it: a flow timed out at its last packet plus
+    /// its timeout, the flows left at the end at the final clock.
+    #[test]
+    fn records_are_due_when_their_flows_ended_not_when_found() {
+        struct Due(u64, Vec<(u64, u64)>);
+        impl FlowSink for Due {
+            fn on_flow_end(&mut self, f: &Flow) {
+                self.1.push((f.first_ns, self.0));
+            }
+            fn at(&mut self, ns: u64) {
+                self.0 = ns;
+            }
+        }
+        let mut t = Tracker::new(TrackerConfig::default());
+        let h = tapstat_flow::FlowHasher::new(1);
+        let mut out = Due(0, Vec::new());
+        let a = seg(true, SYN, 0, 0);
+        let b = Decoded { sport: 40001, ..seg(true, SYN, 0, 0) };
+        t.on_packet(&packet(&h, S, S, &a, &[]), &mut out);
+        // Flow a, a single packet, timed out at 1 s + 10 s; the collector finds it at
+        // 30 s, or the end does.
+        t.on_packet(&packet(&h, 30 * S, 30 * S, &b, &[]), &mut out);
+        t.on_packet(&packet(&h, 31 * S, 31 * S, &b, &[]), &mut out);
+        t.finish(31 * S, false, &mut out);
+        out.1.sort();
+        assert_eq!(out.1, [(S, 11 * S + 1), (30 * S, 31 * S)]);
+    }
     const ACK: u8 = TcpFields::ACK;
     const FINACK: u8 = TcpFields::FIN | TcpFields::ACK;
 

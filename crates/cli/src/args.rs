@@ -12,6 +12,9 @@ Examples:
   tapstat -r trace.pcap -o out/                 analyze a capture into out/
   tapstat -r a.pcap b.pcap -o out/ -w 4         rotated captures as one stream, 4 workers
   tapstat -r - -o out/ --format jsonl < x.pcap  read stdin, write JSON lines
+  tapstat -r t.pcap -o out/ --compress zstd     logs compressed as written (*.zst)
+  tapstat -r trace.pcap -o - | head             every log as JSON lines on stdout
+  tapstat -r day.pcap -o out/ --rotate 1h       a directory per hour of packet time
   tapstat -r trace.pcap -o out/ tcp port 443    only what the filter keeps (as -f; see -r)
   tapstat -r trace.pcap -o out/ -c 1000         the first 1000 packets
   tcpdump -i eth0 -w - | tapstat -r - -o out/   analyze a live capture through a pipe
@@ -25,13 +28,16 @@ Examples:
 Output (in -o DIR): log_tcp_complete, log_tcp_nocomplete, log_udp_complete,
 log_other, log_http_complete and log_dns_complete (application layer on),
 log_tcp_periodic and log_udp_periodic (--periodic), as TSV with a header line or as
-*.jsonl; summary.json; stats.jsonl (live). Columns: `tapstat schema` or
-docs/METRICS.md.
+*.jsonl, compressed with --compress (*.zst, *.gz); with --rotate, in one directory
+per interval (YYYY_MM_DD_HH_MM.out, UTC); summary.json; stats.jsonl (live).
+`-o -` writes every log to stdout as JSON lines, each line with its log's name as
+its first key ({\"log\":\"log_tcp_complete\",...}); the summary goes to stderr only.
+Columns: `tapstat schema` or docs/METRICS.md.
 
 Exit status: 0 when the whole input was analyzed (a live run stopped by SIGINT or
-SIGTERM included), 1 on an error, 130 when a file run was stopped by SIGINT or
-SIGTERM before the end of its input (the flows seen are written, end_reason
-`interrupted`).";
+SIGTERM included, and a run whose stdout reader left, `-o - | head`, which stops it),
+1 on an error, 130 when a file run was stopped by SIGINT or SIGTERM before the end
+of its input (the flows seen are written, end_reason `interrupted`).";
 
 /// tapstat: a passive statistical traffic analyzer. Reads pcap/pcapng captures and
 /// writes one record per TCP, UDP and other IP flow, with Tstat's column names.
@@ -60,6 +66,20 @@ pub enum Command {
         /// The same as --format markdown
         #[arg(long, conflicts_with = "format")]
         markdown: bool,
+        /// Print ClickHouse CREATE TABLE statements instead (one MergeTree table per log;
+        /// docs/DEPLOYMENT.md)
+        #[arg(long, conflicts_with_all = ["format", "markdown"])]
+        clickhouse: bool,
+        /// With --clickhouse: also a Kafka-engine table and a materialized view per log,
+        /// consuming from these brokers (host:port,...)
+        #[arg(long, value_name = "BROKERS", requires = "clickhouse")]
+        kafka_brokers: Option<String>,
+        /// With --clickhouse --kafka-brokers: the topics are PREFIX.<log>
+        #[arg(long, value_name = "PREFIX", default_value = "tapstat", requires = "clickhouse")]
+        kafka_topic_prefix: String,
+        /// With --clickhouse: the database of the tables
+        #[arg(long, value_name = "NAME", default_value = "tapstat", requires = "clickhouse")]
+        database: String,
     },
 }
 
@@ -99,6 +119,14 @@ pub enum FormatArg {
     Parquet,
 }
 
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum CompressArg {
+    /// Zstandard, level 3 (*.zst)
+    Zstd,
+    /// gzip, level 6 (*.gz)
+    Gzip,
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     /// Capture files (pcap or pcapng) to read, in order, as one stream; `-` is stdin.
@@ -119,14 +147,17 @@ pub struct RunArgs {
     /// of those that mean nothing on files).
     #[arg(skip)]
     pub given_live_flags: Vec<&'static str>,
-    /// Output directory (created if missing)
+    /// Output directory (created if missing); `-` streams every log to stdout as JSON
+    /// lines, each line with its log's name first ({"log":"log_tcp_complete",...}), and
+    /// writes no summary.json (the summary goes to stderr)
     #[arg(short = 'o', long = "out", value_name = "DIR", default_value = "tapstat.out")]
     pub out: PathBuf,
     /// Worker threads [default: available cores; 1..=max(16, 4 × cores), at most 1024]
     #[arg(short = 'w', long = "workers", value_name = "N", allow_negative_numbers = true, value_parser = int_in::<usize, 1, MAX_WORKERS>)]
     pub workers: Option<usize>,
     /// Record format (parquet: typed columns, zstd; needs a build with --features
-    /// parquet, and --rotate on live capture)
+    /// parquet, and --rotate on live capture; with -o -, jsonl: the only one a single
+    /// stream takes)
     #[arg(long, value_enum, default_value = "tsv")]
     pub format: FormatArg,
     /// Also export every flow, as it ends, to the IPFIX collector at HOST:PORT (RFC 7011,
@@ -140,6 +171,14 @@ pub struct RunArgs {
     /// IPFIX observation domain id of the messages (tells probes apart at one collector) [0..=2^32-1]
     #[arg(long, value_name = "ID", default_value_t = 1, requires = "ipfix", allow_negative_numbers = true, value_parser = int_in::<u32, 0, { u32::MAX as u64 }>)]
     pub ipfix_domain: u32,
+    /// --format given on the command line (filled in by main: `-o -` defaults to jsonl).
+    #[arg(skip)]
+    pub format_given: bool,
+    /// Compress the logs as they are written (log_tcp_complete.zst,
+    /// log_tcp_complete.jsonl.gz; with -o -, the stream); live runs end a frame every
+    /// --flush, so zstdcat or zcat of a log being written shows its records so far
+    #[arg(long, value_enum, value_name = "ALGO")]
+    pub compress: Option<CompressArg>,
     /// No progress bar and no summary on stderr (warnings and errors still show)
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -204,6 +243,8 @@ pub struct RunArgs {
     pub hash_seed: Option<u64>,
     #[command(flatten)]
     pub live: crate::live::LiveArgs,
+    #[command(flatten)]
+    pub kafka: crate::kafka::KafkaArgs,
     /// Flow table index structure (records do not depend on it; see docs/BENCHMARKS.md, issue 6)
     #[arg(long, value_enum, default_value = "chunks")]
     pub flow_table: FlowTableArg,
@@ -384,17 +425,30 @@ impl RunArgs {
         }
     }
 
+    /// `-o -`: the logs go to stdout.
+    pub fn to_stdout(&self) -> bool {
+        self.out.as_os_str() == "-"
+    }
+
     pub fn engine_config(&self) -> EngineConfig {
         let workers =
             self.workers.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
         EngineConfig {
             workers,
             format: match self.format {
+                FormatArg::Tsv if self.to_stdout() && !self.format_given => tapstat_sink::Format::Jsonl,
                 FormatArg::Tsv => tapstat_sink::Format::Tsv,
                 FormatArg::Jsonl => tapstat_sink::Format::Jsonl,
                 FormatArg::Parquet => tapstat_sink::Format::Parquet,
             },
             out_dir: self.out.clone(),
+            compress: match self.compress {
+                None => tapstat_sink::Compress::None,
+                Some(CompressArg::Zstd) => tapstat_sink::Compress::Zstd,
+                Some(CompressArg::Gzip) => tapstat_sink::Compress::Gzip,
+            },
+            stdout: self.to_stdout(),
+            rotate: self.live.rotate,
             tracker: TrackerConfig {
                 capacity: self.max_flows.max(1),
                 tcp_idle_ns: ns(self.tcp_timeout),
@@ -461,6 +515,7 @@ impl RunArgs {
                 },
                 domain: self.ipfix_domain,
             }),
+            kafka: self.kafka.config(),
             ..EngineConfig::default()
         }
     }

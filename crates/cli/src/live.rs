@@ -51,7 +51,10 @@ pub struct LiveArgs {
     /// Serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9100)
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<std::net::SocketAddr>,
-    /// Start a new output directory (YYYY_MM_DD_HH_MM.out, UTC) every DUR of packet time (e.g. 1h, 15m) [1s..=366d]
+    /// Start a new output directory (YYYY_MM_DD_HH_MM.out, UTC; _SS added under a minute)
+    /// every DUR of packet time (e.g. 1h, 15m), live or on files. A record goes to the
+    /// interval in which its flow was written; on files, in which it was due (a timeout
+    /// at the moment it passed), the same with any number of workers [1s..=366d]
     #[arg(long, value_name = "DUR", allow_hyphen_values = true, value_parser = rotate_dur)]
     pub rotate: Option<Duration>,
     /// Write each log's pending records at least this often (wall time), so the logs can
@@ -171,10 +174,9 @@ fn ring_size(s: &str) -> Result<u64, String> {
 }
 
 /// The flags that only mean something for live capture, by clap id and as typed.
-pub const LIVE_ONLY: [(&str, &str); 12] = [
+pub const LIVE_ONLY: [(&str, &str); 11] = [
     ("user", "--user"),
     ("metrics", "--metrics"),
-    ("rotate", "--rotate"),
     ("buffer", "--buffer"),
     ("kernel_ring", "--kernel-ring"),
     ("acquire", "--acquire"),
@@ -253,10 +255,12 @@ pub(crate) fn chown_nofollow(path: &std::path::Path, uid: libc::uid_t, gid: libc
 /// Gives up root: supplementary groups, group, then user (in that order, since
 /// setgid needs the privilege setuid gives up). Without PR_SET_KEEPCAPS, setuid to a
 /// non-zero uid clears every capability; the open sockets stay usable.
-fn drop_privileges(uid: libc::uid_t, gid: libc::gid_t, out: &std::path::Path) -> Result<(), String> {
+fn drop_privileges(uid: libc::uid_t, gid: libc::gid_t, out: Option<&std::path::Path>) -> Result<(), String> {
     // The output directory and what is in it stay writable for the new user (rotation
-    // creates directories, SIGHUP reopens files).
-    drop_privileges_chown(out, uid, gid)?;
+    // creates directories, SIGHUP reopens files). Standard output (`-o -`) is open.
+    if let Some(out) = out {
+        drop_privileges_chown(out, uid, gid)?;
+    }
     // SAFETY: plain system calls on the whole process (glibc applies set*id to every
     // thread); each result is checked.
     unsafe {
@@ -360,7 +364,7 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
     cfg.workers = a.workers().map_err(anyhow::Error::msg)?;
     let hash_warning = crate::warn_unkeyed_hash(&cfg);
     let user = l.user.as_deref().map(lookup_user).transpose()?;
-    let _claim = crate::outdir::claim(&cfg.out_dir, a.force)?;
+    let _claim = (!cfg.stdout).then(|| crate::outdir::claim(&cfg.out_dir, a.force)).transpose()?;
     let opened = match &l.dpdk {
         Some(eal) => open_dpdk(l, eal, cfg.workers, a.workers.is_some(), a.quiet)?,
         None => {
@@ -384,10 +388,10 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
         });
     }
     catch_sighup();
-    let out = cfg.out_dir.clone();
+    let out = (!cfg.stdout).then(|| cfg.out_dir.clone());
     let mut live = live_config(a);
     live.on_ready = user.map(|(uid, gid)| {
-        Box::new(move || drop_privileges(uid, gid, &out)) as Box<dyn FnOnce() -> Result<(), String> + Send>
+        Box::new(move || drop_privileges(uid, gid, out.as_deref())) as Box<dyn FnOnce() -> Result<(), String> + Send>
     });
     if !a.quiet {
         crate::say!(
@@ -398,12 +402,13 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
     }
     let mut summary = tapstat_pipeline::run_live(sources, &cfg, live, stop, Arc::new(Progress::default()))?;
     crate::finish_summary(&mut summary, &cfg, vec![what.clone()])?;
+    let out = crate::output_name(&cfg);
     // The unkeyed hash's warning was printed at start-up.
     for w in summary.warnings.iter().filter(|w| Some(*w) != hash_warning.as_ref()) {
         crate::say!("tapstat: warning: {w}");
     }
     if !a.quiet {
-        print_summary(&summary, &cfg.out_dir);
+        print_summary(&summary, &out);
     }
     crate::write_failed(&summary)?;
     Ok(summary)
@@ -429,7 +434,6 @@ pub(crate) fn live_config(a: &RunArgs) -> LiveConfig {
         stats_interval: l.stats_interval,
         stats_stderr: !a.quiet,
         metrics: l.metrics,
-        rotate: l.rotate,
         flush: l.flush,
         reopen: &REOPEN,
         on_ready: None,

@@ -13,7 +13,9 @@ pub(crate) use say;
 
 mod args;
 mod bench;
+mod clickhouse;
 mod columnar;
+mod kafka;
 mod live;
 mod outdir;
 mod replay;
@@ -51,12 +53,26 @@ fn main() {
         .filter(|(id, _)| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
         .map(|(_, flag)| *flag)
         .collect();
+    cli.run.format_given = matches.value_source("format") == Some(clap::parser::ValueSource::CommandLine);
     let result = match cli.command {
         Some(Command::Bench(b)) => bench::run(&b),
         Some(Command::Synth(s)) => synth(&s),
-        Some(Command::Schema { format, markdown }) => {
+        Some(Command::Schema { format, markdown, clickhouse, kafka_brokers, kafka_topic_prefix, database }) => {
             use std::io::Write as _;
             let text = match (format, markdown) {
+                _ if clickhouse && !database.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+                    say!("tapstat: error: --database takes letters, digits and _ only");
+                    std::process::exit(2);
+                }
+                _ if clickhouse => clickhouse::ddl(
+                    &clickhouse::logs(),
+                    &clickhouse::Options {
+                        database: &database,
+                        kafka_brokers: kafka_brokers.as_deref(),
+                        kafka_topic_prefix: &kafka_topic_prefix,
+                        ttl_days: 30,
+                    },
+                ),
                 (_, true) | (args::SchemaFormat::Markdown, _) => metrics_markdown(),
                 (args::SchemaFormat::Json, _) => schema_json(),
                 (args::SchemaFormat::Text, _) => schema_text(),
@@ -121,12 +137,13 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
             bail!("--schedule balance|bundle does not work with --periodic yet: use --schedule hash");
         }
     }
+    check_output(a)?;
     if a.live.is_live() {
         return live::analyze(a);
     }
     if !a.given_live_flags.is_empty() {
         // A file run has no socket, buffer, acquisition thread or privileges to
-        // drop; --rotate and --metrics are written for the live path only. Refused
+        // drop; --metrics and the overload flags are for the live path only. Refused
         // rather than ignored (issue 13).
         let verb = if a.given_live_flags.len() > 1 { "apply" } else { "applies" };
         bail!("{} {verb} only to live capture (-i or --dpdk), not to -r files", a.given_live_flags.join(", "));
@@ -164,7 +181,7 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
     };
     // The directory is claimed once the inputs and the filter are known good, so a
     // mistyped command line leaves an earlier run's output as it was.
-    let _claim = outdir::claim(&cfg.out_dir, a.force)?;
+    let _claim = (!cfg.stdout).then(|| outdir::claim(&cfg.out_dir, a.force)).transpose()?;
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();
@@ -192,10 +209,37 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
         say!("tapstat: warning: {w}");
     }
     if !a.quiet {
-        say!("{}  output: {}", summary.human(), cfg.out_dir.display());
+        say!("{}  output: {}", summary.human(), output_name(&cfg).display());
     }
     write_failed(&summary)?;
     Ok(summary)
+}
+
+/// Checks what -o asks for: `-` (stdout) is one stream of JSON lines, which TSV (a
+/// header per log), interval directories and `--force` (of a directory) have no
+/// meaning in.
+fn check_output(a: &RunArgs) -> Result<()> {
+    if !a.to_stdout() {
+        return Ok(());
+    }
+    if a.format == args::FormatArg::Tsv && a.format_given {
+        bail!("-o - streams JSON lines (every log in one stream, each line with its log's name first); TSV has a header per log: drop --format tsv, or give an output directory");
+    }
+    if a.live.rotate.is_some() {
+        bail!("--rotate writes a directory per interval: give an output directory, not -o -");
+    }
+    if a.force {
+        bail!("--force replaces an earlier run's output in a directory: not with -o -");
+    }
+    Ok(())
+}
+
+/// Where the logs went, for messages.
+pub(crate) fn output_name(cfg: &tapstat_pipeline::EngineConfig) -> std::path::PathBuf {
+    match cfg.stdout {
+        true => "standard output (no summary.json)".into(),
+        false => cfg.out_dir.clone(),
+    }
 }
 
 /// Warns at start-up, on stderr, when the flow hash is not keyed (summary.json keeps
@@ -207,7 +251,8 @@ pub(crate) fn warn_unkeyed_hash(cfg: &tapstat_pipeline::EngineConfig) -> Option<
 }
 
 /// Fills in what only the binary knows (the command line, the inputs, the options)
-/// and writes summary.json.
+/// and writes summary.json (not with `-o -`: stdout holds the records only, the
+/// summary goes to stderr).
 pub(crate) fn finish_summary(
     summary: &mut Summary,
     cfg: &tapstat_pipeline::EngineConfig,
@@ -217,6 +262,9 @@ pub(crate) fn finish_summary(
     summary.inputs = inputs;
     // A random seed is not written among the options (`hash_seed` has the value).
     summary.options = format!("{cfg:?}").replace("hash_seed: None", "hash_seed: random");
+    if cfg.stdout {
+        return Ok(());
+    }
     let json = serde_json::to_string_pretty(summary).context("serializing the summary")?;
     outdir::write_summary(&cfg.out_dir, &(json + "\n"))
 }

@@ -22,11 +22,13 @@ pub struct Claim {
 
 /// Whether `name` is a file or directory tapstat writes in an output directory.
 fn is_ours(name: &str) -> bool {
+    // YYYY_MM_DD_HH_MM.out, or YYYY_MM_DD_HH_MM_SS.out (periods under a minute).
     let interval = |n: &str| {
         let n = n.strip_prefix('.').unwrap_or(n);
         let n = n.strip_suffix(".part").unwrap_or(n);
-        n.len() == 20 && n.ends_with(".out") && n.starts_with(|c: char| c.is_ascii_digit())
+        (n.len() == 20 || n.len() == 23) && n.ends_with(".out") && n.starts_with(|c: char| c.is_ascii_digit())
     };
+    // Logs: log_tcp_complete, log_tcp_complete.jsonl, .zst and .gz (--compress).
     name.starts_with("log_") || name == "summary.json" || name == "stats.jsonl" || interval(name)
 }
 
@@ -86,7 +88,11 @@ mod tests {
         for n in ["log_tcp_complete", "log_udp_complete.jsonl", "summary.json", "stats.jsonl", "2026_01_02_03_04.out"] {
             assert!(is_ours(n), "{n}");
         }
+        for n in ["log_tcp_complete.zst", "log_udp_complete.jsonl.gz", "2026_01_02_03_04_05.out"] {
+            assert!(is_ours(n), "{n}");
+        }
         assert!(is_ours(".2026_01_02_03_04.out.part"));
+        assert!(is_ours(".2026_01_02_03_04_05.out.part"));
         for n in ["notes.txt", "summary.json.bak", ".tapstat.lock", "out", "x.out"] {
             assert!(!is_ours(n), "{n}");
         }

@@ -192,7 +192,6 @@ fn live_only_flags_are_refused_on_files() {
     for flag in [
         &["--user", "nobody"][..],
         &["--metrics", "127.0.0.1:9"],
-        &["--rotate", "1h"],
         &["--buffer", "64MiB"],
         &["--kernel-ring", "8MiB"],
         &["--acquire", "poll"],
@@ -212,6 +211,9 @@ fn live_only_flags_are_refused_on_files() {
     }
     // Their defaults, untyped, do not count as given.
     let (ok, _, err) = run(&["-r", f], "lo-none");
+    assert!(ok, "{err}");
+    // --rotate works on files too (in packet time; tests/outputs.rs).
+    let (ok, _, err) = run(&["-r", f, "--rotate", "1h"], "lo-rotate");
     assert!(ok, "{err}");
 }
 
@@ -373,7 +375,7 @@ fn a_closed_stderr_is_not_a_crash() {
     let dir = tempdir("closed-stderr");
     let f = dir.join("sample.pcap");
     assert!(tapstat(&["synth", "-o", f.to_str().unwrap(), "--tcp-flows", "2"]).status.success());
-    for extra in [&[][..], &["-f", "not bpf(("], &["--rotate", "1h"]] {
+    for extra in [&[][..], &["-f", "not bpf(("], &["--metrics", "127.0.0.1:9"]] {
         let mut child = Command::new(bin())
             .args(["-r", f.to_str().unwrap(), "-o", dir.join("out").to_str().unwrap()])
             .args(extra)

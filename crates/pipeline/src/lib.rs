@@ -18,6 +18,7 @@
 mod acquire;
 mod buffer;
 mod ipfix;
+mod kafka;
 mod live;
 mod overload;
 mod ring;
@@ -28,7 +29,8 @@ mod timing;
 
 pub use acquire::Acquire;
 pub use ipfix::{IpfixConfig, IpfixSummary, Transport as IpfixTransport};
-pub use live::{interval_dir_name, run_live, LiveConfig, LiveSummary, QueueDelay};
+pub use kafka::{KafkaConfig, KafkaSummary, NO_KAFKA};
+pub use live::{interval_dir_name, interval_name, run_live, LiveConfig, LiveSummary, QueueDelay};
 pub use overload::{Keep, Overload, OverloadConfig};
 pub use ring::{ring, Receiver, Sender};
 pub use schedule::Schedule;
@@ -51,7 +53,7 @@ use tapstat_analyze::{Flow, FlowSink, InputClock, Packet, TcpSets, Tracker, Trac
 use tapstat_capture::{Backing, CaptureError, CaptureStats, Chunk, FrameMeta, PacketSource};
 use tapstat_decode::{Anomalies, DecodeConfig, Decoded, Decoder, Fragment, SharedFrags, L4};
 use tapstat_flow::{FlowHasher, FlowKey, HashKind};
-use tapstat_sink::{Format, OutputDir, SinkError};
+use tapstat_sink::{Compress, Format, OutputDir, SinkError};
 
 /// Everything the engine needs to know.
 #[derive(Clone, Debug)]
@@ -59,6 +61,14 @@ pub struct EngineConfig {
     pub workers: usize,
     pub format: Format,
     pub out_dir: std::path::PathBuf,
+    /// Compression of the logs (`--compress`), done by the writer thread.
+    pub compress: Compress,
+    /// Write every log to standard output instead of `out_dir` (`-o -`): one stream of
+    /// JSON lines, each with its log's name as its first key.
+    pub stdout: bool,
+    /// Start a new output directory every this long of packet time (`--rotate`),
+    /// named by its start (see [`interval_name`]).
+    pub rotate: Option<std::time::Duration>,
     pub tracker: TrackerConfig,
     pub decode: DecodeConfig,
     /// Seed of the flow hash; `None` draws one at start-up.
@@ -83,6 +93,8 @@ pub struct EngineConfig {
     pub flow_batches: bool,
     /// Export every ended flow to an IPFIX collector too (`--ipfix`).
     pub ipfix: Option<IpfixConfig>,
+    /// Export every record to Kafka too (`--kafka`).
+    pub kafka: Option<KafkaConfig>,
 }
 
 impl EngineConfig {
@@ -94,6 +106,11 @@ impl EngineConfig {
         let d = if self.dispatchers > 0 { self.dispatchers } else { workers.div_ceil(3) };
         d.clamp(1, workers.max(1))
     }
+
+    /// The rotation period in ns (at least 1 s), if the output rotates.
+    pub fn rotate_ns(&self) -> Option<u64> {
+        self.rotate.map(|d| (d.as_nanos().min(u64::MAX as u128) as u64).max(1_000_000_000))
+    }
 }
 
 impl Default for EngineConfig {
@@ -102,6 +119,9 @@ impl Default for EngineConfig {
             workers: 1,
             format: Format::Tsv,
             out_dir: "out".into(),
+            compress: Compress::None,
+            stdout: false,
+            rotate: None,
             tracker: TrackerConfig::default(),
             decode: DecodeConfig::default(),
             hash_seed: None,
@@ -114,6 +134,7 @@ impl Default for EngineConfig {
             epoch_chunks: 64,
             flow_batches: false,
             ipfix: None,
+            kafka: None,
         }
     }
 }
@@ -218,6 +239,11 @@ const DNS: usize = 7;
 /// Formatted records on their way to the writer: (log index, bytes).
 type Block = (usize, Vec<u8>);
 
+/// Index of a writer message that is not a block of records (`--rotate`): the worker's
+/// records go to the interval whose start (epoch seconds) the 8 bytes hold, until the
+/// next such message.
+const ROTATE: usize = usize::MAX;
+
 /// A log's buffer goes to the writer once it holds this many bytes.
 const BLOCK_BYTES: usize = 256 * 1024;
 /// What a buffer is allocated with: a block and room for the record that crosses
@@ -242,6 +268,34 @@ struct RecordOut {
     free: crossbeam_channel::Receiver<Vec<u8>>,
     /// Ended flows as IPFIX records too (`--ipfix`).
     ipfix: Option<ipfix::IpfixOut>,
+    /// Every record to Kafka too (`--kafka`).
+    kafka: Option<kafka::KafkaOut>,
+    /// Where records go in time, with `--rotate`.
+    rotation: Option<Box<Rotation>>,
+}
+
+/// A worker's place in the output intervals (`--rotate`).
+///
+/// The worker follows its clock: on entering a new interval it hands over its
+/// buffered records (they belong to the interval it was in) and tells the writer the
+/// interval its records go to from now on. Live runs stop there: a record goes to the
+/// interval of the worker's clock when it is written.
+///
+/// File runs place each record by the time it was due ([`FlowSink::at`]) instead,
+/// which does not depend on when the collector happened to pass, and so not on the
+/// number of workers. A record due in an interval the worker has left (a flow whose
+/// timeout passed just before the boundary, found just after) waits in `late`, by
+/// interval, and goes out when the worker enters the next interval, when its buffer
+/// fills, and at the end; the writer reopens a closed interval for it.
+struct Rotation {
+    period_ns: u64,
+    /// Start (ns) of the interval of the worker's clock.
+    cur: Option<u64>,
+    /// Records go to the interval they were due in (file runs), not to `cur`.
+    by_due: bool,
+    /// The earlier interval the records being written now belong to.
+    target: Option<u64>,
+    late: BTreeMap<u64, [Vec<u8>; NLOGS]>,
 }
 
 impl RecordOut {
@@ -253,6 +307,70 @@ impl RecordOut {
         }
         if let Some(x) = &mut self.ipfix {
             x.flush();
+        }
+        if let Some(x) = &mut self.kafka {
+            x.flush();
+        }
+    }
+
+    /// Follows the worker's clock into the output interval of `now_ns` (`--rotate`;
+    /// nothing without it).
+    #[inline]
+    fn follow(&mut self, now_ns: u64) {
+        if let Some(r) = &self.rotation {
+            if !matches!(r.cur, Some(c) if now_ns >= c && now_ns - c < r.period_ns) {
+                self.enter(now_ns);
+            }
+        }
+    }
+
+    /// Hands over the records of the interval the worker leaves (and those of earlier
+    /// intervals waiting in `late`), then moves it to the interval of `now_ns`. Never
+    /// back: a clock does not go back.
+    #[cold]
+    fn enter(&mut self, now_ns: u64) {
+        let Some(r) = self.rotation.as_mut() else { return };
+        let start = now_ns / r.period_ns * r.period_ns;
+        if r.cur.is_some_and(|c| start <= c) {
+            return;
+        }
+        r.target = None;
+        self.flush_all();
+        self.send_late(None);
+        let r = self.rotation.as_mut().expect("checked above");
+        r.cur = Some(start);
+        self.announce(start);
+    }
+
+    /// Tells the writer that the records that follow go to the interval starting at
+    /// `start_ns`.
+    fn announce(&mut self, start_ns: u64) {
+        // The writer only goes away on an I/O error, which it reports itself.
+        let _ = self.tx.send((ROTATE, (start_ns / 1_000_000_000).to_le_bytes().to_vec()));
+    }
+
+    /// Hands the writer the waiting records of earlier interval `only`, or of every
+    /// one, each under its interval, then puts the worker back in its own.
+    fn send_late(&mut self, only: Option<u64>) {
+        let Some(r) = self.rotation.as_mut() else { return };
+        let late = match only {
+            Some(t) => r.late.remove(&t).map(|b| vec![(t, b)]).unwrap_or_default(),
+            None => std::mem::take(&mut r.late).into_iter().collect(),
+        };
+        if late.is_empty() {
+            return;
+        }
+        let cur = r.cur;
+        for (start, bufs) in late {
+            self.announce(start);
+            for (i, b) in bufs.into_iter().enumerate() {
+                if !b.is_empty() {
+                    let _ = self.tx.send((self.file[i], b));
+                }
+            }
+        }
+        if let Some(c) = cur {
+            self.announce(c);
         }
     }
 
@@ -280,7 +398,25 @@ impl RecordOut {
             tx,
             free,
             ipfix: None,
+            kafka: None,
+            rotation: cfg.rotate_ns().map(|period_ns| {
+                Box::new(Rotation { period_ns, cur: None, by_due: false, target: None, late: BTreeMap::new() })
+            }),
         }
+    }
+
+    /// Places each record by the time it was due (file runs; see [`Rotation`]).
+    fn by_due(mut self) -> Self {
+        if let Some(r) = self.rotation.as_mut() {
+            r.by_due = true;
+        }
+        self
+    }
+
+    /// The same, with the records exported to Kafka's `exporter` too.
+    fn with_kafka(mut self, exporter: Option<&kafka::Exporter>) -> RecordOut {
+        self.kafka = exporter.and_then(kafka::Exporter::out);
+        self
     }
 
     /// The same, with the flows exported to `exporter` too.
@@ -295,6 +431,9 @@ impl RecordOut {
     /// record costs no memory).
     #[inline]
     fn buf(&mut self, i: usize) -> &mut Vec<u8> {
+        if let Some(t) = self.late_target() {
+            return &mut self.rotation.as_mut().expect("a target comes with rotation").late.entry(t).or_default()[i];
+        }
         let b = &mut self.bufs[i];
         if b.capacity() == 0 {
             b.reserve_exact(BLOCK_CAPACITY);
@@ -302,34 +441,73 @@ impl RecordOut {
         b
     }
 
+    /// Formats record `rec` of `log` into log `i`'s buffer (and for Kafka, to the topic
+    /// of log file `name`, keyed by `key`), then counts it.
+    #[inline]
+    fn put<T>(&mut self, i: usize, name: &str, log: &tapstat_record::Log<T>, rec: &T, key: &str) {
+        // The buffer `buf(i)` picks (a late interval's, with rotation), borrowed by
+        // field so that Kafka's exporter can read the line just written.
+        self.buf(i);
+        let late = self.late_target();
+        let b = match late {
+            Some(t) => &mut self.rotation.as_mut().expect("a target comes with rotation").late.entry(t).or_default()[i],
+            None => &mut self.bufs[i],
+        };
+        let start = b.len();
+        self.format.record(log, rec, b);
+        if let Some(k) = &mut self.kafka {
+            k.record(name, log, key, rec, (self.format == Format::Jsonl).then(|| &b[start..]));
+        }
+        self.wrote(i);
+    }
+
     fn wrote(&mut self, i: usize) {
         self.records[i] += 1;
+        if let Some(t) = self.late_target() {
+            let r = self.rotation.as_ref().expect("a target comes with rotation");
+            if r.late.get(&t).is_some_and(|b| b[i].len() >= BLOCK_BYTES) {
+                self.send_late(Some(t));
+            }
+            return;
+        }
         if self.bufs[i].len() >= BLOCK_BYTES {
             self.flush(i);
         }
     }
+
+    /// The earlier interval the records written now go to, if not the worker's own.
+    #[inline]
+    fn late_target(&self) -> Option<u64> {
+        self.rotation.as_ref().and_then(|r| r.target)
+    }
 }
 
 impl FlowSink for RecordOut {
+    #[inline]
+    fn at(&mut self, due_ns: u64) {
+        let Some(r) = self.rotation.as_mut() else { return };
+        if r.by_due {
+            let start = due_ns / r.period_ns * r.period_ns;
+            r.target = r.cur.filter(|&c| start < c).map(|_| start);
+        }
+    }
+
     fn on_flow_end(&mut self, f: &Flow) {
         let id = LogId::of(f);
         let i = id as usize;
         let log = id.log_for(self.sets, self.l7);
-        self.format.record(log, f, self.buf(i));
-        self.wrote(i);
+        self.put(i, id.name(), log, f, f.flow_id.as_str());
         if let Some(x) = &mut self.ipfix {
             x.flow(f);
         }
     }
 
     fn on_http(&mut self, row: &HttpRow) {
-        self.format.record(&l7log::HTTP, row, self.buf(HTTP));
-        self.wrote(HTTP);
+        self.put(HTTP, l7log::HTTP.name, &l7log::HTTP, row, row.flow.flow_id.as_str());
     }
 
     fn on_dns(&mut self, row: &DnsRow) {
-        self.format.record(&l7log::DNS, row, self.buf(DNS));
-        self.wrote(DNS);
+        self.put(DNS, l7log::DNS.name, &l7log::DNS, row, row.flow.flow_id.as_str());
     }
 
     fn on_periodic(&mut self, row: &PeriodicRow) {
@@ -337,8 +515,7 @@ impl FlowSink for RecordOut {
             Kind::Tcp => (TCP_PERIODIC, &*periodic::TCP_PERIODIC),
             _ => (UDP_PERIODIC, &*periodic::UDP_PERIODIC),
         };
-        self.format.record(log, row, self.buf(i));
-        self.wrote(i);
+        self.put(i, log.name, log, row, row.flow_id.as_str());
     }
 }
 
@@ -423,7 +600,53 @@ fn header_of(cfg: &EngineConfig, i: usize) -> Vec<u8> {
 
 /// The output files' names and headers, in the order of [`logs_on`].
 fn log_files(cfg: &EngineConfig) -> (Vec<String>, Vec<Vec<u8>>) {
-    logs_on(cfg).into_iter().map(|(i, name)| (cfg.format.file_name(name), header_of(cfg, i))).unzip()
+    logs_on(cfg)
+        .into_iter()
+        .map(|(i, name)| (cfg.format.file_name(name) + cfg.compress.suffix(), header_of(cfg, i)))
+        .unzip()
+}
+
+/// The logs' files in the output directory, or standard output (`-o -`).
+fn open_output(cfg: &EngineConfig, names: &[String], headers: &[Vec<u8>]) -> Result<OutputDir, SinkError> {
+    if !cfg.stdout {
+        return OutputDir::create_compressed(&cfg.out_dir, names, headers, cfg.compress);
+    }
+    if cfg.format != Format::Jsonl {
+        let source = std::io::Error::other("standard output takes JSON lines only (--format jsonl)");
+        return Err(SinkError { path: "-".into(), source });
+    }
+    let logs: Vec<&str> = logs_on(cfg).into_iter().map(|(_, name)| name).collect();
+    OutputDir::stdout(&logs, cfg.compress)
+}
+
+/// What the writer thread hands back: how writing went, and its warnings.
+type WriterResult = (Written, Vec<String>);
+
+/// Starts the writer thread of a file run; gives each of the `n` workers its sender.
+/// One channel for all of them into the output directory (or standard output); with
+/// `--rotate`, one per worker into the live engine's [`live::Writer`], which keeps
+/// each worker's interval.
+fn spawn_writer(
+    cfg: &EngineConfig,
+    n: usize,
+    free: crossbeam_channel::Sender<Vec<u8>>,
+    stop: &Arc<AtomicBool>,
+) -> Result<(Vec<crossbeam_channel::Sender<Block>>, std::thread::JoinHandle<WriterResult>), EngineError> {
+    let (names, headers) = log_files(cfg);
+    let spawn = |f: Box<dyn FnOnce() -> WriterResult + Send>| {
+        std::thread::Builder::new().name("tapstat-writer".into()).spawn(f).expect("spawning a thread succeeds")
+    };
+    if cfg.rotate.is_some() {
+        // An unwritable directory is an error before any work.
+        std::fs::create_dir_all(&cfg.out_dir).map_err(|source| SinkError { path: cfg.out_dir.clone(), source })?;
+        let (txs, rxs): (Vec<_>, Vec<_>) = (0..n).map(|_| crossbeam_channel::bounded::<Block>(64)).unzip();
+        let w = live::Writer::new(cfg, names, headers, None, stop.clone(), None);
+        return Ok((txs, spawn(Box::new(move || w.run(rxs, free)))));
+    }
+    let out = open_output(cfg, &names, &headers)?;
+    let (tx, rx) = crossbeam_channel::bounded::<Block>(64);
+    let stop = stop.clone();
+    Ok((vec![tx; n], spawn(Box::new(move || (write_blocks(out, rx, free, &stop), Vec::new())))))
 }
 
 /// The output file of each log index (`usize::MAX` for a log that is off).
@@ -458,17 +681,10 @@ pub fn run(
     // connection or an unwritable directory is an error before any work (and before
     // the files exist).
     let exporter = cfg.ipfix.as_ref().map(ipfix::Exporter::start).transpose()?;
-    let (names, headers) = log_files(cfg);
-    let out = OutputDir::create(&cfg.out_dir, &names, &headers)?;
-    let (block_tx, block_rx) = crossbeam_channel::bounded::<Block>(64);
+    let kafka = cfg.kafka.as_ref().map(|k| kafka::Exporter::start(k, cfg)).transpose()?;
     let (free_tx, free_rx) = crossbeam_channel::bounded::<Vec<u8>>(16);
-    let writer = {
-        let stop = stop.clone();
-        std::thread::Builder::new()
-            .name("tapstat-writer".into())
-            .spawn(move || write_blocks(out, block_rx, free_tx, &stop))
-            .expect("spawning a thread succeeds")
-    };
+    let (mut block_txs, writer) = spawn_writer(cfg, n, free_tx, &stop)?;
+    let mut block_tx = move || block_txs.pop().expect("a sender per worker");
 
     let p0 = source.progress();
     progress.bytes_total.store(p0.bytes_total.unwrap_or(0), Ordering::Relaxed);
@@ -480,16 +696,19 @@ pub fn run(
     // Each of n workers holds about 1/n of the flows: its index starts that much
     // smaller (it grows as any other), instead of n times one worker's start-up.
     let tracker_cfg = TrackerConfig { start_flows: (cfg.tracker.start_flows / n).max(4096), ..cfg.tracker };
-    let new_work = |tx: &crossbeam_channel::Sender<Block>| Work {
+    let new_work = |tx: crossbeam_channel::Sender<Block>| Work {
         timer: PacketTimer::new(cfg.time_sample),
         tracker: Tracker::new(tracker_cfg),
-        rout: RecordOut::new(cfg, tx.clone(), free_rx.clone()).with_ipfix(exporter.as_ref()),
+        rout: RecordOut::new(cfg, tx, free_rx.clone())
+            .by_due()
+            .with_ipfix(exporter.as_ref())
+            .with_kafka(kafka.as_ref()),
     };
     let (dispatchers, workers) = if n == 1 && !reader.source.may_block() {
         // One worker reading regular files: it reads, decodes and analyzes in
         // one pass, so each packet's bytes are brought into the cache once. (A
         // separate reader thread would take that miss, and the worker a second one.)
-        let work = new_work(&block_tx);
+        let work = new_work(block_tx());
         let h = std::thread::Builder::new()
             .name("tapstat-w0".into())
             .spawn(move || {
@@ -519,7 +738,7 @@ pub fn run(
                 let _ = reader_done_tx.send(reader.finish());
             })
             .expect("spawning a thread succeeds");
-        let work = new_work(&block_tx);
+        let work = new_work(block_tx());
         let stop = stop.clone();
         let h = std::thread::Builder::new()
             .name("tapstat-w0".into())
@@ -596,7 +815,7 @@ pub fn run(
         let (mail_tx, mail_rx): (Vec<_>, Vec<_>) = (0..n).map(|_| crossbeam_channel::unbounded::<Mail>()).unzip();
         let mut workers = Vec::with_capacity(n);
         for (w, ((rx, recycle), inbox)) in to_worker.into_iter().zip(recycle_tx).zip(mail_rx).enumerate() {
-            let work = new_work(&block_tx);
+            let work = new_work(block_tx());
             let post = Post { me: w, inbox, outboxes: mail_tx.clone(), early: Vec::new(), moved_in: 0 };
             let groups = cfg.flow_batches.then(|| FlowGroups::new(cfg.tracker.periodic_ns));
             workers.push(
@@ -638,9 +857,11 @@ pub fn run(
             *total += n;
         }
     }
-    let written = writer.join().map_err(|_| EngineError::Thread("writer"))?;
+    let (written, writer_warnings) = writer.join().map_err(|_| EngineError::Thread("writer"))?;
     let exported = exporter.map(ipfix::Exporter::finish).transpose()?;
-    let interrupted = stop.load(Ordering::Relaxed) && written.error.is_none();
+    let kafka = kafka.map(kafka::Exporter::finish).transpose()?;
+    // A closed standard output (`| head`) stops the run too, but nobody interrupted it.
+    let interrupted = stop.load(Ordering::Relaxed) && written.error.is_none() && !written.closed;
     // After a normal end the reader has finished; after Ctrl-C it may be blocked in
     // a read that will never return, and is left behind.
     let wait = if interrupted { std::time::Duration::from_millis(200) } else { std::time::Duration::from_secs(3600) };
@@ -653,7 +874,8 @@ pub fn run(
         // The flows seen so far were written; the error still stops the run.
         return Err(e.into());
     }
-    let warnings = reader.warnings;
+    let mut warnings = reader.warnings;
+    warnings.extend(writer_warnings);
     let mut summary = Summary::new(
         cfg,
         n,
@@ -675,47 +897,80 @@ pub fn run(
         summary.write_error = Some(format!("{e}: {}", e.source));
         summary.records_not_written = written.lost;
     }
+    if written.closed {
+        summary.output_closed = true;
+        summary.records_not_written = written.lost;
+    }
     summary.flow_table = cfg.tracker.index.name();
     summary.flow_hash = cfg.flow_hash.name();
     summary.packet_time = PacketTimeSummary::of(&timers);
     summary.scheduling = (n > 1).then_some(sched);
     summary.set_ipfix(exported);
+    summary.set_kafka(kafka);
     Ok(summary)
 }
 
 /// What the writer thread did: the first write error, and the records it could not
 /// write (those of the block that failed, and of every block after it).
+#[derive(Debug, Default)]
 struct Written {
     error: Option<SinkError>,
+    /// Standard output's reader left (`| head`): the run stops, without an error.
+    closed: bool,
     lost: u64,
 }
 
-/// The writer thread: blocks to files. At the first error (a full disk) it sets
-/// `stop`, which the reader and the dispatcher watch, so the run ends promptly
-/// instead of analyzing the rest of the input for nothing; it then drains what the
-/// workers still send, counting the records lost, so that the summary can say.
+impl Written {
+    /// Whether writing has stopped (an error, or a reader that left).
+    fn stopped(&self) -> bool {
+        self.error.is_some() || self.closed
+    }
+
+    /// Takes the first failure: sets `stop`, which the reader and the dispatchers (or
+    /// the acquisition threads) watch, so the run ends promptly instead of analyzing
+    /// the rest of the input for nothing.
+    fn fail(&mut self, e: SinkError, stop: &AtomicBool) {
+        stop.store(true, Ordering::SeqCst);
+        if self.stopped() {
+            return;
+        }
+        if e.reader_left() {
+            self.closed = true;
+        } else {
+            self.error = Some(e);
+        }
+    }
+
+    /// Counts the records of a block that was not written.
+    fn lose(&mut self, records: u64) {
+        self.lost += records;
+    }
+}
+
+/// The writer thread: blocks to files. At the first error (a full disk) it stops the
+/// run ([`Written::fail`]); it then drains what the workers still send, counting the
+/// records lost, so that the summary can say.
 fn write_blocks(
     mut out: OutputDir,
     blocks: crossbeam_channel::Receiver<Block>,
     free: crossbeam_channel::Sender<Vec<u8>>,
     stop: &AtomicBool,
 ) -> Written {
-    let mut w = Written { error: None, lost: 0 };
+    let mut w = Written::default();
     for (i, mut b) in blocks {
-        if w.error.is_none() {
+        if !w.stopped() {
             if let Err(e) = out.append(i, &b) {
-                stop.store(true, Ordering::SeqCst);
-                w.error = Some(e);
+                w.fail(e, stop);
             }
         }
-        if w.error.is_some() {
-            w.lost += out.records_in(i, &b);
+        if w.stopped() {
+            w.lose(out.records_in(i, &b));
         }
         b.clear();
         let _ = free.try_send(b);
     }
     if let Err(e) = out.finish() {
-        w.error.get_or_insert(e);
+        w.fail(e, stop);
     }
     w
 }
@@ -873,6 +1128,7 @@ impl Work {
         answers: &[dnhunter::Answers],
         held: Option<u64>,
     ) {
+        self.rout.follow(p.now_ns);
         let d = &p.dec;
         let payload = if d.fragment == Fragment::No {
             payload_of(d, frame)
@@ -919,6 +1175,7 @@ impl Work {
     /// packet): its flow counts its packet and wire bytes, nothing is analysed.
     #[inline]
     fn counted(&mut self, p: &Pkt) {
+        self.rout.follow(p.now_ns);
         let d = &p.dec;
         let (key, src_is_lo) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
         let pkt = Packet {
@@ -940,6 +1197,7 @@ impl Work {
     /// controller held them): per direction, its packets with their wire bytes spread
     /// over them (the sum exact) at the direction's latest time; nothing is analysed.
     fn tails(&mut self, p: &Pkt, t: &buffer::Tails) {
+        self.rout.follow(p.now_ns);
         let d = &p.dec;
         let (key, src_is_lo) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
         for ((n, bytes, last), lo) in [(t.same, src_is_lo), (t.rev, !src_is_lo)] {
@@ -962,8 +1220,12 @@ impl Work {
     }
 
     fn finish(mut self, final_ns: u64, interrupted: bool) -> WorkerResult {
+        if final_ns > 0 {
+            self.rout.follow(final_ns);
+        }
         self.tracker.finish(final_ns, interrupted, &mut self.rout);
         self.rout.flush_all();
+        self.rout.send_late(None);
         WorkerResult { stats: self.tracker.stats.clone(), records: self.rout.records, timer: self.timer, moved_in: 0 }
     }
 }
@@ -1158,6 +1420,9 @@ fn run_worker(
                     }
                 }
                 final_ns = b.end_now;
+                // A worker with no packets in a chunk still follows the input's clock
+                // into the next output interval, so the writer can close the last one.
+                work.rout.follow(final_ns);
                 let mut v = b.pkts;
                 if v.capacity() > 0 {
                     v.clear();
@@ -1587,6 +1852,38 @@ mod tests {
             }
             assert_eq!(g.runs.last().map_or(0, |r| r.end) as usize, n);
         }
+    }
+
+    /// With `--rotate` on files, a record goes to the interval it was due in: one due
+    /// in an interval the worker has left waits, and goes out under that interval when
+    /// the worker enters the next one; the worker's own records go to its own.
+    #[test]
+    fn rotation_sends_late_records_under_their_interval() {
+        const S: u64 = 1_000_000_000;
+        let cfg = EngineConfig { rotate: Some(std::time::Duration::from_secs(60)), ..EngineConfig::default() };
+        let (tx, rx) = crossbeam_channel::unbounded::<Block>();
+        let (_free_tx, free_rx) = crossbeam_channel::bounded::<Vec<u8>>(1);
+        let mut r = RecordOut::new(&cfg, tx, free_rx).by_due();
+        let write = |r: &mut RecordOut, due: u64, text: &[u8]| {
+            r.at(due * S);
+            r.buf(0).extend_from_slice(text);
+            r.wrote(0);
+        };
+        r.follow(10 * S);
+        write(&mut r, 10, b"a\n");
+        r.follow(70 * S);
+        write(&mut r, 30, b"late\n");
+        write(&mut r, 65, b"b\n");
+        r.follow(130 * S);
+        drop(r);
+        let got: Vec<String> = rx
+            .iter()
+            .map(|(i, b)| match i {
+                ROTATE => format!("@{}", u64::from_le_bytes(b[..8].try_into().unwrap())),
+                _ => String::from_utf8(b).unwrap(),
+            })
+            .collect();
+        assert_eq!(got, ["@0", "a\n", "@60", "b\n", "@0", "late\n", "@60", "@120"]);
     }
 
     /// A full disk (`/dev/full` fails every write with ENOSPC): the writer sets the stop

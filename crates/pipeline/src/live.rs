@@ -31,7 +31,7 @@ use crate::overload::{Controller, Overload, OverloadConfig, Verdict, DECIDE_EVER
 use crate::telemetry::{serve_metrics, spawn_reporter, Gauges, ProcTimes, ReportTo};
 use crate::{
     cpu_seconds, random_seed, Block, Dispatch, DispatchResult, EngineConfig, EngineError, PacketTimeSummary,
-    PacketTimer, Progress, RecordOut, Summary, Work, WorkerResult,
+    PacketTimer, Progress, RecordOut, Summary, Work, WorkerResult, Written, ROTATE,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -45,7 +45,7 @@ use tapstat_capture::live::{frame_flow, LiveError, LiveSource};
 use tapstat_capture::{CaptureStats, LinkType};
 use tapstat_decode::Anomalies;
 use tapstat_flow::FlowHasher;
-use tapstat_sink::{OutputDir, SinkError};
+use tapstat_sink::{Compress, OutputDir, SinkError};
 
 /// How a live run acquires, buffers, reports and writes.
 pub struct LiveConfig {
@@ -57,8 +57,6 @@ pub struct LiveConfig {
     pub stats_stderr: bool,
     /// Serve Prometheus text here.
     pub metrics: Option<std::net::SocketAddr>,
-    /// Rotate output directories every this long of packet time.
-    pub rotate: Option<Duration>,
     /// Each worker hands its buffered records to the writer at least this often (wall
     /// time) when it has some, so the logs can be followed (`tail -f`) and a crash
     /// loses at most this much.
@@ -80,7 +78,6 @@ impl Default for LiveConfig {
             stats_interval: Duration::from_secs(1),
             stats_stderr: true,
             metrics: None,
-            rotate: None,
             flush: Duration::from_secs(1),
             reopen: &NEVER,
             on_ready: None,
@@ -188,10 +185,6 @@ const DNS_RING: usize = 1024;
 /// Shunt requests a worker can queue for its acquisition thread.
 const SHUNT_RING: usize = 4096;
 
-/// Index of a writer message that is not a block of records: worker `w` entered the
-/// interval whose start (epoch seconds) the 8 bytes hold.
-const ROTATE: usize = usize::MAX;
-
 struct AcqResult {
     /// Shunt requests the controller refused (its table full).
     shunts_refused: u64,
@@ -233,17 +226,27 @@ pub fn run_live(
     let source_names: Vec<String> = sources.iter().map(|s| s.name()).collect();
 
     // The IPFIX collector, the output directory, the stats file and the metrics port
-    // first: a mistake in any of them is an error before the capture starts.
+    // first: a mistake in any of them is an error before the capture starts. With
+    // `-o -` there is no directory: the logs go to standard output, the figures to
+    // stderr only.
     let exporter = cfg.ipfix.as_ref().map(super::ipfix::Exporter::start).transpose()?;
-    std::fs::create_dir_all(&cfg.out_dir).map_err(|source| SinkError { path: cfg.out_dir.clone(), source })?;
-    let out = match live.rotate {
-        None => Some(OutputDir::create(&cfg.out_dir, &names, &headers)?),
+    let kafka = cfg.kafka.as_ref().map(|k| super::kafka::Exporter::start(k, cfg)).transpose()?;
+    if !cfg.stdout {
+        std::fs::create_dir_all(&cfg.out_dir).map_err(|source| SinkError { path: cfg.out_dir.clone(), source })?;
+    }
+    let out = match cfg.rotate {
+        None => Some(super::open_output(cfg, &names, &headers)?),
         Some(_) => None,
     };
     let reopen_stats = Arc::new(AtomicBool::new(false));
     let jsonl_path = cfg.out_dir.join("stats.jsonl");
-    let jsonl =
-        tapstat_sink::open_append_nofollow(&jsonl_path).map_err(|source| SinkError { path: jsonl_path, source })?;
+    let jsonl = match cfg.stdout {
+        true => None,
+        false => Some(
+            tapstat_sink::open_append_nofollow(&jsonl_path)
+                .map_err(|source| SinkError { path: jsonl_path.clone(), source })?,
+        ),
+    };
     let prom = match live.metrics {
         Some(addr) => {
             let l = std::net::TcpListener::bind(addr)
@@ -265,30 +268,14 @@ pub fn run_live(
     }
     let (free_tx, free_rx) = crossbeam_channel::bounded::<Vec<u8>>(16 * n);
     let writer = {
-        let w = Writer {
-            out_dir: cfg.out_dir.clone(),
-            names: names.clone(),
-            headers: headers.clone(),
-            single: out,
-            intervals: BTreeMap::new(),
-            closed_below: 0,
-            cur: vec![None; n],
-            reopen: live.reopen,
-            reopen_stats: reopen_stats.clone(),
-            warnings: Vec::new(),
-        };
-        let stop = stop.clone();
+        // A write error (a full disk) ends the capture at once: analyzing traffic
+        // whose records can no longer be written helps nobody. The writer sets `stop`.
+        let mut w = Writer::new(cfg, names.clone(), headers.clone(), out, stop.clone(), Some(live.flush));
+        w.reopen = live.reopen;
+        w.reopen_stats = reopen_stats.clone();
         std::thread::Builder::new()
             .name("tapstat-writer".into())
-            .spawn(move || {
-                // A write error (a full disk) ends the capture at once: analyzing
-                // traffic whose records can no longer be written helps nobody.
-                let r = w.run(rxs, free_tx);
-                if r.is_err() {
-                    stop.store(true, Ordering::SeqCst);
-                }
-                r
-            })
+            .spawn(move || w.run(rxs, free_tx))
             .expect("spawning a thread succeeds")
     };
 
@@ -349,7 +336,9 @@ pub fn run_live(
             // share, as for files.
             timer: PacketTimer::new(cfg.time_sample),
             tracker,
-            rout: RecordOut::new(cfg, txs[w].clone(), free_rx.clone()).with_ipfix(exporter.as_ref()),
+            rout: RecordOut::new(cfg, txs[w].clone(), free_rx.clone())
+                .with_ipfix(exporter.as_ref())
+                .with_kafka(kafka.as_ref()),
         };
         let a = Analysis {
             dispatch: Dispatch::new(cfg.decode, hasher.clone(), 1),
@@ -357,8 +346,6 @@ pub fn run_live(
             cons,
             link,
             gauges: gauges[w].clone(),
-            rotate_ns: live.rotate.map(|d| (d.as_nanos() as u64).max(1_000_000_000)),
-            interval: None,
             poll: live.acquire == Acquire::Poll,
             global_clock: global_clock.clone(),
             final_clock: final_clock.clone(),
@@ -392,8 +379,8 @@ pub fn run_live(
         ReportTo {
             interval: live.stats_interval.max(Duration::from_millis(10)),
             stderr: live.stats_stderr,
-            jsonl: Some(jsonl),
-            reopen_jsonl: Some((cfg.out_dir.join("stats.jsonl"), reopen_stats)),
+            jsonl,
+            reopen_jsonl: (!cfg.stdout).then_some((jsonl_path, reopen_stats)),
             prometheus: prom,
         },
         done.clone(),
@@ -437,8 +424,12 @@ pub fn run_live(
         }
         ana_cpu.push(cpu);
     }
-    let mut warnings = writer.join().map_err(|_| EngineError::Thread("writer"))??;
+    let (written, mut warnings) = writer.join().map_err(|_| EngineError::Thread("writer"))?;
+    if let Some(e) = written.error {
+        return Err(e.into());
+    }
     let exported = exporter.map(super::ipfix::Exporter::finish).transpose()?;
+    let kafka = kafka.map(super::kafka::Exporter::finish).transpose()?;
     done.store(true, Ordering::SeqCst);
     let _ = reporter.join();
     if let Some(e) = ready_err {
@@ -521,8 +512,11 @@ pub fn run_live(
         cpu_seconds() - cpu0,
     );
     s.live = Some(ls);
+    s.output_closed = written.closed;
+    s.records_not_written = written.lost;
     s.packet_time = PacketTimeSummary::of(&timers);
     s.set_ipfix(exported);
+    s.set_kafka(kafka);
     Ok(s)
 }
 
@@ -695,9 +689,6 @@ struct Analysis {
     cons: Consumer,
     link: LinkType,
     gauges: Arc<Gauges>,
-    rotate_ns: Option<u64>,
-    /// Start (ns) of the output interval this worker writes to.
-    interval: Option<u64>,
     poll: bool,
     global_clock: Arc<AtomicU64>,
     final_clock: Arc<AtomicU64>,
@@ -744,17 +735,13 @@ impl Analysis {
                     self.work.tracker.learn_dns_answer(a);
                 }
             }
-            let (dispatch, work, rotate_ns) = (&mut self.dispatch, &mut self.work, self.rotate_ns);
-            let (interval, dns_out, dns) = (&mut self.interval, &mut self.dns_out, &mut self.dns);
+            let (dispatch, work) = (&mut self.dispatch, &mut self.work);
+            let (dns_out, dns) = (&mut self.dns_out, &mut self.dns);
             let (shunt_out, link) = (&mut self.shunt_out, self.link);
             let k = self.cons.read(256, self.link, |f, bytes, rec| {
                 let t0 = Instant::now();
                 if let Some((_, p)) = dispatch.frame(f, bytes) {
-                    if let Some(r) = rotate_ns {
-                        if !matches!(*interval, Some(i) if p.now_ns < i + r) {
-                            rotate(work, interval, r, p.now_ns);
-                        }
-                    }
+                    // (`Work` follows the packet's clock into its output interval.)
                     if let Rec::Tails(t) = rec {
                         // Tail packets the controller held: their flow counts them,
                         // nothing more; so does the run.
@@ -795,11 +782,9 @@ impl Analysis {
             }
             // An idle worker still follows the others into a new output interval, so
             // the writer can close the old one.
-            if let Some(r) = self.rotate_ns {
-                let g = self.global_clock.load(Ordering::Relaxed);
-                if g > 0 && !matches!(self.interval, Some(i) if g < i + r) {
-                    rotate(&mut self.work, &mut self.interval, r, g);
-                }
+            let g = self.global_clock.load(Ordering::Relaxed);
+            if g > 0 {
+                self.work.rout.follow(g);
             }
             idle += 1;
             if self.poll && idle < 1000 {
@@ -830,15 +815,16 @@ fn share(answers: impl Iterator<Item = DnsAnswer>, out: &mut [rtrb::Producer<Dns
     }
 }
 
-/// Flushes `work`'s records into the interval they belong to, then moves the worker
-/// to the interval of `now_ns`.
-fn rotate(work: &mut Work, interval: &mut Option<u64>, period_ns: u64, now_ns: u64) {
-    for i in 0..work.rout.bufs.len() {
-        work.rout.flush(i);
+/// The directory name of an output interval starting at `secs` (UTC) of a rotation
+/// every `period_ns`: Tstat's `YYYY_MM_DD_HH_MM.out`, or with the seconds,
+/// `YYYY_MM_DD_HH_MM_SS.out`, for periods under a minute (whose intervals would
+/// otherwise share a minute's name).
+pub fn interval_name(secs: u64, period_ns: u64) -> String {
+    let name = interval_dir_name(secs);
+    if period_ns >= 60_000_000_000 {
+        return name;
     }
-    let start = now_ns / period_ns * period_ns;
-    *interval = Some(start);
-    let _ = work.rout.tx.send((ROTATE, (start / 1_000_000_000).to_le_bytes().to_vec()));
+    format!("{}_{:02}.out", name.trim_end_matches(".out"), secs % 60)
 }
 
 /// Tstat's directory name of an interval starting at `secs` (UTC): `YYYY_MM_DD_HH_MM.out`.
@@ -858,12 +844,16 @@ pub fn interval_dir_name(secs: u64) -> String {
     format!("{y:04}_{m:02}_{d:02}_{:02}_{:02}.out", rem / 3600, rem % 3600 / 60)
 }
 
-/// The writer thread of a live run: blocks from every worker into the output
-/// directory, or into the directory of each worker's interval.
-struct Writer {
+/// The writer thread of a live run (and of a file run with `--rotate`): blocks from
+/// every worker into the output directory (or standard output), or into the
+/// directory of each worker's interval.
+pub(crate) struct Writer {
     out_dir: PathBuf,
     names: Vec<String>,
     headers: Vec<Vec<u8>>,
+    compress: Compress,
+    /// The rotation period (for the intervals' names).
+    period_ns: u64,
     /// Without rotation: the one output directory.
     single: Option<OutputDir>,
     /// With rotation: open intervals by start (epoch s), written under a hidden name.
@@ -876,26 +866,68 @@ struct Writer {
     /// Set when the files were reopened, for the reporter to reopen stats.jsonl.
     reopen_stats: Arc<AtomicBool>,
     warnings: Vec<String>,
+    /// Set at the first failure, to end the run.
+    stop: Arc<AtomicBool>,
+    /// Live runs: what was written is made readable at least this often, and whenever
+    /// no block came for a while (compressed files end a frame, standard output is
+    /// flushed; see [`OutputDir::flush`]).
+    flush: Option<Duration>,
 }
 
 impl Writer {
+    /// A writer of `cfg`'s logs (file `names`, `headers`): into `single` when given,
+    /// else into an interval directory per `--rotate` period.
+    pub(crate) fn new(
+        cfg: &EngineConfig,
+        names: Vec<String>,
+        headers: Vec<Vec<u8>>,
+        single: Option<OutputDir>,
+        stop: Arc<AtomicBool>,
+        flush: Option<Duration>,
+    ) -> Writer {
+        Writer {
+            out_dir: cfg.out_dir.clone(),
+            names,
+            headers,
+            compress: cfg.compress,
+            period_ns: cfg.rotate_ns().unwrap_or(0),
+            single,
+            intervals: BTreeMap::new(),
+            closed_below: 0,
+            cur: Vec::new(),
+            reopen: &NEVER,
+            reopen_stats: Arc::new(AtomicBool::new(false)),
+            warnings: Vec::new(),
+            stop,
+            flush,
+        }
+    }
+
     fn part_path(&self, start: u64) -> PathBuf {
-        self.out_dir.join(format!(".{}.part", interval_dir_name(start)))
+        self.out_dir.join(format!(".{}.part", interval_name(start, self.period_ns)))
     }
 
     fn final_path(&self, start: u64) -> PathBuf {
-        self.out_dir.join(interval_dir_name(start))
+        self.out_dir.join(interval_name(start, self.period_ns))
     }
 
-    fn run(
+    /// Writes what the workers send until every one has gone. At the first failure
+    /// it stops the run and counts the records it could not write from then on.
+    pub(crate) fn run(
         mut self,
         rxs: Vec<crossbeam_channel::Receiver<Block>>,
         free: crossbeam_channel::Sender<Vec<u8>>,
-    ) -> Result<Vec<String>, SinkError> {
+    ) -> (Written, Vec<String>) {
+        let mut out = Written::default();
+        self.cur = vec![None; rxs.len()];
         let mut live: Vec<bool> = vec![true; rxs.len()];
+        let tick = self.flush.map_or(Duration::from_millis(200), |f| f.min(Duration::from_millis(200)));
+        let mut flushed = Instant::now();
         while live.iter().any(|l| *l) {
-            if self.reopen.swap(false, Ordering::SeqCst) {
-                self.reopen_all()?;
+            if self.reopen.swap(false, Ordering::SeqCst) && !out.stopped() {
+                if let Err(e) = self.reopen_all() {
+                    out.fail(e, &self.stop);
+                }
             }
             let mut sel = crossbeam_channel::Select::new();
             let mut idx = Vec::new();
@@ -905,39 +937,79 @@ impl Writer {
                     idx.push(w);
                 }
             }
-            let Ok(op) = sel.select_timeout(Duration::from_millis(200)) else { continue };
-            let w = idx[op.index()];
-            match op.recv(&rxs[w]) {
-                Ok((ROTATE, b)) => {
-                    let mut s = [0u8; 8];
-                    s.copy_from_slice(&b[..8]);
-                    self.enter(w, u64::from_le_bytes(s))?;
+            let got = sel.select_timeout(tick);
+            let quiet = got.is_err();
+            if let Ok(op) = got {
+                let w = idx[op.index()];
+                let r = match op.recv(&rxs[w]) {
+                    // After a failure, what comes is counted, not written.
+                    Ok((i, b)) if out.stopped() => {
+                        if i != ROTATE {
+                            out.lose(tapstat_sink::records_in(&self.headers[i], &b));
+                        }
+                        Ok(())
+                    }
+                    Ok((ROTATE, b)) => {
+                        let mut s = [0u8; 8];
+                        s.copy_from_slice(&b[..8]);
+                        self.enter(w, u64::from_le_bytes(s))
+                    }
+                    Ok((i, mut b)) => {
+                        let r = self.append(w, i, &b);
+                        if r.is_err() {
+                            out.lose(tapstat_sink::records_in(&self.headers[i], &b));
+                        }
+                        b.clear();
+                        let _ = free.try_send(b);
+                        r
+                    }
+                    Err(_) => {
+                        live[w] = false;
+                        Ok(())
+                    }
+                };
+                if let Err(e) = r {
+                    out.fail(e, &self.stop);
                 }
-                Ok((i, mut b)) => {
-                    self.append(w, i, &b)?;
-                    b.clear();
-                    let _ = free.try_send(b);
+            }
+            // Quiet, or a --flush since the last time: make what was written readable.
+            if self.flush.is_some_and(|f| quiet || flushed.elapsed() >= f) && !out.stopped() {
+                if let Err(e) = self.flush_all() {
+                    out.fail(e, &self.stop);
                 }
-                Err(_) => live[w] = false,
+                flushed = Instant::now();
             }
         }
-        if let Some(o) = self.single.take() {
-            o.finish()?;
+        if !out.stopped() {
+            let mut r = self.single.take().map_or(Ok(()), OutputDir::finish);
+            let starts: Vec<u64> = self.intervals.keys().copied().collect();
+            for s in starts {
+                r = r.and_then(|()| self.close(s));
+            }
+            if let Err(e) = r {
+                out.fail(e, &self.stop);
+            }
         }
-        let starts: Vec<u64> = self.intervals.keys().copied().collect();
-        for s in starts {
-            self.close(s)?;
+        (out, self.warnings)
+    }
+
+    fn flush_all(&mut self) -> Result<(), SinkError> {
+        if let Some(o) = &mut self.single {
+            o.flush()?;
         }
-        Ok(self.warnings)
+        for o in self.intervals.values_mut() {
+            o.flush()?;
+        }
+        Ok(())
     }
 
     fn dir_for(&mut self, start: u64) -> Result<&mut OutputDir, SinkError> {
         if !self.intervals.contains_key(&start) {
             let o = if start < self.closed_below {
                 // A late worker: its interval was closed already; add to it.
-                OutputDir::open_append(&self.final_path(start), &self.names, &self.headers)?
+                OutputDir::open_append_compressed(&self.final_path(start), &self.names, &self.headers, self.compress)?
             } else {
-                OutputDir::create(&self.part_path(start), &self.names, &self.headers)?
+                OutputDir::create_compressed(&self.part_path(start), &self.names, &self.headers, self.compress)?
             };
             self.intervals.insert(start, o);
         }
@@ -983,16 +1055,21 @@ impl Writer {
     fn reopen_all(&mut self) -> Result<(), SinkError> {
         self.reopen_stats.store(true, Ordering::SeqCst);
         if let Some(o) = self.single.take() {
-            let d = o.dir().to_path_buf();
-            o.finish()?;
-            self.single = Some(OutputDir::open_append(&d, &self.names, &self.headers)?);
+            if o.is_stdout() {
+                // Standard output has nothing to reopen.
+                self.single = Some(o);
+            } else {
+                let d = o.dir().to_path_buf();
+                o.finish()?;
+                self.single = Some(OutputDir::open_append_compressed(&d, &self.names, &self.headers, self.compress)?);
+            }
         }
         let starts: Vec<u64> = self.intervals.keys().copied().collect();
         for s in starts {
             let o = self.intervals.remove(&s).expect("listed above");
             let d = o.dir().to_path_buf();
             o.finish()?;
-            self.intervals.insert(s, OutputDir::open_append(&d, &self.names, &self.headers)?);
+            self.intervals.insert(s, OutputDir::open_append_compressed(&d, &self.names, &self.headers, self.compress)?);
         }
         Ok(())
     }
@@ -1007,5 +1084,8 @@ mod tests {
         assert_eq!(interval_dir_name(0), "1970_01_01_00_00.out");
         // 2024-02-29 13:37:00 UTC
         assert_eq!(interval_dir_name(1_709_213_820), "2024_02_29_13_37.out");
+        assert_eq!(interval_name(1_709_213_820, 3_600_000_000_000), "2024_02_29_13_37.out");
+        // Under a minute, the seconds tell the intervals apart.
+        assert_eq!(interval_name(1_709_213_845, 15_000_000_000), "2024_02_29_13_37_25.out");
     }
 }

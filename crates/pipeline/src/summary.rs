@@ -65,6 +65,11 @@ pub struct Summary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub write_error: Option<String>,
     pub records_not_written: u64,
+    /// Standard output's reader left (`-o - | head`): the run stopped there, without
+    /// an error; `records_not_written` counts what it was not given. (No summary.json
+    /// is written with `-o -`.)
+    #[serde(skip)]
+    pub output_closed: bool,
     /// The flow table's index structure and the flow hash function.
     pub flow_table: &'static str,
     pub flow_hash: &'static str,
@@ -76,6 +81,9 @@ pub struct Summary {
     /// IPFIX export (`--ipfix`): what was sent and what was lost.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ipfix: Option<crate::IpfixSummary>,
+    /// Kafka export (`--kafka`): what was delivered, spooled, dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kafka: Option<crate::KafkaSummary>,
 }
 
 /// summary.json's `scheduling`.
@@ -129,6 +137,7 @@ pub const SUMMARY_KEYS: &[(&str, &str)] = &[
     ("packet_time", "per-packet processing time in the workers (the flow tracker's share; live runs too), 1 packet in `--time-sample`: mean, percentiles, maximum, outliers, histogram (ns)"),
     ("scheduling", "file runs with several workers: the policy (`--schedule`), the dispatcher threads, the flows moved between workers (balance, bundle) and the packets each worker analysed"),
     ("ipfix", "runs with `--ipfix` only: the `collector`, the `transport` (udp or tcp), the `observation_domain`; `records` (data records sent, one per ended flow), `messages` (the template messages included), `template_messages`, `bytes`; `send_errors` (messages the transport refused, or not sent for want of a TCP connection), `records_lost` (the data records in them), `reconnects` (TCP connections opened again) and `last_error`"),
+    ("kafka", "runs with `--kafka` only: the `brokers`, the `topics` written (`PREFIX.<log>`, `PREFIX.schema`), the `spool_dir`; `records` (handed to the export, the `schema_messages` included), `spool_at_start` (records earlier runs left in the spool, sent first), `produced` (handed to the Kafka client, resends included), `delivered` (acknowledged by the broker), `spooled` (written to the spool: the client's queue was full, the broker down or slow), `resent` (read back from the spool and produced), `dropped` (lost: the spool was at its bound, `--kafka-spool`), `errors` (lost: refused or failed for good by the client), `left_in_spool` (on disk at the end, for the next run with that spool), `maybe_delivered` (of those, taken back while on their way: possibly delivered already, so possibly twice), `linger_s` (the end's wait for deliveries), `topics_error` and `last_error`; always `spool_at_start + records = delivered + errors + dropped + left_in_spool`"),
 ];
 
 #[derive(Clone, Debug, Serialize)]
@@ -220,11 +229,13 @@ impl Summary {
             live: None,
             write_error: None,
             records_not_written: 0,
+            output_closed: false,
             flow_table: "",
             scheduling: None,
             flow_hash: "",
             packet_time: Default::default(),
             ipfix: None,
+            kafka: None,
         }
     }
 
@@ -244,6 +255,15 @@ impl Summary {
             }
         }
         self.ipfix = s;
+    }
+
+    /// Records what the Kafka export did (`None`: no export), with a warning when
+    /// records were lost or left in the spool.
+    pub(crate) fn set_kafka(&mut self, s: Option<crate::KafkaSummary>) {
+        if let Some(x) = &s {
+            self.warnings.extend(crate::kafka::warnings(x));
+        }
+        self.kafka = s;
     }
 
     /// Total records written.
@@ -285,10 +305,24 @@ impl Summary {
                 self.records_not_written
             );
         }
+        if self.output_closed {
+            s += &format!(
+                "  output: standard output was closed by its reader: the run stopped there ({} record(s) not written, or not read)\n",
+                self.records_not_written
+            );
+        }
         if let Some(x) = &self.ipfix {
             s += &format!(
                 "  ipfix: {} records in {} messages to {} over {}; {} lost\n",
                 x.records, x.messages, x.collector, x.transport, x.records_lost
+            );
+        }
+        if let Some(x) = &self.kafka {
+            let earlier =
+                if x.spool_at_start > 0 { format!(" (+{} from the spool)", x.spool_at_start) } else { String::new() };
+            s += &format!(
+                "  kafka: {} records{earlier} to {}: {} delivered, {} spooled, {} resent, {} dropped, {} errors, {} left in {}\n",
+                x.records, x.brokers, x.delivered, x.spooled, x.resent, x.dropped, x.errors, x.left_in_spool, x.spool_dir
             );
         }
         if self.capture.filtered_out > 0 {

@@ -126,6 +126,11 @@ pub(crate) fn header<T>(log: &Log<T>, out: &mut Vec<u8>) {
 }
 
 impl LogSchema {
+    /// Whether `header` is a columnar log's (its schema), without reading the schema.
+    pub fn is_schema(header: &[u8]) -> bool {
+        header.starts_with(MAGIC)
+    }
+
     /// The schema a columnar log's header carries; `None` for any other header (TSV's
     /// column names, JSON lines' nothing).
     pub fn of_header(header: &[u8]) -> Option<LogSchema> {

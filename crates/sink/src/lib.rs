@@ -15,18 +15,23 @@
 //! ```
 //!
 //! Formatting happens in the workers (in parallel, into per-worker buffers); only
-//! [`OutputDir`] touches files, from one writer thread.
+//! [`OutputDir`] touches files, from one writer thread, which also compresses them
+//! ([`Compress`]) or streams every log to standard output ([`OutputDir::stdout`]).
 
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use tapstat_record::{Log, Value};
 
+pub mod broker;
 pub mod columnar;
 pub mod ipfix;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 #[cfg_attr(not(feature = "parquet"), path = "parquet_off.rs")]
 pub mod parquet;
 mod reopen;
+pub mod spool;
 
 /// How records are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -241,13 +246,151 @@ pub struct SinkError {
     pub source: io::Error,
 }
 
-/// The output directory: one file per log, written in the order blocks arrive.
+impl SinkError {
+    /// The reader of the stream left (`tapstat -o - | head`): EPIPE, which only a pipe
+    /// or a socket gives, never a log file tapstat created. Not a failure: nobody
+    /// wants the rest.
+    pub fn reader_left(&self) -> bool {
+        self.source.kind() == io::ErrorKind::BrokenPipe
+    }
+}
+
+/// How log files are compressed (`--compress`), by the writer thread, through a
+/// streaming encoder: the workers' buffers are never copied for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Compress {
+    #[default]
+    None,
+    /// Zstandard, level 3 (`.zst`; `zstdcat`).
+    Zstd,
+    /// gzip (deflate), level 6 (`.gz`; `zcat`).
+    Gzip,
+}
+
+/// zstd's default level: about as fast as the writer gets blocks, a third of the size.
+const ZSTD_LEVEL: i32 = 3;
+
+impl Compress {
+    /// What the file names end with.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Compress::None => "",
+            Compress::Zstd => ".zst",
+            Compress::Gzip => ".gz",
+        }
+    }
+}
+
+/// Where a log's bytes go: its file, or standard output.
+enum Dest {
+    File(File),
+    Stdout(io::Stdout),
+}
+
+impl Write for Dest {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        match self {
+            Dest::File(f) => f.write(b),
+            Dest::Stdout(o) => o.write(b),
+        }
+    }
+
+    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        match self {
+            Dest::File(f) => f.write_all(b),
+            Dest::Stdout(o) => o.write_all(b),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Dest::File(f) => f.flush(),
+            Dest::Stdout(o) => o.flush(),
+        }
+    }
+}
+
+/// A log's writer: plain, or through a compressor.
+enum Out {
+    Plain(Dest),
+    Zstd(zstd::stream::write::Encoder<'static, Dest>),
+    Gzip(flate2::write::GzEncoder<Dest>),
+    /// A frame could not be ended: nothing more goes to this log (the error that
+    /// caused it stops the run).
+    Broken,
+}
+
+impl Out {
+    fn new(d: Dest, c: Compress) -> io::Result<Out> {
+        Ok(match c {
+            Compress::None => Out::Plain(d),
+            Compress::Zstd => Out::Zstd(zstd::stream::write::Encoder::new(d, ZSTD_LEVEL)?),
+            Compress::Gzip => Out::Gzip(flate2::write::GzEncoder::new(d, flate2::Compression::default())),
+        })
+    }
+
+    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        match self {
+            Out::Plain(d) => d.write_all(b),
+            Out::Zstd(e) => e.write_all(b),
+            Out::Gzip(e) => e.write_all(b),
+            Out::Broken => Err(io::Error::other("an earlier write failed")),
+        }
+    }
+
+    fn dest(&self) -> Option<&Dest> {
+        match self {
+            Out::Plain(d) => Some(d),
+            Out::Zstd(e) => Some(e.get_ref()),
+            Out::Gzip(e) => Some(e.get_ref()),
+            Out::Broken => None,
+        }
+    }
+
+    /// Makes everything written so far readable while the file stays open: a
+    /// compressed log ends its zstd frame or gzip member, and the next write starts a
+    /// new one (a file of several frames or members is one stream to `zstdcat` and
+    /// `zcat`); standard output is flushed. Plain files are written unbuffered.
+    fn end_frame(&mut self) -> io::Result<()> {
+        let c = match self {
+            Out::Plain(d) => return d.flush(),
+            Out::Zstd(_) => Compress::Zstd,
+            Out::Gzip(_) => Compress::Gzip,
+            Out::Broken => return Ok(()),
+        };
+        let mut d = std::mem::replace(self, Out::Broken).finish()?;
+        d.flush()?;
+        *self = Out::new(d, c)?;
+        Ok(())
+    }
+
+    /// Ends the stream (the last frame or member) and gives the destination back.
+    fn finish(self) -> io::Result<Dest> {
+        match self {
+            Out::Plain(d) => Ok(d),
+            Out::Zstd(e) => e.finish(),
+            Out::Gzip(e) => e.finish(),
+            Out::Broken => Err(io::Error::other("an earlier write failed")),
+        }
+    }
+}
+
+/// The output directory: one file per log, written in the order blocks arrive. Or,
+/// for `-o -`, standard output: every log's JSON lines in one stream, each line with
+/// its log's name as its first key (`{"log":"log_tcp_complete",...}`).
 ///
 /// Blocks are large (the workers fill 256 KiB before handing one over), so they go
 /// to the files as they are, without a `BufWriter` copying them once more.
 pub struct OutputDir {
     dir: PathBuf,
-    files: Vec<(PathBuf, File)>,
+    files: Vec<(PathBuf, Out)>,
+    /// Whether each file was written since its frame last ended ([`OutputDir::flush`]).
+    dirty: Vec<bool>,
+    /// Standard output: the start of each log's lines (`{"log":"NAME",`), by log; every
+    /// log goes to `files[0]`. Empty for a directory.
+    tags: Vec<Vec<u8>>,
+    /// Where a block's lines get their tags.
+    scratch: Vec<u8>,
     /// The Parquet writer of each file that is one, by index (shorter when the last
     /// files are not).
     columnar: Vec<Option<parquet::ParquetLog>>,
@@ -256,58 +399,130 @@ pub struct OutputDir {
 impl OutputDir {
     /// Creates `dir` (and parents) and one file per log, each starting with `headers[i]`.
     pub fn create(dir: &Path, names: &[String], headers: &[Vec<u8>]) -> Result<OutputDir, SinkError> {
-        let err = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| SinkError { path, source }
-        };
+        OutputDir::create_compressed(dir, names, headers, Compress::None)
+    }
+
+    /// [`OutputDir::create`], each file written through `compress` (the names are
+    /// the caller's, suffix included). A Parquet log is compressed by its own format
+    /// whatever `compress` says.
+    pub fn create_compressed(
+        dir: &Path,
+        names: &[String],
+        headers: &[Vec<u8>],
+        compress: Compress,
+    ) -> Result<OutputDir, SinkError> {
         std::fs::create_dir_all(dir).map_err(err(dir))?;
-        let mut out = OutputDir::from_files(dir, Vec::new());
+        let mut o = OutputDir::over(dir, Vec::new());
         for (name, header) in names.iter().zip(headers) {
             let path = dir.join(name);
             let f = create_fresh(&path).map_err(err(&path))?;
-            out.start(name, path, f, header, true)?;
+            o.start(name, path, f, header, true, compress)?;
         }
-        Ok(out)
+        // A new file's first frame is ended at the first flush even without records,
+        // so every compressed log is a whole stream (empty or not) from then on.
+        o.dirty = vec![true; o.files.len()];
+        Ok(o)
     }
 
     /// Adds file `f` of log file `name` at `path`, starting it with `header` if
     /// `fresh`: a Parquet log when `header` is a columnar schema (a
     /// [`parquet::ParquetLog`] writes the file, through a second descriptor of it),
-    /// else a plain one.
-    fn start(&mut self, name: &str, path: PathBuf, mut f: File, header: &[u8], fresh: bool) -> Result<(), SinkError> {
+    /// else one written through `compress`.
+    fn start(
+        &mut self,
+        name: &str,
+        path: PathBuf,
+        f: File,
+        header: &[u8],
+        fresh: bool,
+        compress: Compress,
+    ) -> Result<(), SinkError> {
         let err = |source| SinkError { path: path.clone(), source };
-        if let Some(schema) = columnar::LogSchema::of_header(header) {
+        let out = if let Some(schema) = columnar::LogSchema::of_header(header) {
             let log = name.strip_suffix(".parquet").unwrap_or(name);
             let w = f.try_clone().and_then(|g| parquet::ParquetLog::create(g, log, &schema)).map_err(err)?;
             self.columnar.resize_with(self.files.len(), || None);
             self.columnar.push(Some(w));
-        } else if fresh {
-            f.write_all(header).map_err(err)?;
-        }
-        self.files.push((path, f));
+            Out::Plain(Dest::File(f))
+        } else {
+            let mut out = Out::new(Dest::File(f), compress).map_err(err)?;
+            if fresh {
+                out.write_all(header).map_err(err)?;
+            }
+            out
+        };
+        self.files.push((path, out));
+        self.dirty.push(false);
         Ok(())
+    }
+
+    fn over(dir: &Path, files: Vec<(PathBuf, Out)>) -> OutputDir {
+        OutputDir {
+            dir: dir.to_path_buf(),
+            dirty: vec![false; files.len()],
+            files,
+            tags: Vec::new(),
+            scratch: Vec::new(),
+            columnar: Vec::new(),
+        }
+    }
+
+    /// Standard output, for the JSON lines of the logs named `logs` (file stems, in
+    /// the order of the indices [`OutputDir::append`] takes), each line tagged with its
+    /// log's name; through `compress` if any.
+    pub fn stdout(logs: &[&str], compress: Compress) -> Result<OutputDir, SinkError> {
+        let path = PathBuf::from("standard output");
+        let out = Out::new(Dest::Stdout(io::stdout()), compress).map_err(err(&path))?;
+        let mut o = OutputDir::over(Path::new("-"), vec![(path, out)]);
+        o.tags = logs
+            .iter()
+            .map(|name| {
+                let mut t = b"{\"log\":".to_vec();
+                let _ = serde_json::to_writer(&mut t, name);
+                t.push(b',');
+                t
+            })
+            .collect();
+        Ok(o)
+    }
+
+    /// Whether this is standard output rather than a directory.
+    pub fn is_stdout(&self) -> bool {
+        !self.tags.is_empty()
     }
 
     /// An output directory over files opened elsewhere (tests inject failing ones,
     /// such as `/dev/full`).
     #[doc(hidden)]
     pub fn from_files(dir: &Path, files: Vec<(PathBuf, File)>) -> OutputDir {
-        OutputDir { dir: dir.to_path_buf(), files, columnar: Vec::new() }
+        OutputDir::over(dir, files.into_iter().map(|(p, f)| (p, Out::Plain(Dest::File(f)))).collect())
     }
 
     /// The open files, for `fchown` after a privilege drop: changing the owner of
     /// what tapstat opened, never of what a path names now.
     pub fn files(&self) -> impl Iterator<Item = &File> {
-        self.files.iter().map(|(_, f)| f)
+        self.files.iter().filter_map(|(_, o)| match o.dest() {
+            Some(Dest::File(f)) => Some(f),
+            _ => None,
+        })
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
-    /// Appends a block of formatted records to log file `i`.
+    /// Appends a block of formatted records (whole lines, or rows for Parquet) to log
+    /// file `i`.
     pub fn append(&mut self, i: usize, block: &[u8]) -> Result<(), SinkError> {
+        if self.is_stdout() {
+            self.scratch.clear();
+            tag_lines(&self.tags[i], block, &mut self.scratch);
+            let (path, w) = &mut self.files[0];
+            self.dirty[0] = true;
+            return w.write_all(&self.scratch).map_err(|source| SinkError { path: path.clone(), source });
+        }
         let (path, w) = &mut self.files[i];
+        self.dirty[i] = true;
         let r = match self.columnar.get_mut(i) {
             Some(Some(p)) => p.append(block),
             _ => w.write_all(block),
@@ -319,22 +534,71 @@ impl OutputDir {
     pub fn records_in(&self, i: usize, block: &[u8]) -> u64 {
         match self.columnar.get(i) {
             Some(Some(_)) => columnar::rows_in(block),
-            _ => block.iter().filter(|&&c| c == b'\n').count() as u64,
+            _ => lines_in(block),
         }
     }
 
-    /// Flushes every file (and writes the rest of each Parquet file: its last row
-    /// group and its footer).
-    pub fn finish(mut self) -> Result<(), SinkError> {
-        let mut columnar = std::mem::take(&mut self.columnar).into_iter();
-        for (path, w) in &mut self.files {
-            if let Some(p) = columnar.next().flatten() {
-                p.finish().map_err(|source| SinkError { path: path.clone(), source })?;
+    /// Makes every record written so far readable while the files stay open (live
+    /// runs, every `--flush`): each compressed file written to since the last time
+    /// ends its zstd frame or gzip member, and standard output is flushed. Plain files
+    /// are written unbuffered and need nothing; a Parquet file is readable only once
+    /// closed ([`OutputDir::finish`]).
+    pub fn flush(&mut self) -> Result<(), SinkError> {
+        for ((path, w), dirty) in self.files.iter_mut().zip(&mut self.dirty) {
+            if std::mem::take(dirty) && !matches!(w, Out::Plain(Dest::File(_))) {
+                w.end_frame().map_err(|source| SinkError { path: path.clone(), source })?;
             }
-            w.flush().map_err(|source| SinkError { path: path.clone(), source })?;
         }
         Ok(())
     }
+
+    /// Ends every file (the last compressed frame; a Parquet file's last row group
+    /// and footer) and flushes it.
+    pub fn finish(mut self) -> Result<(), SinkError> {
+        let mut columnar = std::mem::take(&mut self.columnar).into_iter();
+        for (path, w) in self.files {
+            let e = |source| SinkError { path: path.clone(), source };
+            if let Some(p) = columnar.next().flatten() {
+                p.finish().map_err(e)?;
+            }
+            w.finish().map_err(e)?.flush().map_err(e)?;
+        }
+        Ok(())
+    }
+}
+
+/// The records in a block of a log whose header is `header`: rows for a Parquet log
+/// (a columnar schema), else lines.
+pub fn records_in(header: &[u8], block: &[u8]) -> u64 {
+    if columnar::LogSchema::is_schema(header) {
+        columnar::rows_in(block)
+    } else {
+        lines_in(block)
+    }
+}
+
+fn lines_in(block: &[u8]) -> u64 {
+    block.iter().filter(|&&c| c == b'\n').count() as u64
+}
+
+/// Appends the JSON lines of `block` to `out`, each with `tag` (`{"log":"NAME",`) in
+/// place of its opening brace: the log's name becomes the line's first key.
+fn tag_lines(tag: &[u8], block: &[u8], out: &mut Vec<u8>) {
+    out.reserve(block.len() + block.len() / 64 * tag.len());
+    for line in block.split_inclusive(|&c| c == b'\n') {
+        match line.strip_prefix(b"{") {
+            Some(rest) => {
+                out.extend_from_slice(tag);
+                out.extend_from_slice(rest);
+            }
+            None => out.extend_from_slice(line),
+        }
+    }
+}
+
+fn err(path: &Path) -> impl FnOnce(io::Error) -> SinkError {
+    let path = path.to_path_buf();
+    move |source| SinkError { path, source }
 }
 
 #[cfg(test)]
@@ -410,6 +674,52 @@ mod tests {
         assert!(OutputDir::open_append(&d, &names, &[b"#h\n".to_vec()]).is_err());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "secret\n");
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    fn unzstd(b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        std::io::copy(&mut zstd::stream::read::Decoder::new(b).unwrap(), &mut out).unwrap();
+        out
+    }
+
+    fn ungzip(b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(b), &mut out).unwrap();
+        out
+    }
+
+    /// Compressed logs hold what plain ones do, also when a live run ended frames
+    /// on the way (`flush`) and appended to them after a reopen (SIGHUP); a frame
+    /// ended is readable while the file is still open.
+    #[test]
+    fn compressed_files_read_back_whole_across_flushes_and_reopens() {
+        let d = scratch("compress");
+        for (c, name, unpack) in
+            [(Compress::Zstd, "log_a.zst", unzstd as fn(&[u8]) -> Vec<u8>), (Compress::Gzip, "log_a.gz", ungzip)]
+        {
+            let names = vec![name.to_string()];
+            let headers = vec![b"h\n".to_vec()];
+            let mut o = OutputDir::create_compressed(&d, &names, &headers, c).unwrap();
+            o.append(0, b"1\n").unwrap();
+            o.flush().unwrap();
+            // Readable now, with the file still open.
+            assert_eq!(unpack(&std::fs::read(d.join(name)).unwrap()), b"h\n1\n", "{c:?}");
+            o.flush().unwrap();
+            o.append(0, b"2\n").unwrap();
+            o.finish().unwrap();
+            let mut o = OutputDir::open_append_compressed(&d, &names, &headers, c).unwrap();
+            o.append(0, b"3\n").unwrap();
+            o.finish().unwrap();
+            assert_eq!(unpack(&std::fs::read(d.join(name)).unwrap()), b"h\n1\n2\n3\n", "{c:?}");
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn stdout_lines_get_their_log_name_first() {
+        let mut out = Vec::new();
+        tag_lines(br#"{"log":"log_x","#, b"{\"a\":1}\n{\"a\":2}\n", &mut out);
+        assert_eq!(out, b"{\"log\":\"log_x\",\"a\":1}\n{\"log\":\"log_x\",\"a\":2}\n");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Opening an output directory for appending: what a live run does when it is told
 //! (SIGHUP) to reopen its files, e.g. after logrotate moved them away.
 
-use crate::{columnar, OutputDir, SinkError};
+use crate::{columnar, err, Compress, OutputDir, SinkError};
 use std::path::{Path, PathBuf};
 
 impl OutputDir {
@@ -11,25 +11,38 @@ impl OutputDir {
     /// last): one that exists is left as it is, and the log goes on in a new file,
     /// `log_x.1.parquet`, `log_x.2.parquet`... (the first free name).
     pub fn open_append(dir: &Path, names: &[String], headers: &[Vec<u8>]) -> Result<OutputDir, SinkError> {
-        let err = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| SinkError { path, source }
-        };
+        OutputDir::open_append_compressed(dir, names, headers, Compress::None)
+    }
+
+    /// [`OutputDir::open_append`] through `compress`: what is appended to a
+    /// compressed file is a new zstd frame or gzip member, which `zstdcat` and `zcat`
+    /// read on from the earlier ones.
+    pub fn open_append_compressed(
+        dir: &Path,
+        names: &[String],
+        headers: &[Vec<u8>],
+        compress: Compress,
+    ) -> Result<OutputDir, SinkError> {
         std::fs::create_dir_all(dir).map_err(err(dir))?;
-        let mut out = OutputDir::from_files(dir, Vec::new());
+        let mut o = OutputDir::over(dir, Vec::new());
+        // A file created here ends its first frame at the first flush, as in `create`.
+        let mut empty = Vec::new();
         for (name, header) in names.iter().zip(headers) {
             if columnar::LogSchema::of_header(header).is_some() {
                 let path = free_part(dir, name);
                 let f = crate::create_fresh(&path).map_err(err(&path))?;
-                out.start(name, path, f, header, true)?;
+                o.start(name, path, f, header, true, compress)?;
+                empty.push(false);
                 continue;
             }
             let path = dir.join(name);
             let f = crate::open_append_nofollow(&path).map_err(err(&path))?;
             let fresh = f.metadata().map_err(err(&path))?.len() == 0;
-            out.start(name, path, f, header, fresh)?;
+            o.start(name, path, f, header, fresh, compress)?;
+            empty.push(fresh);
         }
-        Ok(out)
+        o.dirty = empty;
+        Ok(o)
     }
 }
 

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Fetches the jars of an Apache Kafka broker (KRaft mode) from Maven Central into a
+# cache directory, for the Kafka export's tests (crates/cli/tests/kafka.rs):
+#
+#   scripts/kafka_jars.sh [DIR]      (default: ${CARGO_TARGET_DIR:-target}/kafka-jars)
+#
+# A small pom names org.apache.kafka:kafka_2.13 (the broker: kafka.Kafka,
+# kafka.tools.StorageTool) and kafka-server; `mvn dependency:copy-dependencies` puts
+# them and everything they need (runtime scope) into DIR/jars. Nothing is fetched when
+# DIR/jars/.complete exists for the same version. Run with `java -cp 'DIR/jars/*'`.
+set -euo pipefail
+KAFKA_VERSION="${KAFKA_VERSION:-4.1.1}"
+dir="${1:-${CARGO_TARGET_DIR:-target}/kafka-jars}"
+mkdir -p "$dir"
+dir="$(cd "$dir" && pwd)"
+if [ -f "$dir/jars/.complete" ] && [ "$(cat "$dir/jars/.complete")" = "$KAFKA_VERSION" ]; then
+  echo "$dir/jars"
+  exit 0
+fi
+command -v mvn >/dev/null 2>&1 || { echo "mvn (Apache Maven) is not installed" >&2; exit 2; }
+rm -rf "$dir/jars"
+cat > "$dir/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>tapstat.test</groupId>
+  <artifactId>kafka-broker-jars</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka_2.13</artifactId>
+      <version>${KAFKA_VERSION}</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka-server</artifactId>
+      <version>${KAFKA_VERSION}</version>
+    </dependency>
+    <!-- The broker logs through SLF4J to Log4j 2, whose core Kafka declares for runtime only in its distribution. -->
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-slf4j-impl</artifactId>
+      <version>2.24.3</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-core</artifactId>
+      <version>2.24.3</version>
+    </dependency>
+  </dependencies>
+</project>
+POM
+mvn -q -B -f "$dir/pom.xml" dependency:copy-dependencies \
+  -DincludeScope=runtime -DoutputDirectory="$dir/jars" >&2
+echo "$KAFKA_VERSION" > "$dir/jars/.complete"
+echo "$dir/jars"

@@ -272,22 +272,7 @@ fn text(row: &BTreeMap<String, String>, col: &str) -> String {
     if v == "-" {
         return String::new();
     }
-    let mut out = String::new();
-    let mut it = v.chars();
-    while let Some(c) = it.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match it.next() {
-            Some('t') => out.push('\t'),
-            Some('n') => out.push('\n'),
-            Some('r') => out.push('\r'),
-            Some(c) => out.push(c),
-            None => {}
-        }
-    }
-    out
+    tapstat_record::tsv::unescape(v)
 }
 
 /// Every record of a run's four flow logs, with its IP protocol.

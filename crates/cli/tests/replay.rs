@@ -344,6 +344,21 @@ fn three_times_the_sustainable_rate_ted_keeps_the_handshakes_dropping_loses() {
     let kept = |dir| base.intersection(&ids(dir)).count();
     let (kt, kd) = (kept(&ted), kept(&drop));
     assert!(kt * 100 >= base.len() * 95, "ted kept {kt} of {} handshakes ({st})", base.len());
-    assert!(kt > kd, "ted kept {kt}, drop {kd} of {}", base.len());
+    // Where plain dropping's losses fall depends on the machine's timing: on a busy one
+    // they may all hit the elephant's tail and spare every handshake (a CI run kept 92 of
+    // 92). What it always loses is packets from the records; TED counts what it cuts.
+    assert!(kt >= kd, "ted kept {kt}, drop {kd} of {}", base.len());
+    let packets = |dir: &Path| -> u64 {
+        ["log_tcp_complete", "log_tcp_nocomplete"]
+            .iter()
+            .flat_map(|log| read_log(dir, log))
+            .map(|r| r["c_pkts_all"].parse::<u64>().unwrap() + r["s_pkts_all"].parse::<u64>().unwrap())
+            .sum()
+    };
+    let (po, pt, pd) = (packets(&off), packets(&ted), packets(&drop));
+    let lost = |s: &serde_json::Value| s["buffer_drops"].as_u64().unwrap();
+    assert_eq!(po - pt, lost(&st), "TED's records miss only the buffer's drops: {st}");
+    assert_eq!(po - pd, lost(&sd), "dropping's records miss its drops: {sd}");
+    assert!(pt > pd, "TED's records hold {pt} packets, dropping's {pd}, of {po}");
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -18,6 +18,7 @@
 //! be sent is counted (`send_errors`, `records_lost`); a TCP connection that fails is
 //! opened again, at most once a second, with the templates first.
 
+use crate::blocks::{BlockOut, Blocks};
 use crate::EngineError;
 use serde::Serialize;
 use std::net::SocketAddr;
@@ -71,11 +72,7 @@ const BLOCK_BYTES: usize = 32 * 1024;
 const RECONNECT_EVERY: Duration = Duration::from_secs(1);
 
 /// The exporter thread, and the channel the workers' [`IpfixOut`]s feed.
-pub(crate) struct Exporter {
-    tx: Option<crossbeam_channel::Sender<Vec<u8>>>,
-    free: crossbeam_channel::Receiver<Vec<u8>>,
-    handle: std::thread::JoinHandle<IpfixSummary>,
-}
+pub(crate) struct Exporter(Blocks<IpfixSummary>);
 
 impl Exporter {
     /// Opens the transport (for TCP, the connection: an error when no collector takes
@@ -88,36 +85,26 @@ impl Exporter {
                 cfg.transport.name()
             ))
         })?;
-        let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(64);
-        let (free_tx, free) = crossbeam_channel::bounded::<Vec<u8>>(16);
         let cfg = *cfg;
-        let handle = std::thread::Builder::new()
-            .name("tapstat-ipfix".into())
-            .spawn(move || export(col, cfg, rx, free_tx))
-            .expect("spawning a thread succeeds");
-        Ok(Exporter { tx: Some(tx), free, handle })
+        Ok(Exporter(Blocks::spawn("tapstat-ipfix", "IPFIX exporter", BLOCK_BYTES, 4096, move |rx, free| {
+            export(col, cfg, rx, free)
+        })))
     }
 
     /// A worker's end of the channel.
     pub(crate) fn out(&self) -> Option<IpfixOut> {
-        let tx = self.tx.clone()?;
-        Some(IpfixOut { buf: Vec::new(), tx, free: self.free.clone() })
+        self.0.out().map(IpfixOut)
     }
 
     /// Waits for the exporter to send what the workers handed over (call once every
     /// worker has ended, so every [`IpfixOut`] is gone).
-    pub(crate) fn finish(mut self) -> Result<IpfixSummary, EngineError> {
-        drop(self.tx.take());
-        self.handle.join().map_err(|_| EngineError::Thread("IPFIX exporter"))
+    pub(crate) fn finish(self) -> Result<IpfixSummary, EngineError> {
+        self.0.finish()
     }
 }
 
 /// A worker's IPFIX records on their way to the exporter.
-pub(crate) struct IpfixOut {
-    buf: Vec<u8>,
-    tx: crossbeam_channel::Sender<Vec<u8>>,
-    free: crossbeam_channel::Receiver<Vec<u8>>,
-}
+pub(crate) struct IpfixOut(BlockOut);
 
 impl IpfixOut {
     /// Encodes ended flow `f`.
@@ -129,28 +116,19 @@ impl IpfixOut {
     /// Encodes record `r`.
     #[inline]
     fn record(&mut self, r: &FlowRecord) {
-        if self.buf.capacity() == 0 {
-            self.buf.reserve_exact(BLOCK_BYTES + 4096);
-        }
-        let at = self.buf.len();
-        self.buf.extend_from_slice(&[0; 4]);
-        let tid = ipfix::encode(r, &mut self.buf);
-        let len = (self.buf.len() - at - 4) as u16;
-        self.buf[at..at + 2].copy_from_slice(&tid.to_be_bytes());
-        self.buf[at + 2..at + 4].copy_from_slice(&len.to_be_bytes());
-        if self.buf.len() >= BLOCK_BYTES {
-            self.flush();
-        }
+        let buf = self.0.buf();
+        let at = buf.len();
+        buf.extend_from_slice(&[0; 4]);
+        let tid = ipfix::encode(r, buf);
+        let len = (buf.len() - at - 4) as u16;
+        buf[at..at + 2].copy_from_slice(&tid.to_be_bytes());
+        buf[at + 2..at + 4].copy_from_slice(&len.to_be_bytes());
+        self.0.wrote();
     }
 
     /// Hands the records encoded so far to the exporter.
     pub(crate) fn flush(&mut self) {
-        if !self.buf.is_empty() {
-            let fresh = self.free.try_recv().unwrap_or_else(|_| Vec::with_capacity(BLOCK_BYTES + 4096));
-            let b = std::mem::replace(&mut self.buf, fresh);
-            // The exporter only goes away when it panicked; the summary says so.
-            let _ = self.tx.send(b);
-        }
+        self.0.flush();
     }
 }
 

@@ -29,6 +29,7 @@
 //! Accounting (summary.json `kafka`): `spool_at_start + records = delivered + errors +
 //! dropped + left_in_spool`.
 
+use crate::blocks::{BlockOut, Blocks};
 use crate::EngineError;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -145,11 +146,7 @@ const CREATE_PAUSE: Duration = Duration::from_secs(2);
 const PURGE_WAIT: Duration = Duration::from_secs(5);
 
 /// The exporter thread, and the channel the workers' [`KafkaOut`]s feed.
-pub(crate) struct Exporter {
-    tx: Option<crossbeam_channel::Sender<Vec<u8>>>,
-    free: crossbeam_channel::Receiver<Vec<u8>>,
-    handle: std::thread::JoinHandle<KafkaSummary>,
-}
+pub(crate) struct Exporter(Blocks<KafkaSummary>);
 
 /// The logs' topics of run `cfg`: (log name, the log's columns).
 pub(crate) fn logs_of(cfg: &crate::EngineConfig) -> Vec<(&'static str, Vec<Field>)> {
@@ -252,8 +249,6 @@ impl Exporter {
         schema: Vec<Vec<u8>>,
         linger: Duration,
     ) -> Exporter {
-        let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(64);
-        let (free_tx, free) = crossbeam_channel::bounded::<Vec<u8>>(16);
         let (created_tx, created) = crossbeam_channel::unbounded::<Result<(), String>>();
         let done = Arc::new(AtomicBool::new(false));
         match creator {
@@ -283,41 +278,31 @@ impl Exporter {
                 let _ = created_tx.send(Ok(()));
             }
         }
-        let handle = std::thread::Builder::new()
-            .name("tapstat-kafka".into())
-            .spawn(move || {
-                let mut x = Export::new(broker, spool, s);
-                x.schema = Some(schema);
-                x.created = Some(created);
-                x.run(rx, free_tx);
-                done.store(true, Ordering::Relaxed);
-                x.finish(linger)
-            })
-            .expect("spawning a thread succeeds");
-        Exporter { tx: Some(tx), free, handle }
+        Exporter(Blocks::spawn("tapstat-kafka", "Kafka exporter", BLOCK_BYTES, 16 * 1024, move |rx, free_tx| {
+            let mut x = Export::new(broker, spool, s);
+            x.schema = Some(schema);
+            x.created = Some(created);
+            x.run(rx, free_tx);
+            done.store(true, Ordering::Relaxed);
+            x.finish(linger)
+        }))
     }
 
     /// A worker's end of the channel.
     pub(crate) fn out(&self) -> Option<KafkaOut> {
-        let tx = self.tx.clone()?;
-        Some(KafkaOut { buf: Vec::new(), tx, free: self.free.clone() })
+        self.0.out().map(KafkaOut)
     }
 
     /// Waits for the exporter to deliver (or spool) what the workers handed over (call
     /// once every worker has ended, so every [`KafkaOut`] is gone).
-    pub(crate) fn finish(mut self) -> Result<KafkaSummary, EngineError> {
-        drop(self.tx.take());
-        self.handle.join().map_err(|_| EngineError::Thread("Kafka exporter"))
+    pub(crate) fn finish(self) -> Result<KafkaSummary, EngineError> {
+        self.0.finish()
     }
 }
 
 /// A worker's Kafka records on their way to the exporter: frames
 /// ([`tapstat_sink::spool::push_frame`]) in blocks.
-pub(crate) struct KafkaOut {
-    buf: Vec<u8>,
-    tx: crossbeam_channel::Sender<Vec<u8>>,
-    free: crossbeam_channel::Receiver<Vec<u8>>,
-}
+pub(crate) struct KafkaOut(BlockOut);
 
 impl KafkaOut {
     /// Adds record `rec` of `log` for the topic of log file `name` (the TCP logs share
@@ -325,10 +310,7 @@ impl KafkaOut {
     /// run's format already wrote it so (it is then copied, not formatted again).
     #[inline]
     pub(crate) fn record<T>(&mut self, name: &str, log: &Log<T>, key: &str, rec: &T, line: Option<&[u8]>) {
-        if self.buf.capacity() == 0 {
-            self.buf.reserve_exact(BLOCK_BYTES + 16 * 1024);
-        }
-        let b = &mut self.buf;
+        let b = self.0.buf();
         b.push(name.len() as u8);
         b.extend_from_slice(name.as_bytes());
         b.push(key.len() as u8);
@@ -345,19 +327,12 @@ impl KafkaOut {
         }
         let len = (b.len() - at - 4) as u32;
         b[at..at + 4].copy_from_slice(&len.to_le_bytes());
-        if self.buf.len() >= BLOCK_BYTES {
-            self.flush();
-        }
+        self.0.wrote();
     }
 
     /// Hands the records added so far to the exporter.
     pub(crate) fn flush(&mut self) {
-        if !self.buf.is_empty() {
-            let fresh = self.free.try_recv().unwrap_or_else(|_| Vec::with_capacity(BLOCK_BYTES + 16 * 1024));
-            let b = std::mem::replace(&mut self.buf, fresh);
-            // The exporter only goes away when it panicked; the run then fails.
-            let _ = self.tx.send(b);
-        }
+        self.0.flush();
     }
 }
 

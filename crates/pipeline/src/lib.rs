@@ -16,6 +16,7 @@
 //! worker and of N workers are the same set.
 
 mod acquire;
+mod blocks;
 mod buffer;
 mod ipfix;
 mod kafka;

@@ -184,6 +184,28 @@ pub fn str_value(s: &str, out: &mut Vec<u8>) {
     }
 }
 
+/// A string as [`str_value`] wrote it, back (the reading README.md documents: a
+/// backslash escapes the character after it, `\t`, `\n` and `\r` stand for tab, line
+/// feed and carriage return).
+pub fn unescape(t: &str) -> String {
+    let mut out = String::new();
+    let mut it = t.chars();
+    while let Some(c) = it.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match it.next() {
+            Some('t') => out.push('\t'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some(c) => out.push(c),
+            None => {}
+        }
+    }
+    out
+}
+
 /// Appends `v` as TSV: nothing for no value (nor for an empty string), which pandas
 /// and DuckDB read as missing (NaN, NULL) without options; lists in brackets.
 #[inline(always)]
@@ -366,25 +388,5 @@ mod tests {
             assert!(!t.contains(['\t', '\n', '\r']) && !t.starts_with('"'), "{s:?} -> {t:?}");
             assert_eq!(unescape(&t), s);
         }
-    }
-
-    /// The reading README.md documents for escaped strings.
-    fn unescape(t: &str) -> String {
-        let mut out = String::new();
-        let mut it = t.chars();
-        while let Some(c) = it.next() {
-            if c != '\\' {
-                out.push(c);
-                continue;
-            }
-            match it.next() {
-                Some('t') => out.push('\t'),
-                Some('n') => out.push('\n'),
-                Some('r') => out.push('\r'),
-                Some(c) => out.push(c),
-                None => {}
-            }
-        }
-        out
     }
 }

@@ -1,7 +1,7 @@
 //! `L7Flow`: what one flow's application layer remembers, and the one entry point the
 //! engine calls per payload.
 
-use crate::classify::signatures::{probe_tcp, probe_udp, ProbeMemory, Verdict};
+use crate::classify::signatures::{dtls, probe_tcp, probe_udp, ProbeMemory, Verdict};
 use crate::classify::{ports, App, AppSource};
 use crate::dns::{DnsState, DnsTransaction};
 use crate::event::{Event, Events};
@@ -109,6 +109,17 @@ impl L7Flow {
             return Records::default();
         }
         self.probed[d] = self.probed[d].saturating_add(1);
+        if self.app == Some(App::Stun) {
+            // WebRTC: ICE's STUN checks, then DTLS on the same 5-tuple (RFC 8827 §6.5):
+            // the flow is the DTLS it goes on to carry, as nDPI names it.
+            if dtls(payload) {
+                return self.decide(cfg, App::Dtls, dir, payload, ts_ns);
+            }
+            if self.probed[d] >= cfg.probe_packets {
+                self.stopped[d] = true;
+            }
+            return self.probe_end();
+        }
         // A TCP direction's signatures are at the start of its stream, which may have
         // begun in earlier segments too short to decide: probe those bytes and these as one.
         let joined: Vec<u8>;
@@ -192,7 +203,11 @@ impl L7Flow {
             (App::Dtls, Transport::Udp) => State::Dtls(Box::default()),
             (App::Quic, Transport::Udp) => State::Quic(Box::default()),
             (App::Http, Transport::Tcp) => State::Http(Box::default()),
-            (App::Dns, _) => State::Dns(Box::default()),
+            (App::Dns | App::Mdns | App::Llmnr, _) => State::Dns(Box::default()),
+            // Probing goes on for DTLS (`probe`).
+            (App::Stun, Transport::Udp) => State::Probing(ProbeMemory::default()),
+            // DNSCrypt's certificate query is DNS; its encrypted messages are not.
+            (App::Dnscrypt, _) if !stream.starts_with(b"r6fnvWj8") => State::Dns(Box::default()),
             _ => {
                 self.done = true;
                 State::Idle

@@ -373,27 +373,7 @@ fn ndpi_rows(csv: &Path) -> Vec<NdpiRow> {
 
 /// nDPI's master protocol name → ours, for the protocols this crate classifies.
 fn ndpi_app(proto: &str) -> Option<App> {
-    let master = proto.split('.').next().unwrap_or_default();
-    Some(match master {
-        "TLS" => App::Tls,
-        "QUIC" => App::Quic,
-        "HTTP" | "HTTP_Proxy" => App::Http,
-        "DNS" | "MDNS" | "LLMNR" => App::Dns,
-        "SSH" => App::Ssh,
-        "SMTP" | "SMTPS" => App::Smtp,
-        "POP3" => App::Pop3,
-        "IMAP" => App::Imap,
-        "BitTorrent" => App::Bittorrent,
-        "RTP" => App::Rtp,
-        "RTCP" => App::Rtcp,
-        "STUN" => App::Stun,
-        "SIP" => App::Sip,
-        "DTLS" => App::Dtls,
-        "RTSP" => App::Rtsp,
-        "NTP" => App::Ntp,
-        "FTP_CONTROL" => App::Ftp,
-        _ => return None,
-    })
+    tapstat_l7::classify::ndpi::app_of_verdict(proto)
 }
 
 /// Names as nDPI prints them: nDPI drops the port of a Host header (`host:8080`, which

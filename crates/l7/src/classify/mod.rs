@@ -6,7 +6,9 @@
 //! (HTTP, TLS, SSH, RTP/RTCP, BitTorrent with DHT and uTP, SMTP/POP3/IMAP, STUN/TURN,
 //! DTLS, QUIC, DNS, SIP, RTSP) plus FTP and NTP, which ports settle.
 
+pub mod ndpi;
 pub mod ports;
+pub mod services;
 pub mod signatures;
 
 /// An application protocol.
@@ -30,11 +32,29 @@ pub enum App {
     Sip,
     Rtsp,
     Ntp,
+    Dhcp,
+    Dhcpv6,
+    Mdns,
+    Llmnr,
+    Dnscrypt,
+    Netbios,
+    Ssdp,
+    Syslog,
+    Snmp,
+    Ipsec,
+    Wireguard,
+    Openvpn,
+    Redis,
+    Mysql,
+    Postgresql,
+    Smb,
+    Rdp,
+    Mqtt,
 }
 
 impl App {
     /// Every application, in declaration order.
-    pub const ALL: [App; 17] = [
+    pub const ALL: [App; 35] = [
         App::Tls,
         App::Dtls,
         App::Quic,
@@ -52,6 +72,24 @@ impl App {
         App::Sip,
         App::Rtsp,
         App::Ntp,
+        App::Dhcp,
+        App::Dhcpv6,
+        App::Mdns,
+        App::Llmnr,
+        App::Dnscrypt,
+        App::Netbios,
+        App::Ssdp,
+        App::Syslog,
+        App::Snmp,
+        App::Ipsec,
+        App::Wireguard,
+        App::Openvpn,
+        App::Redis,
+        App::Mysql,
+        App::Postgresql,
+        App::Smb,
+        App::Rdp,
+        App::Mqtt,
     ];
 
     /// The application a record names `name` ([`App::name`]).
@@ -79,6 +117,24 @@ impl App {
             App::Sip => "sip",
             App::Rtsp => "rtsp",
             App::Ntp => "ntp",
+            App::Dhcp => "dhcp",
+            App::Dhcpv6 => "dhcpv6",
+            App::Mdns => "mdns",
+            App::Llmnr => "llmnr",
+            App::Dnscrypt => "dnscrypt",
+            App::Netbios => "netbios",
+            App::Ssdp => "ssdp",
+            App::Syslog => "syslog",
+            App::Snmp => "snmp",
+            App::Ipsec => "ipsec",
+            App::Wireguard => "wireguard",
+            App::Openvpn => "openvpn",
+            App::Redis => "redis",
+            App::Mysql => "mysql",
+            App::Postgresql => "postgresql",
+            App::Smb => "smb",
+            App::Rdp => "rdp",
+            App::Mqtt => "mqtt",
         }
     }
 }

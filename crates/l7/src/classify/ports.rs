@@ -8,12 +8,8 @@ use crate::Transport;
 pub fn by_port(transport: Transport, port: u16) -> Option<App> {
     match (transport, port) {
         (Transport::Tcp, 80 | 8080 | 8000 | 3128) => Some(App::Http),
-        // Implicit-TLS ports of mail and SIP name the protocol inside, as nDPI does; a
-        // payload that shows TLS still says `tls`.
-        (Transport::Tcp, 443 | 8443 | 563 | 636 | 853 | 990 | 5223 | 5228) => Some(App::Tls),
-        (Transport::Tcp, 465) => Some(App::Smtp),
-        (Transport::Tcp, 993) => Some(App::Imap),
-        (Transport::Tcp, 995) => Some(App::Pop3),
+        // Implicit-TLS ports (mail: RFC 8314 §3.3) are TLS, as a payload that shows it says.
+        (Transport::Tcp, 443 | 8443 | 465 | 563 | 636 | 853 | 990 | 993 | 995 | 5223 | 5228) => Some(App::Tls),
         (Transport::Tcp, 5061) => Some(App::Sip),
         (Transport::Tcp, 22) => Some(App::Ssh),
         (Transport::Tcp, 25 | 587) => Some(App::Smtp),
@@ -21,7 +17,6 @@ pub fn by_port(transport: Transport, port: u16) -> Option<App> {
         (Transport::Tcp, 143) => Some(App::Imap),
         (Transport::Tcp, 21) => Some(App::Ftp),
         (Transport::Tcp, 554) => Some(App::Rtsp),
-        (Transport::Tcp, 6881..=6889) => Some(App::Bittorrent),
         (Transport::Tcp | Transport::Udp, 53) => Some(App::Dns),
         (Transport::Tcp | Transport::Udp, 5060) => Some(App::Sip),
         (Transport::Udp, 5353 | 5355) => Some(App::Dns),
@@ -29,7 +24,6 @@ pub fn by_port(transport: Transport, port: u16) -> Option<App> {
         (Transport::Udp, 123) => Some(App::Ntp),
         (Transport::Udp, 3478 | 3479 | 5349 | 19302..=19309) => Some(App::Stun),
         (Transport::Udp, 4433 | 853) => Some(App::Dtls),
-        (Transport::Udp, 6881..=6889) => Some(App::Bittorrent),
         _ => None,
     }
 }

@@ -3,7 +3,7 @@
 //! one packet (SMTP's greeting and EHLO, RTP's sequence, uTP's connection id); what they
 //! remember is `ProbeMemory`, a few bytes kept inline in the flow.
 
-use super::App;
+use super::{services, App};
 use crate::dns::parser::{Header as DnsHeader, Message as DnsMessage};
 use crate::http::parser::{probe_request, probe_response};
 use crate::quic::parser::is_plausible_version;
@@ -24,6 +24,8 @@ pub enum Verdict {
 pub struct ProbeMemory {
     /// The server greeted with `220` (SMTP or FTP; the client's first command decides).
     greeting_220: bool,
+    /// `CLIENT_SPOKE`, `OPENVPN_RESET`: what earlier packets showed.
+    flags: u8,
     /// RTP per direction: SSRC, last sequence number, payload type, packets in a row.
     rtp_ssrc: [u32; 2],
     rtp_seq: [u16; 2],
@@ -32,6 +34,11 @@ pub struct ProbeMemory {
     utp_conn: u16,
     utp_run: u8,
 }
+
+/// The client has sent payload (a server that speaks first, as POP3's, has not).
+const CLIENT_SPOKE: u8 = 1;
+/// The client sent an OpenVPN hard reset; the server's answers it.
+const OPENVPN_RESET: u8 = 2;
 
 fn starts_with_ci(b: &[u8], p: &[u8]) -> bool {
     b.len() >= p.len() && b[..p.len()].eq_ignore_ascii_case(p)
@@ -168,6 +175,12 @@ pub fn probe_tcp(dir: Dir, b: &[u8], mem: &mut ProbeMemory, client_port: u16, se
         None => maybe = true,
         Some(false) => {}
     }
+    if services::syslog(b, client_port, server_port) {
+        return Verdict::Yes(App::Syslog);
+    }
+    if let Some(app) = tcp_service(dir, b, mem) {
+        return Verdict::Yes(app);
+    }
     match dir {
         Dir::ServerToClient => {
             // RFC 5321 §4.2 and RFC 959 §4.2 greet with 220; RFC 1939 §4 with +OK;
@@ -176,7 +189,8 @@ pub fn probe_tcp(dir: Dir, b: &[u8], mem: &mut ProbeMemory, client_port: u16, se
                 mem.greeting_220 = true;
                 return Verdict::Maybe;
             }
-            if b.starts_with(b"+OK") {
+            // POP3's server speaks first; Redis answers `+OK` to a client that spoke.
+            if b.starts_with(b"+OK") && mem.flags & CLIENT_SPOKE == 0 {
                 return Verdict::Yes(App::Pop3);
             }
             if b.starts_with(b"* OK") || b.starts_with(b"* PREAUTH") {
@@ -212,6 +226,43 @@ pub fn probe_tcp(dir: Dir, b: &[u8], mem: &mut ProbeMemory, client_port: u16, se
     }
 }
 
+/// The TCP services of `services`: databases, SMB, RDP, MQTT, OpenVPN.
+fn tcp_service(dir: Dir, b: &[u8], mem: &mut ProbeMemory) -> Option<App> {
+    match dir {
+        Dir::ClientToServer => {
+            mem.flags |= CLIENT_SPOKE;
+            if services::redis_request(b) {
+                return Some(App::Redis);
+            }
+            if services::postgresql_startup(b) {
+                return Some(App::Postgresql);
+            }
+            if services::mqtt_connect(b) {
+                return Some(App::Mqtt);
+            }
+            if matches!(services::openvpn_opcode(b, true), Some(7 | 10)) {
+                return Some(App::Openvpn);
+            }
+        }
+        Dir::ServerToClient => {
+            if services::mysql_greeting(b) {
+                return Some(App::Mysql);
+            }
+            // The answer to an inline `PING`.
+            if mem.flags & CLIENT_SPOKE != 0 && b == b"+PONG\r\n" {
+                return Some(App::Redis);
+            }
+        }
+    }
+    if services::smb(b) {
+        return Some(App::Smb);
+    }
+    if services::rdp(b) {
+        return Some(App::Rdp);
+    }
+    None
+}
+
 /// A DNS message: a plausible header and, unless `loose`, a question that parses.
 fn dns_message(b: &[u8], loose: bool) -> bool {
     let Some(h) = DnsHeader::parse(b) else { return false };
@@ -227,9 +278,10 @@ pub fn stun(b: &[u8]) -> bool {
         && usize::from(u16::from_be_bytes([b[2], b[3]])) + 20 == b.len()
 }
 
-/// A DTLS record header (RFC 6347 §4.1) with a DTLS version.
+/// A DTLS record header (RFC 6347 §4.1) with a DTLS version, or the pre-standard
+/// 0x0100 of OpenSSL before 0.9.8f that Cisco AnyConnect still speaks.
 pub fn dtls(b: &[u8]) -> bool {
-    matches!(b, [20..=23, 0xfe, 0xff | 0xfd | 0xfc, ..]) && b.len() >= 13 && {
+    matches!(b, [20..=23, 0xfe, 0xff | 0xfd | 0xfc, ..] | [20..=23, 0x01, 0x00, ..]) && b.len() >= 13 && {
         let len = usize::from(u16::from_be_bytes([b[11], b[12]]));
         13 + len <= b.len()
     }
@@ -309,13 +361,6 @@ pub fn rtp_header(b: &[u8]) -> Option<(u8, u16, u32)> {
     Some((pt, seq, ssrc))
 }
 
-/// A DHCP message (RFC 2131 §2, on BOOTP's layout: RFC 951 §3): op 1 or 2 and the
-/// magic cookie of the options at 236. A client's request (op 1, Ethernet's htype 1)
-/// reads as a uTP ST_DATA header with a selective ACK.
-fn dhcp(b: &[u8]) -> bool {
-    b.len() >= 240 && matches!(b[0], 1 | 2) && b[236..240] == [0x63, 0x82, 0x53, 0x63]
-}
-
 /// uTP (BEP 29) header: version 1 in the low nibble of the first byte, a type 0..=4
 /// (ST_DATA, ST_FIN, ST_STATE, ST_RESET, ST_SYN) in its high nibble, and a chain of
 /// extensions that fits the datagram: each names the next (0 ends the chain) and its
@@ -323,7 +368,7 @@ fn dhcp(b: &[u8]) -> bool {
 /// ST_DATA carries data after the chain; the other types are the header alone. A DHCP
 /// message is not uTP. Returns (type, connection id).
 pub fn utp_header(b: &[u8]) -> Option<(u8, u16)> {
-    if b.len() < 20 || b[0] & 0x0f != 1 || b[0] >> 4 > 4 || b[1] > 2 || dhcp(b) {
+    if b.len() < 20 || b[0] & 0x0f != 1 || b[0] >> 4 > 4 || b[1] > 2 || services::dhcp(b) {
         return None;
     }
     let (kind, mut ext, mut at) = (b[0] >> 4, b[1], 20);
@@ -346,6 +391,41 @@ pub fn utp_header(b: &[u8]) -> Option<(u8, u16)> {
     Some((kind, u16::from_be_bytes([b[2], b[3]])))
 }
 
+/// The UDP services of `services` after DNS, QUIC, DTLS and STUN: WireGuard, IPsec,
+/// SNMP, NTP, syslog, SSDP and OpenVPN (its client's hard reset, then the server's).
+fn udp_service(dir: Dir, b: &[u8], mem: &mut ProbeMemory, client_port: u16, server_port: u16) -> Option<App> {
+    if services::wireguard(b) {
+        return Some(App::Wireguard);
+    }
+    if services::ipsec(b, client_port, server_port) {
+        return Some(App::Ipsec);
+    }
+    if services::snmp(b) {
+        return Some(App::Snmp);
+    }
+    if services::ntp(b, client_port, server_port) {
+        return Some(App::Ntp);
+    }
+    if services::syslog(b, client_port, server_port) {
+        return Some(App::Syslog);
+    }
+    if services::ssdp(b, client_port, server_port) {
+        return Some(App::Ssdp);
+    }
+    match (dir, services::openvpn_opcode(b, false)) {
+        // A reset without tls-auth is exactly opcode, session id, an empty ack array and
+        // packet id 0: enough alone (ndpi__openvpn.pcap frame 1).
+        (_, Some(1 | 7 | 10)) if b.len() == 14 && b[9..] == [0; 5] => return Some(App::Openvpn),
+        // The server's answer without tls-auth: one ack for the client's session id,
+        // packet id 0 (ndpi__openvpn.pcap frame 2), whichever side the capture saw first.
+        (_, Some(2 | 8)) if b.len() == 26 && b[9] == 1 && b[22..] == [0; 4] => return Some(App::Openvpn),
+        (Dir::ClientToServer, Some(1 | 7 | 10)) => mem.flags |= OPENVPN_RESET,
+        (Dir::ServerToClient, Some(2 | 8)) if mem.flags & OPENVPN_RESET != 0 => return Some(App::Openvpn),
+        _ => {}
+    }
+    None
+}
+
 /// RTP packets in a row of one direction with the same SSRC and payload type and
 /// sequence numbers that move forward a little, before a flow is called RTP.
 const RTP_RUN: u8 = 3;
@@ -355,9 +435,30 @@ pub fn probe_udp(dir: Dir, b: &[u8], mem: &mut ProbeMemory, client_port: u16, se
     if b.is_empty() {
         return Verdict::Maybe;
     }
-    let on_dns_port = [53, 5353, 5355].contains(&server_port) || [53, 5353, 5355].contains(&client_port);
+    let port = |p: u16| client_port == p || server_port == p;
+    if services::dhcp(b) && (port(67) || port(68)) {
+        return Verdict::Yes(App::Dhcp);
+    }
+    if services::dhcpv6(b, client_port, server_port) {
+        return Verdict::Yes(App::Dhcpv6);
+    }
+    // NetBIOS names are DNS-shaped (RFC 1002 §4.2): before DNS.
+    if services::netbios(b, client_port, server_port) {
+        return Verdict::Yes(App::Netbios);
+    }
+    if services::dnscrypt(b) {
+        return Verdict::Yes(App::Dnscrypt);
+    }
+    let on_dns_port = port(53) || port(5353) || port(5355);
     if dns_message(b, false) || on_dns_port && DnsHeader::parse(b).is_some_and(|h| h.opcode() == 0 && b.len() >= 12) {
-        return Verdict::Yes(App::Dns);
+        // RFC 6762 (mDNS) and RFC 4795 (LLMNR) are DNS messages on their own ports.
+        return Verdict::Yes(if port(5353) {
+            App::Mdns
+        } else if port(5355) {
+            App::Llmnr
+        } else {
+            App::Dns
+        });
     }
     if quic(b) {
         return Verdict::Yes(App::Quic);
@@ -367,6 +468,9 @@ pub fn probe_udp(dir: Dir, b: &[u8], mem: &mut ProbeMemory, client_port: u16, se
     }
     if stun(b) {
         return Verdict::Yes(App::Stun);
+    }
+    if let Some(app) = udp_service(dir, b, mem, client_port, server_port) {
+        return Verdict::Yes(app);
     }
     if bittorrent_udp(b) {
         return Verdict::Yes(App::Bittorrent);

@@ -55,7 +55,9 @@ impl Version {
 pub fn is_plausible_version(v: u32) -> bool {
     Version::from_wire(v).is_some()
         || v == 0
-        || v >> 8 == 0x00ff_0000
+        // IETF drafts 1 to 34 (0xff0000NN); a wider range took a broadcast (ndpi__1kxun.pcap
+        // frame 489, `ff ff0000a0`) for QUIC.
+        || v >> 8 == 0x00ff_0000 && (1..=34).contains(&(v & 0xff))
         || v & 0x0f0f_0f0f == 0x0a0a_0a0a
         || matches!(v >> 24, 0x51 | 0x54) && (v >> 16) & 0xff == 0x30
 }

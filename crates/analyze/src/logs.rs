@@ -462,7 +462,7 @@ fn quic_version(v: Option<u32>) -> Value<'static> {
 
 fn app_cols() -> Run<Flow> {
     run!(Flow;
-        col!("app", Str, "", "l7", "application protocol (tls, quic, http, dns, ssh, bittorrent, rtp, stun, smtp, ...): from payload signatures first, else the port table", |f: &Flow| l7(f).and_then(|x| x.app()).map_or(Value::None, |a| Value::Str(a.name()))),
+        col!("app", Str, "", "l7", "application protocol (tls, quic, http, dns, mdns, ssh, dhcp, ntp, snmp, ipsec, wireguard, openvpn, bittorrent, rtp, stun, ...: `tapstat_l7::App`): from payload signatures first, else the port table", |f: &Flow| l7(f).and_then(|x| x.app()).map_or(Value::None, |a| Value::Str(a.name()))),
         col!("app_source", Str, "", "l7", "where `app` came from: payload, port or none", |f: &Flow| l7(f).map_or(Value::None, |x| Value::Str(x.app_source().name()))),
         col!("fqdn", Str, "", "l7", "the name the client resolved for the server before the flow (DN-Hunter: from the DNS answers seen)", |f: &Flow| f.fqdn.as_deref().map_or(Value::None, Value::Str)),
         col!("l7_events", Strs, "", "l7", L7_EVENTS_MEANING, |f: &Flow| l7_events(l7(f).map(|x| x.events()).unwrap_or_default())),

@@ -4,7 +4,11 @@
 //!
 //! The set covers what Tstat's TCP `con_t` and UDP `c_type` classify and still matters
 //! (HTTP, TLS, SSH, RTP/RTCP, BitTorrent with DHT and uTP, SMTP/POP3/IMAP, STUN/TURN,
-//! DTLS, QUIC, DNS, SIP, RTSP) plus FTP and NTP, which ports settle.
+//! DTLS, QUIC, DNS, SIP, RTSP, FTP) and the services and VPNs a network carries today
+//! (`services`: DHCP/DHCPv6, NTP, mDNS/LLMNR, DNSCrypt, NetBIOS, SSDP, syslog, SNMP,
+//! IPsec/IKE, WireGuard, OpenVPN, Redis, MySQL, PostgreSQL, SMB, RDP, MQTT), each named
+//! from its payload. `ndpi` maps nDPI's names onto these for the comparisons
+//! (docs/METRICS.md, "Application layer against nDPI").
 
 pub mod ndpi;
 pub mod ports;

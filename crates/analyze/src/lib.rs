@@ -19,6 +19,7 @@
 //! tracker is the only code that decides when a flow starts and ends, and it decides
 //! from packet time only.
 
+pub mod community_id;
 pub mod dnhunter;
 mod flow;
 pub mod l7log;

@@ -438,6 +438,12 @@ fn stats_cols() -> Vec<Run<Flow>> {
     v
 }
 
+/// The Community ID of a TCP (6) or UDP (17) flow, computed when its record is written.
+fn community(f: &Flow, proto: u8) -> Value<'static> {
+    let end = |d: &Dir| (tapstat_flow::ip_of(f.ip_version, d.ip), d.port);
+    Value::Inline(crate::community_id::community_id(0, proto, end(&f.dir[0]), end(&f.dir[1])))
+}
+
 fn l7(f: &Flow) -> Option<&tapstat_l7::L7Flow> {
     f.l7.as_ref()
 }
@@ -750,6 +756,14 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
         "state",
         "the flow's id (16 hex digits from its 5-tuple and first packet time), shared with its periodic rows",
         |f: &Flow| Value::Str(f.flow_id.as_str())
+    ),
+    col!(
+        "community_id",
+        Str,
+        "",
+        "state",
+        "Community ID v1 of the 5-tuple (seed 0: `1:` and base64 of SHA-1), the id Zeek, Suricata and Wireshark give the same flow",
+        |f: &Flow| community(f, 6)
     )));
     v.push(unanalysed_cols());
     v.extend(tcp_l7_cols());
@@ -855,6 +869,14 @@ pub static UDP: LazyLock<Log<Flow>> = LazyLock::new(|| {
         "state",
         "the flow's id (16 hex digits from its 5-tuple and first packet time), shared with its periodic rows",
         |f: &Flow| Value::Str(f.flow_id.as_str())
+    ),
+    col!(
+        "community_id",
+        Str,
+        "",
+        "state",
+        "Community ID v1 of the 5-tuple (seed 0: `1:` and base64 of SHA-1), the id Zeek, Suricata and Wireshark give the same flow",
+        |f: &Flow| community(f, 17)
     )));
     v.push(unanalysed_cols());
     v.extend(udp_l7_cols());

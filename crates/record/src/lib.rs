@@ -104,6 +104,30 @@ pub enum Value<'a> {
         bits: u64,
         names: &'static [&'static str],
     },
+    /// A short text held in the value itself (`Type::Str`), for a string a column computes
+    /// when the record is written rather than one the record keeps (the Community ID).
+    Inline(InlineStr),
+}
+
+/// Up to 30 bytes of UTF-8 held inline (a `Value` stays 32 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InlineStr {
+    len: u8,
+    bytes: [u8; 30],
+}
+
+impl InlineStr {
+    /// `s` held inline, or `None` when it is longer than 30 bytes.
+    pub fn new(s: &str) -> Option<InlineStr> {
+        let mut bytes = [0u8; 30];
+        bytes.get_mut(..s.len())?.copy_from_slice(s.as_bytes());
+        Some(InlineStr { len: s.len() as u8, bytes })
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Built from a `&str` in `new`, cut at its end: valid UTF-8.
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
+    }
 }
 
 /// A field and how to read it from a record of type `T`.

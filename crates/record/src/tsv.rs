@@ -217,6 +217,7 @@ pub fn value(v: Value<'_>, out: &mut Vec<u8>) {
             f64_value(x, out);
         }
         Value::Str(s) => str_value(s, out),
+        Value::Inline(s) => str_value(s.as_str(), out),
         Value::Ip(ip) => ip_value(ip, out),
         Value::Bool(b) => out.push(if b { b'1' } else { b'0' }),
         Value::None => {}

@@ -223,6 +223,7 @@ fn value(v: Value<'_>, out: &mut Vec<u8>) {
         Value::F64(_) => out.push(NULL),
         Value::Micros(us) => tagged(MICROS, us, out),
         Value::Str(s) => bytes(STR, s, out),
+        Value::Inline(s) => bytes(STR, s.as_str(), out),
         Value::Ip(std::net::IpAddr::V4(a)) => {
             out.push(IP4);
             out.extend_from_slice(&a.octets());

@@ -146,6 +146,9 @@ fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
         Value::Str(s) => {
             let _ = serde_json::to_writer(&mut *out, s);
         }
+        Value::Inline(s) => {
+            let _ = serde_json::to_writer(&mut *out, s.as_str());
+        }
         Value::Ip(ip) => {
             out.push(b'"');
             ip_value(ip, out);

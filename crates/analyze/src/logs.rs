@@ -599,7 +599,25 @@ fn tcp_l7_cols() -> Vec<Run<Flow>> {
                 .map_or(Value::None, |o| Value::U64(o + 1))
         ),
     ));
+    v.push(run!(Flow;
+        col!("ssh_c_version", Str, "", "l7", "SSH identification string of the client (`SSH-2.0-OpenSSH_9.6`, RFC 4253 §4.2)", |f: &Flow| ssh_side(f, tapstat_l7::Dir::ClientToServer)
+            .and_then(|s| s.version.as_deref())
+            .map_or(Value::None, Value::Str)),
+        col!("ssh_s_version", Str, "", "l7", "SSH identification string of the server", |f: &Flow| ssh_side(f, tapstat_l7::Dir::ServerToClient)
+            .and_then(|s| s.version.as_deref())
+            .map_or(Value::None, Value::Str)),
+        col!("ssh_hassh", Str, "", "l7", "HASSH of the client's KEXINIT: MD5 of its kex;encryption;mac;compression lists (client to server)", |f: &Flow| ssh_side(f, tapstat_l7::Dir::ClientToServer)
+            .and_then(|s| s.hassh.as_deref())
+            .map_or(Value::None, Value::Str)),
+        col!("ssh_hassh_server", Str, "", "l7", "hasshServer: the same of the server's KEXINIT (server to client lists)", |f: &Flow| ssh_side(f, tapstat_l7::Dir::ServerToClient)
+            .and_then(|s| s.hassh.as_deref())
+            .map_or(Value::None, Value::Str)),
+    ));
     v
+}
+
+fn ssh_side(f: &Flow, dir: tapstat_l7::Dir) -> Option<&tapstat_l7::ssh::SshSide> {
+    Some(l7(f)?.ssh()?.side(dir))
 }
 
 /// The application layer's columns of a UDP record.

@@ -553,3 +553,52 @@ fn budget_zero_classifies_only() {
         let _ = (std::fs::remove_dir_all(&full), std::fs::remove_dir_all(&zero));
     }
 }
+
+/// HASSH and hasshServer against ndpiReader's `ssh_client_hassh` and `ssh_server_hassh`
+/// (upper-case hex there) for every SSH flow nDPI fingerprinted, and the identification
+/// strings are those of the capture (tshark: `ssh.protocol`).
+#[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn hassh_agrees_with_ndpi() {
+    let Some(corpus) = corpus() else { return };
+    let mut compared = 0;
+    for cap in dev_captures(&corpus) {
+        let name = cap.file_name().unwrap().to_string_lossy().to_string();
+        let Ok(csv) = std::fs::read_to_string(corpus.join("oracles").join(format!("{name}.ndpireader.csv"))) else {
+            continue;
+        };
+        let mut lines = csv.lines();
+        let Some(header) = lines.next() else { continue };
+        let cols: Vec<&str> = header.trim_start_matches('#').split(',').collect();
+        let at = |c: &str| cols.iter().position(|x| *x == c).unwrap_or_else(|| panic!("{name}: no column {c}"));
+        let (si, sp, di, dp, hc, hs) = (
+            at("src_ip"),
+            at("src_port"),
+            at("dst_ip"),
+            at("dst_port"),
+            at("ssh_client_hassh"),
+            at("ssh_server_hassh"),
+        );
+        let rows: Vec<Vec<&str>> =
+            lines.map(|l| l.split(',').collect::<Vec<_>>()).filter(|f| f.len() > hs && !f[hc].is_empty()).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let out = tempdir(&format!("l7-hassh-{name}"));
+        analyze(&cap, &out, 1, &[]);
+        let ours = ours(&out);
+        for f in rows {
+            let k = pair(true, (f[si], f[sp]), (f[di], f[dp])).expect("endpoints");
+            let r = &ours[&k][0];
+            assert_eq!(r["app"], "ssh", "{name} {k:?}");
+            assert_eq!(r["ssh_hassh"], f[hc].to_ascii_lowercase(), "{name} {k:?}");
+            assert_eq!(r["ssh_hassh_server"], f[hs].to_ascii_lowercase(), "{name} {k:?}");
+            assert!(r["ssh_c_version"].starts_with("SSH-2.0-") && r["ssh_s_version"].starts_with("SSH-2.0-"), "{r:?}");
+            compared += 1;
+        }
+        let _ = std::fs::remove_dir_all(&out);
+    }
+    // ndpi__ssh.pcap has two fingerprinted flows (OpenSSH 5.6 to 5.3, OpenSSH 8.2 to
+    // Apache SSHD).
+    assert!(compared >= 2, "SSH flows compared: {compared}");
+}

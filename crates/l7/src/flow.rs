@@ -7,6 +7,7 @@ use crate::dns::{DnsState, DnsTransaction};
 use crate::event::{Event, Events};
 use crate::http::{HttpLimits, HttpState, HttpTransaction};
 use crate::quic::{QuicInfo, QuicState};
+use crate::ssh::SshState;
 use crate::tls::{DtlsState, TlsInfo, TlsState, TlsTimes};
 use crate::{Dir, L7Config, Records, Transport};
 
@@ -25,6 +26,7 @@ enum State {
     /// transactions and counters, the tunnel's bytes go to TLS.
     Tunnel(Box<HttpState>, Box<TlsState>),
     Dns(Box<DnsState>),
+    Ssh(Box<SshState>),
     /// Decided with nothing to parse, or undecided after the probes.
     Idle,
 }
@@ -203,6 +205,7 @@ impl L7Flow {
             (App::Dtls, Transport::Udp) => State::Dtls(Box::default()),
             (App::Quic, Transport::Udp) => State::Quic(Box::default()),
             (App::Http, Transport::Tcp) => State::Http(Box::default()),
+            (App::Ssh, Transport::Tcp) => State::Ssh(Box::default()),
             (App::Dns | App::Mdns | App::Llmnr, _) => State::Dns(Box::default()),
             // Probing goes on for DTLS (`probe`).
             (App::Stun, Transport::Udp) => State::Probing(ProbeMemory::default()),
@@ -277,6 +280,10 @@ impl L7Flow {
                 s.on_data(dir, self.transport, payload, ts_ns, cfg.max_dns_transactions);
                 false
             }
+            State::Ssh(s) => {
+                s.on_data(dir, payload);
+                true
+            }
             State::Probing(_) | State::Held(_) | State::Idle => false,
         };
         if counted {
@@ -290,6 +297,10 @@ impl L7Flow {
                         early
                     }
                     State::Dtls(s) => {
+                        s.stop(dir);
+                        false
+                    }
+                    State::Ssh(s) => {
                         s.stop(dir);
                         false
                     }
@@ -319,6 +330,7 @@ impl L7Flow {
             State::Quic(s) => s.is_done(),
             State::Http(s) => s.is_done(),
             State::Dns(s) => s.is_done(),
+            State::Ssh(s) => s.is_done(),
             State::Probing(_) | State::Held(_) => false,
             State::Idle => true,
         };
@@ -387,6 +399,14 @@ impl L7Flow {
         }
     }
 
+    /// The identification strings and HASSH fingerprints of an SSH flow.
+    pub fn ssh(&self) -> Option<&SshState> {
+        match &self.state {
+            State::Ssh(s) => Some(s),
+            _ => None,
+        }
+    }
+
     pub fn quic(&self) -> Option<&QuicInfo> {
         match &self.state {
             State::Quic(s) => Some(&s.info),
@@ -434,7 +454,7 @@ impl L7Flow {
             State::Quic(s) => s.events,
             State::Http(s) => s.events,
             State::Dns(s) => s.events,
-            State::Probing(_) | State::Held(_) | State::Idle => Events::default(),
+            State::Ssh(_) | State::Probing(_) | State::Held(_) | State::Idle => Events::default(),
         };
         let mut all = self.events;
         for e in inner.iter() {
@@ -453,6 +473,7 @@ impl L7Flow {
             State::Http(s) => size_of::<HttpState>() + s.heap_bytes(),
             State::Tunnel(h, t) => size_of::<HttpState>() + h.heap_bytes() + size_of::<TlsState>() + t.heap_bytes(),
             State::Dns(s) => size_of::<DnsState>() + s.heap_bytes(),
+            State::Ssh(s) => size_of::<SshState>() + s.heap_bytes(),
             State::Held(_) => size_of::<Held>(),
             State::Probing(_) | State::Idle => 0,
         }

@@ -11,7 +11,8 @@
 //! - `quic`: Initial packets of v1, v2 and draft-29 decrypted with the RFC 9001 §5.2 keys,
 //!   CRYPTO frames reassembled by offset, the hellos, the user agent, the 0-RTT count;
 //! - `http`: HTTP/1.x requests and responses paired in order (`HttpTransaction`);
-//! - `dns`: DNS over UDP and TCP, queries paired with responses (`DnsTransaction`).
+//! - `dns`: DNS over UDP and TCP, queries paired with responses (`DnsTransaction`);
+//! - `ssh`: each side's identification string and the HASSH of its KEXINIT.
 //!
 //! Each protocol folder has a `parser` (pure bytes → structs, knows no flows) and a
 //! `state` (what one flow remembers). Nothing here knows the engine's flow table or the
@@ -41,6 +42,7 @@ mod event;
 mod flow;
 pub mod http;
 pub mod quic;
+pub mod ssh;
 pub mod tls;
 
 pub use classify::{App, AppSource};

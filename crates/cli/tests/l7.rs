@@ -14,7 +14,7 @@
 mod common;
 use common::*;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 use std::process::Command;
 use tapstat_l7::App;

@@ -45,7 +45,7 @@ pub fn ntp(b: &[u8], client_port: u16, server_port: u16) -> bool {
     match mode {
         6 => b.len() >= 12 && 12 + usize::from(u16::from_be_bytes([b[10], b[11]])) <= b.len(),
         7 => b.len() >= 8,
-        _ => b.len() >= 48 && (b.len() - 48) % 4 == 0 && b.len() <= 48 + 1024,
+        _ => b.len() >= 48 && (b.len() - 48).is_multiple_of(4) && b.len() <= 48 + 1024,
     }
 }
 
@@ -148,11 +148,7 @@ pub fn snmp(b: &[u8]) -> bool {
     if h + len != b.len() || b.get(h..h + 3).is_none() {
         return false;
     }
-    match (b[h], b[h + 1], b[h + 2], b.get(h + 3)) {
-        (0x02, 0x01, 0 | 1, Some(0x04)) => true,
-        (0x02, 0x01, 3, Some(0x30)) => true,
-        _ => false,
-    }
+    matches!((b[h], b[h + 1], b[h + 2], b.get(h + 3)), (0x02, 0x01, 0 | 1, Some(0x04)) | (0x02, 0x01, 3, Some(0x30)))
 }
 
 /// An IKE header (RFC 7296 §3.1, RFC 2408 §3.1): a non-zero initiator SPI, a major
@@ -198,7 +194,7 @@ pub fn wireguard(b: &[u8]) -> bool {
         1 => b.len() == 148,
         2 => b.len() == 92,
         3 => b.len() == 64,
-        4 => (b.len() - 32) % 16 == 0,
+        4 => (b.len() - 32).is_multiple_of(16),
         _ => false,
     }
 }
@@ -281,7 +277,7 @@ pub fn smb(b: &[u8]) -> bool {
     b.len() >= 8
         && b[0] == 0
         && (usize::from(b[1]) << 16 | usize::from(b[2]) << 8 | usize::from(b[3])) >= 32
-        && matches!(b[4], 0xff | 0xfe | 0xfd)
+        && matches!(b[4], 0xfd..=0xff)
         && &b[5..8] == b"SMB"
 }
 

@@ -213,4 +213,19 @@ mod tests {
         s.on_data(Dir::ServerToClient, &[b'a'; 300]);
         assert!(s.is_done() && s.side(Dir::ServerToClient).version.is_none());
     }
+
+    proptest::proptest! {
+        /// Any bytes after an identification string, in any pieces: no panic, and the
+        /// state ends or holds at most its bound.
+        #[test]
+        fn any_bytes_in_any_pieces(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..3000), cut in 0usize..3000) {
+            let mut s = SshState::default();
+            let cut = cut.min(b.len());
+            s.on_data(Dir::ServerToClient, b"SSH-2.0-x\r\n");
+            s.on_data(Dir::ServerToClient, &b[..cut]);
+            s.on_data(Dir::ServerToClient, &b[cut..]);
+            s.on_data(Dir::ClientToServer, &b);
+            proptest::prop_assert!(s.heap_bytes() <= 2 * (MAX_BUF + 3000));
+        }
+    }
 }

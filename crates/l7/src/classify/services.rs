@@ -443,4 +443,18 @@ mod tests {
         assert!(mqtt_connect(&connect));
         assert!(!mqtt_connect(&connect[..connect.len() - 1]));
     }
+
+    proptest::proptest! {
+        /// Every detector takes any bytes on any ports without panicking (they index
+        /// into untrusted payloads), and a detector that needs its port says no without it.
+        #[test]
+        fn any_bytes_any_ports(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400), c in 0u16..2000, s in 0u16..2000) {
+            let _ = (dhcp(&b), dhcpv6(&b, c, s), netbios(&b, c, s), ssdp(&b, c, s), syslog(&b, c, s), snmp(&b));
+            let _ = (ipsec(&b, c, s), wireguard(&b), openvpn_opcode(&b, true), openvpn_opcode(&b, false));
+            let _ = (redis_request(&b), mysql_greeting(&b), postgresql_startup(&b), smb(&b), rdp(&b), mqtt_connect(&b), dnscrypt(&b));
+            if ![123, 546, 547].contains(&c) && ![123, 546, 547].contains(&s) {
+                proptest::prop_assert!(!ntp(&b, c, s) && !dhcpv6(&b, c, s));
+            }
+        }
+    }
 }

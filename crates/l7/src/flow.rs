@@ -544,6 +544,68 @@ mod tests {
         }
     }
 
+    /// Guards the false positives issue 17 found: Redis's `+OK` and `+PONG` were POP3's
+    /// greeting (POP3's server speaks first; Redis answers a client), NetBIOS names on 137
+    /// were DNS, and mDNS/LLMNR are named for what they are while DNS parses them.
+    #[test]
+    fn redis_netbios_mdns_are_not_their_lookalikes() {
+        let cfg = L7Config::default();
+        let mut f = L7Flow::new(Transport::Tcp, 35901, 6379);
+        feed(&mut f, &cfg, Dir::ClientToServer, &[b"PING\r\n"]);
+        feed(&mut f, &cfg, Dir::ServerToClient, &[b"+PONG\r\n"]);
+        assert_eq!((f.app(), f.app_source()), (Some(App::Redis), AppSource::Payload));
+        let mut f = L7Flow::new(Transport::Tcp, 35903, 6379);
+        feed(&mut f, &cfg, Dir::ClientToServer, &[b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n"]);
+        assert_eq!(f.app(), Some(App::Redis));
+        let mut f = L7Flow::new(Transport::Tcp, 40000, 2110);
+        feed(&mut f, &cfg, Dir::ClientToServer, &[b"hello\r\n"]);
+        feed(&mut f, &cfg, Dir::ServerToClient, &[b"+OK ready\r\n"]);
+        assert_ne!(f.app(), Some(App::Pop3), "a server that answers is not POP3's greeting");
+        let mut f = L7Flow::new(Transport::Tcp, 40000, 110);
+        feed(&mut f, &cfg, Dir::ServerToClient, &[b"+OK POP3 server ready\r\n"]);
+        assert_eq!((f.app(), f.app_source()), (Some(App::Pop3), AppSource::Payload));
+
+        // NBNS query for `*` (RFC 1002 §4.2.12), DNS-shaped.
+        let mut nbns = vec![0xa0, 0xc2, 0x01, 0x10, 0, 1, 0, 0, 0, 0, 0, 0, 32];
+        nbns.extend_from_slice(b"CKAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\0\0\x21\0\x01");
+        let mut f = L7Flow::new(Transport::Udp, 137, 137);
+        feed(&mut f, &cfg, Dir::ClientToServer, &[&nbns]);
+        assert_eq!(f.app(), Some(App::Netbios));
+
+        let mut q = vec![0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+        q.extend_from_slice(b"\x05_http\x04_tcp\x05local\x00\x00\x0c\x00\x01");
+        for (port, app) in [(5353, App::Mdns), (5355, App::Llmnr), (53, App::Dns)] {
+            let mut f = L7Flow::new(Transport::Udp, 40000, port);
+            feed(&mut f, &cfg, Dir::ClientToServer, &[&q]);
+            assert_eq!(f.app(), Some(app));
+            assert_eq!(f.drain_dns(true).first().map(|t| t.qname.clone()).as_deref(), Some("_http._tcp.local"));
+        }
+    }
+
+    /// Guards WebRTC: STUN connectivity checks and then DTLS on one 5-tuple make a `dtls`
+    /// flow whose DTLS is parsed, as nDPI names it; STUN alone stays `stun`.
+    #[test]
+    fn stun_then_dtls_is_dtls() {
+        let cfg = L7Config::default();
+        let mut stun = vec![0, 1, 0, 0, 0x21, 0x12, 0xa4, 0x42];
+        stun.extend_from_slice(&[7; 12]);
+        let mut f = L7Flow::new(Transport::Udp, 49153, 3478);
+        feed(&mut f, &cfg, Dir::ClientToServer, &[&stun, &stun]);
+        assert_eq!(f.app(), Some(App::Stun));
+        assert!(!f.is_done(), "still looking for DTLS");
+        let dtls_hello = [22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        feed(&mut f, &cfg, Dir::ClientToServer, &[&dtls_hello]);
+        assert_eq!((f.app(), f.app_source()), (Some(App::Dtls), AppSource::Payload));
+        assert!(f.tls().is_some());
+        let mut f = L7Flow::new(Transport::Udp, 49153, 3478);
+        for _ in 0..cfg.probe_packets {
+            feed(&mut f, &cfg, Dir::ClientToServer, &[&stun]);
+            feed(&mut f, &cfg, Dir::ServerToClient, &[&stun]);
+        }
+        assert_eq!(f.app(), Some(App::Stun));
+        assert!(f.is_done() && f.heap_bytes() == 0);
+    }
+
     /// Guards the undecided first bytes of a TCP direction: a ClientHello whose first
     /// segment holds 1 to 8 bytes (the 5-byte record header alone among them) gives the
     /// same SNI, JA3 and JA4 as one sent whole. Before the probes held those bytes, a

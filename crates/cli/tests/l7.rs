@@ -134,6 +134,10 @@ const DISAGREEMENTS: &[(&str, u32, &str, &str, Right)] = &[
     // Syslog over TCP (RFC 6587): frame 81 is `<22>1 2021-04-18T14:51:48+04:00 iPhone7,2
     // ...`. nDPI lists this 5-tuple twice, as flow 15 (Syslog) and 16 (Unknown).
     ("ndpi__syslog.pcap", 16, "syslog", "Unknown", Right::Tapstat),
+    // TFTP: frame 109 is the option acknowledgment (opcode 6, `blksize 1468 tsize
+    // 100000`) of frame 108's write request, from the server's transfer port; nDPI takes
+    // it for Alcatel's NOE.
+    ("ndpi__tftp.pcap", 8, "tftp", "NOE", Right::Tapstat),
     // TLS records (frame 5: Application Data, 0x17 0x0303) from a connection the capture
     // joined late: TLS, which nDPI names by its application.
     ("ndpi__anyconnect-vpn.pcap", 2, "tls", "CiscoVPN", Right::Tapstat),

@@ -6,7 +6,7 @@
 //! (HTTP, TLS, SSH, RTP/RTCP, BitTorrent with DHT and uTP, SMTP/POP3/IMAP, STUN/TURN,
 //! DTLS, QUIC, DNS, SIP, RTSP, FTP) and the services and VPNs a network carries today
 //! (`services`: DHCP/DHCPv6, NTP, mDNS/LLMNR, DNSCrypt, NetBIOS, SSDP, syslog, SNMP,
-//! IPsec/IKE, WireGuard, OpenVPN, Redis, MySQL, PostgreSQL, SMB, RDP, MQTT), each named
+//! IPsec/IKE, WireGuard, OpenVPN, Redis, MySQL, PostgreSQL, SMB, RDP, MQTT, TFTP), each named
 //! from its payload. `ndpi` maps nDPI's names onto these for the comparisons
 //! (docs/METRICS.md, "Application layer against nDPI").
 
@@ -54,11 +54,12 @@ pub enum App {
     Smb,
     Rdp,
     Mqtt,
+    Tftp,
 }
 
 impl App {
     /// Every application, in declaration order.
-    pub const ALL: [App; 35] = [
+    pub const ALL: [App; 36] = [
         App::Tls,
         App::Dtls,
         App::Quic,
@@ -94,6 +95,7 @@ impl App {
         App::Smb,
         App::Rdp,
         App::Mqtt,
+        App::Tftp,
     ];
 
     /// The application a record names `name` ([`App::name`]).
@@ -139,6 +141,7 @@ impl App {
             App::Smb => "smb",
             App::Rdp => "rdp",
             App::Mqtt => "mqtt",
+            App::Tftp => "tftp",
         }
     }
 }

@@ -54,6 +54,7 @@ pub const NDPI_NAMES: &[(&str, App)] = &[
     ("SMBv23", App::Smb),
     ("RDP", App::Rdp),
     ("MQTT", App::Mqtt),
+    ("TFTP", App::Tftp),
 ];
 
 /// Ours for one nDPI protocol name (no dot).

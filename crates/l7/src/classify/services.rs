@@ -328,6 +328,63 @@ pub fn mqtt_connect(b: &[u8]) -> bool {
         || (v.starts_with(b"\x00\x06MQIsdp") && v.get(8) == Some(&3))
 }
 
+/// A TFTP packet's kind (RFC 1350 §5, RFC 2347 §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tftp {
+    /// A read or write request (opcode 1, 2: file name, NUL, a mode RFC 1350 knows,
+    /// NUL, then option pairs), or an option acknowledgment (opcode 6, pairs): enough
+    /// alone.
+    Request,
+    /// DATA of block 1 (opcode 3), the first packet of a read's transfer.
+    Data1,
+    /// ACK of block 0 or 1 (opcode 4, 4 bytes), a write's first answer or a read's.
+    Ack(u16),
+}
+
+/// NUL-terminated printable strings filling `b` exactly, at least `min` of them: the
+/// first lower-cased into `first` (up to 8 bytes).
+fn nul_strings(b: &[u8], min: usize, first: &mut [u8; 8]) -> bool {
+    if b.last() != Some(&0) {
+        return false;
+    }
+    let mut n = 0;
+    for (i, s) in b[..b.len() - 1].split(|&c| c == 0).enumerate() {
+        if s.len() > 255 || !s.iter().all(|c| c.is_ascii_graphic() || *c == b' ') {
+            return false;
+        }
+        if i == 1 && s.len() <= 8 {
+            for (d, c) in first.iter_mut().zip(s) {
+                *d = c.to_ascii_lowercase();
+            }
+        }
+        n += 1;
+    }
+    n >= min
+}
+
+/// TFTP (RFC 1350): what a packet is, if it is one. To port 69 a request's mode may be
+/// one RFC 1350 does not know (a broken client's is still a TFTP request: ndpi__tftp.pcap
+/// frame 1 sends an empty one).
+pub fn tftp(b: &[u8], on_69: bool) -> Option<Tftp> {
+    if b.len() < 4 || b[0] != 0 {
+        return None;
+    }
+    match b[1] {
+        1 | 2 => {
+            let mut mode = [0u8; 8];
+            let ok = nul_strings(&b[2..], 2, &mut mode);
+            let known = [&b"netascii"[..], b"octet", b"mail"]
+                .iter()
+                .any(|m| mode.starts_with(m) && mode[m.len()..].iter().all(|&c| c == 0));
+            (ok && (known || on_69)).then_some(Tftp::Request)
+        }
+        6 => nul_strings(&b[2..], 2, &mut [0; 8]).then_some(Tftp::Request),
+        3 if b[2..4] == [0, 1] && b.len() <= 4 + 65464 => Some(Tftp::Data1),
+        4 if b.len() == 4 && b[2] == 0 && b[3] <= 1 => Some(Tftp::Ack(u16::from(b[3]))),
+        _ => None,
+    }
+}
+
 /// A DNSCrypt certificate query (dnscrypt.info "Protocol", §"Certificates"): a DNS
 /// question for `2.dnscrypt-cert.<provider>` (or version 1's `1.`), which every client
 /// asks its resolver in clear before it encrypts; or a resolver's encrypted answer,
@@ -387,6 +444,14 @@ mod tests {
         assert!(syslog(b"<22>1 2021-04-18T14:51:48+04:00 iPhone7,2 x", 49948, 52173));
         assert!(!syslog(b"<22>hello", 49948, 52173));
         assert!(ssdp(b"M-SEARCH * HTTP/1.1\r\nHOST: 239.255.255.250:1900\r\n\r\n", 50000, 1900));
+        // ndpi__tftp.pcap frames 3, 2 (an empty file name), 108 (options), 4, 104.
+        assert_eq!(tftp(b"\0\x01rfc1350.txt\0octet\0", false), Some(Tftp::Request));
+        assert_eq!(tftp(b"\0\x01\0octet\0", false), Some(Tftp::Request));
+        assert_eq!(tftp(b"\0\x02empty100KB\0octet\0blksize\x001468\0tsize\x00100000\0", false), Some(Tftp::Request));
+        assert_eq!(tftp(b"\0\x01file\0binary\0", false), None);
+        assert_eq!(tftp(b"\0\x01file\0binary\0", true), Some(Tftp::Request));
+        assert_eq!(tftp(&[0, 3, 0, 1, 9, 9], false), Some(Tftp::Data1));
+        assert_eq!(tftp(&[0, 4, 0, 0], false), Some(Tftp::Ack(0)));
         // NBNS name query for "*" (CKAAAA...).
         let mut q = hex("a0c2011000010000000000");
         q.push(0);
@@ -451,7 +516,7 @@ mod tests {
         fn any_bytes_any_ports(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400), c in 0u16..2000, s in 0u16..2000) {
             let _ = (dhcp(&b), dhcpv6(&b, c, s), netbios(&b, c, s), ssdp(&b, c, s), syslog(&b, c, s), snmp(&b));
             let _ = (ipsec(&b, c, s), wireguard(&b), openvpn_opcode(&b, true), openvpn_opcode(&b, false));
-            let _ = (redis_request(&b), mysql_greeting(&b), postgresql_startup(&b), smb(&b), rdp(&b), mqtt_connect(&b), dnscrypt(&b));
+            let _ = (tftp(&b, c == 69), redis_request(&b), mysql_greeting(&b), postgresql_startup(&b), smb(&b), rdp(&b), mqtt_connect(&b), dnscrypt(&b));
             if ![123, 546, 547].contains(&c) && ![123, 546, 547].contains(&s) {
                 proptest::prop_assert!(!ntp(&b, c, s) && !dhcpv6(&b, c, s));
             }

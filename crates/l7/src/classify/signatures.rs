@@ -39,6 +39,10 @@ pub struct ProbeMemory {
 const CLIENT_SPOKE: u8 = 1;
 /// The client sent an OpenVPN hard reset; the server's answers it.
 const OPENVPN_RESET: u8 = 2;
+/// TFTP transfers on their own ports (RFC 1350 §4): DATA 1 seen, or ACK 0 seen (a write);
+/// the other side's ACK 1 or DATA 1 makes the flow TFTP.
+const TFTP_DATA1: u8 = 4;
+const TFTP_ACK0: u8 = 8;
 
 fn starts_with_ci(b: &[u8], p: &[u8]) -> bool {
     b.len() >= p.len() && b[..p.len()].eq_ignore_ascii_case(p)
@@ -392,7 +396,7 @@ pub fn utp_header(b: &[u8]) -> Option<(u8, u16)> {
 }
 
 /// The UDP services of `services` after DNS, QUIC, DTLS and STUN: WireGuard, IPsec,
-/// SNMP, NTP, syslog, SSDP and OpenVPN (its client's hard reset, then the server's).
+/// SNMP, NTP, syslog, SSDP, TFTP and OpenVPN (its client's hard reset, then the server's).
 fn udp_service(dir: Dir, b: &[u8], mem: &mut ProbeMemory, client_port: u16, server_port: u16) -> Option<App> {
     if services::wireguard(b) {
         return Some(App::Wireguard);
@@ -411,6 +415,14 @@ fn udp_service(dir: Dir, b: &[u8], mem: &mut ProbeMemory, client_port: u16, serv
     }
     if services::ssdp(b, client_port, server_port) {
         return Some(App::Ssdp);
+    }
+    match services::tftp(b, server_port == 69) {
+        Some(services::Tftp::Request) => return Some(App::Tftp),
+        Some(services::Tftp::Data1) if mem.flags & TFTP_ACK0 != 0 => return Some(App::Tftp),
+        Some(services::Tftp::Ack(1)) if mem.flags & TFTP_DATA1 != 0 => return Some(App::Tftp),
+        Some(services::Tftp::Data1) => mem.flags |= TFTP_DATA1,
+        Some(services::Tftp::Ack(0)) => mem.flags |= TFTP_ACK0,
+        _ => {}
     }
     match (dir, services::openvpn_opcode(b, false)) {
         // A reset without tls-auth is exactly opcode, session id, an empty ack array and

@@ -19,10 +19,12 @@
 //! tracker is the only code that decides when a flow starts and ends, and it decides
 //! from packet time only.
 
+pub mod anon;
 pub mod dnhunter;
 mod flow;
 pub mod l7log;
 pub mod logs;
+pub mod nets;
 pub mod periodic;
 pub mod shunt;
 pub mod stats;

@@ -196,6 +196,40 @@ impl Anonymizer {
         }
     }
 
+    /// A host written as an address (an HTTP Host, a URL's authority: `192.0.2.1`,
+    /// `192.0.2.1:8080`, `[2001:db8::1]:443`, `2001:db8::1`), with the address anonymized
+    /// under the scope; none for a name.
+    pub fn host(&self, host: &str, nets: Option<&crate::nets::Nets>) -> Option<String> {
+        if let Ok(a) = host.parse::<IpAddr>() {
+            return Some(self.answer(a, nets).to_string());
+        }
+        if let Some(rest) = host.strip_prefix('[') {
+            let (inner, after) = rest.split_once(']')?;
+            let a: std::net::Ipv6Addr = inner.parse().ok()?;
+            return Some(format!("[{}]{after}", self.answer(a.into(), nets)));
+        }
+        let (h, port) = host.rsplit_once(':')?;
+        let a: std::net::Ipv4Addr = h.parse().ok()?;
+        Some(format!("{}:{port}", self.answer(a.into(), nets)))
+    }
+
+    /// A URL whose authority is an address (`http://192.0.2.1/x`: a proxy's request
+    /// target, a Referer), with the address anonymized; none otherwise.
+    pub fn url(&self, url: &str, nets: Option<&crate::nets::Nets>) -> Option<String> {
+        let (scheme, rest) = url.split_once("://")?;
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (auth, tail) = rest.split_at(end);
+        let (user, hostport) = match auth.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, auth),
+        };
+        let h = self.host(hostport, nets)?;
+        Some(match user {
+            Some(u) => format!("{scheme}://{u}@{h}{tail}"),
+            None => format!("{scheme}://{h}{tail}"),
+        })
+    }
+
     /// A DNS name that spells an address (`4.3.2.1.in-addr.arpa`, the nibbles of
     /// `ip6.arpa`: reverse lookups), with the address anonymized under the scope; none
     /// for any other name.
@@ -380,6 +414,16 @@ mod tests {
                 .map(|c| format!("{c}."))
                 .collect();
         assert_eq!(got, format!("{want}ip6.arpa"));
+        assert_eq!(a.host("128.11.68.132:8080", None).as_deref(), Some("135.242.180.132:8080"));
+        assert_eq!(a.host("www.example.com", None), None);
+        assert_eq!(a.host("www.example.com:80", None), None);
+        assert_eq!(
+            a.url("http://user@128.11.68.132:81/p?q", None).as_deref(),
+            Some("http://user@135.242.180.132:81/p?q")
+        );
+        assert_eq!(a.url("/index.html", None), None);
+        let six = a.ip("2001:db8::1".parse().unwrap());
+        assert_eq!(a.host("[2001:db8::1]:443", None), Some(format!("[{six}]:443")));
         let only_ext = Anonymizer::new(&AnonConfig { key: SAMPLE_KEY, scope: Scope::External });
         let mut nets = crate::nets::Nets::default();
         nets.add_str("128.11.0.0/16").unwrap();

@@ -107,6 +107,9 @@ pub struct Dir {
     /// OR of the flags of this direction's TCP segments (IPFIX's `tcpControlBits`);
     /// in the padding after `port`, so `Dir` does not grow.
     pub tcp_flags: u8,
+    /// Payload bytes of this direction's first packet with payload, at most 65535
+    /// (Tstat's MSE heuristic, `con_t`); in the padding too.
+    pub first_payload_len: u16,
     pub pkts_all: u64,
     /// L4 payload bytes, retransmissions included.
     pub bytes_all: u64,
@@ -337,6 +340,12 @@ impl FlowId {
         FlowId(out)
     }
 
+    /// The id of a run with `--anonymize`: the same, with a secret derived from the
+    /// key mixed in, so that the id cannot be recomputed from a guessed 5-tuple.
+    pub fn keyed(key: &tapstat_flow::FlowKey, first_ns: u64, secret: u64) -> FlowId {
+        FlowId::new(key, first_ns ^ secret)
+    }
+
     pub fn as_str(&self) -> &str {
         std::str::from_utf8(&self.0).unwrap_or("")
     }
@@ -372,6 +381,16 @@ pub struct Flow {
     pub l7: Option<tapstat_l7::L7Flow>,
     /// The name the client resolved for the server before the flow began (DN-Hunter).
     pub fqdn: Option<std::sync::Arc<str>>,
+    /// Whether the client and the server are in the internal networks (`-N`,
+    /// `--internal`; every address is without them): Tstat's `c_isint`, `s_isint`.
+    pub isint: [bool; 2],
+    /// Whether the client's and the server's addresses are anonymized in the records
+    /// (`--anonymize`): Tstat's `c_iscrypto`, `s_iscrypto`.
+    pub iscrypto: [bool; 2],
+    /// The client's and the server's addresses as every record writes them: those of
+    /// `dir`, or their Crypto-PAn images where `iscrypto`. `dir` keeps the real ones for
+    /// the analysis (DN-Hunter's lookups).
+    pub shown_ip: [u128; 2],
 }
 
 impl Flow {
@@ -427,7 +446,23 @@ impl Flow {
                 _ => None,
             },
             fqdn: None,
+            isint: [true; 2],
+            iscrypto: [false; 2],
+            shown_ip: [ci, si],
         }
+    }
+
+    /// The traffic class of the flow, client to server ([`crate::nets::Class`]).
+    #[inline]
+    pub fn class(&self) -> crate::nets::Class {
+        crate::nets::Class::of(self.isint[0], self.isint[1])
+    }
+
+    /// The traffic class of the flow's packets in direction `di` (0 client to server,
+    /// 1 server to client), from what the flow looked up when it started: no lookup.
+    #[inline]
+    pub fn class_of_dir(&self, di: usize) -> crate::nets::Class {
+        crate::nets::Class::of(self.isint[di & 1], self.isint[(di & 1) ^ 1])
     }
 
     /// The direction index (0 client to server, 1 server to client) of a packet whose
@@ -561,6 +596,7 @@ impl Flow {
             x.bytes_all += len;
             if x.first_payload_ns == 0 {
                 x.first_payload_ns = ts;
+                x.first_payload_len = len.min(u16::MAX as u64) as u16;
             }
             x.last_payload_ns = x.last_payload_ns.max(ts);
         }

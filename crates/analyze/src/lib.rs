@@ -30,6 +30,9 @@ pub mod shunt;
 pub mod stats;
 pub mod tcp;
 mod tracker;
+pub mod tstat;
 
 pub use flow::{ClientRule, Dir, EndReason, Flow, FlowId, Full, FullState, Kind, TcpFullState};
-pub use tracker::{FlowSink, InputClock, MovedFlow, Packet, TcpSets, Tracker, TrackerConfig, TrackerStats};
+pub use tracker::{
+    ClassTotals, FlowSink, InputClock, MovedFlow, Packet, TcpSets, Tracker, TrackerConfig, TrackerStats,
+};

@@ -62,11 +62,21 @@ impl Class {
 
 /// A set of internal networks. `Nets::default()` is the empty set (nothing internal);
 /// a run without networks uses no set at all (everything internal, see the module doc).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Nets {
     /// Disjoint, sorted, merged inclusive ranges.
     v4: Vec<(u32, u32)>,
     v6: Vec<(u128, u128)>,
+}
+
+impl std::fmt::Debug for Nets {
+    /// The ranges as addresses (summary.json's `options`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let v4 = self.v4.iter().map(|&(a, b)| format!("{}-{}", Ipv4Addr::from(a), Ipv4Addr::from(b)));
+        let v6 =
+            self.v6.iter().map(|&(a, b)| format!("{}-{}", std::net::Ipv6Addr::from(a), std::net::Ipv6Addr::from(b)));
+        f.debug_list().entries(v4.chain(v6)).finish()
+    }
 }
 
 impl Nets {

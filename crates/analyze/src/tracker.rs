@@ -159,6 +159,11 @@ pub struct TrackerConfig {
     pub start_flows: usize,
     /// When a flow needs no further analysis (live runs: `--shunt`); empty for never.
     pub shunt: crate::shunt::Shunt,
+    /// The internal networks (`-N`, `--internal`); none: every address is internal
+    /// (Tstat's default). Looked up once per flow, when it starts.
+    pub nets: Option<&'static crate::nets::Nets>,
+    /// Anonymize the addresses of every record (`--anonymize`).
+    pub anon: Option<crate::anon::AnonConfig>,
 }
 
 /// The TCP sets computed and written: the core set alone (volumes, sequence
@@ -193,6 +198,8 @@ impl Default for TrackerConfig {
             slots: Slots::Auto,
             start_flows: 1 << 16,
             shunt: crate::shunt::Shunt::default(),
+            nets: None,
+            anon: None,
         }
     }
 }
@@ -267,6 +274,17 @@ pub struct TrackerStats {
     pub periodic_rows: u64,
     /// Flows a `--shunt` rule matched.
     pub shunted: u64,
+    /// Flows, packets and wire bytes ended, by traffic class ([`crate::nets::Class::ALL`]
+    /// order: in, out, local, ext; a flow's class is its client's to its server's).
+    pub classes: [ClassTotals; 4],
+}
+
+/// What ended flows of one traffic class carried.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassTotals {
+    pub flows: u64,
+    pub packets: u64,
+    pub bytes: u64,
 }
 
 impl TrackerStats {
@@ -286,6 +304,11 @@ impl TrackerStats {
         self.ended_interrupted += o.ended_interrupted;
         self.peak_flows += o.peak_flows;
         self.periodic_rows += o.periodic_rows;
+        for (a, b) in self.classes.iter_mut().zip(&o.classes) {
+            a.flows += b.flows;
+            a.packets += b.packets;
+            a.bytes += b.bytes;
+        }
     }
 }
 
@@ -308,6 +331,8 @@ pub struct Tracker {
     late_names: bool,
     /// The packet just accounted made its flow shunted ([`Tracker::take_shunt`]).
     shunt_now: bool,
+    /// `--anonymize`: this worker's Crypto-PAn and its cache.
+    anon: Option<crate::anon::Anonymizer>,
     pub stats: TrackerStats,
 }
 
@@ -329,6 +354,7 @@ impl Tracker {
             dns: DnsCache::new(cfg.dns_cache),
             late_names: false,
             shunt_now: false,
+            anon: cfg.anon.as_ref().map(crate::anon::Anonymizer::new),
             stats: TrackerStats::default(),
         }
     }
@@ -470,6 +496,9 @@ impl Tracker {
                 let full = (self.cfg.tcp_sets == TcpSets::Full).then(|| self.pool.take_first());
                 let mut f = Flow::new(p.dec, p.src_is_lo, p.ts_ns, full, self.cfg.l7.is_some());
                 f.flow_id = FlowId::new(&p.key, p.ts_ns);
+                if self.cfg.nets.is_some() || self.anon.is_some() {
+                    endpoints(&mut f, self.cfg.nets, self.anon.as_ref(), &p.key, p.ts_ns);
+                }
                 if f.l7.is_some() {
                     f.fqdn = if self.late_names {
                         self.dns.lookup_before(f.dir[0].ip, f.dir[1].ip, p.ts_ns)
@@ -486,7 +515,14 @@ impl Tracker {
                 if let Some((_, mut old)) = evicted {
                     old.end = end_reason(&old, EndReason::Evicted);
                     self.stats.evictions += 1;
-                    close(old, now, out, &mut self.pool, self.late_names.then_some(&self.dns));
+                    close(
+                        old,
+                        now,
+                        out,
+                        &mut self.pool,
+                        Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets),
+                        &mut self.stats,
+                    );
                 }
                 self.stats.peak_flows = self.stats.peak_flows.max(self.table.len() as u64);
                 id
@@ -504,7 +540,15 @@ impl Tracker {
         }
         let fresh = f.update(p.dec, p.wire_len, p.ts_ns, di, &mut self.pool.rings);
         if let (Some(cfg), Some(fresh)) = (self.cfg.l7.as_ref(), fresh) {
-            on_payload(f, cfg, di, p, fresh, out, self.late_names.then_some(&self.dns));
+            on_payload(
+                f,
+                cfg,
+                di,
+                p,
+                fresh,
+                out,
+                Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets),
+            );
         }
         // Acquisition knows a flow by the hash of its frame's outer headers
         // (`capture::live::frame_flow`): a tunnel's or a fragment's hash is shared with
@@ -549,7 +593,14 @@ impl Tracker {
             if let Some((_, mut old)) = evicted {
                 old.end = end_reason(&old, EndReason::Evicted);
                 self.stats.evictions += 1;
-                close(old, self.now_ns, out, &mut self.pool, self.late_names.then_some(&self.dns));
+                close(
+                    old,
+                    self.now_ns,
+                    out,
+                    &mut self.pool,
+                    Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets),
+                    &mut self.stats,
+                );
             }
         }
         self.stats.peak_flows = self.stats.peak_flows.max(self.table.len() as u64);
@@ -567,12 +618,12 @@ impl Tracker {
         self.collect(usize::MAX, out);
         let stats = &mut self.stats;
         let pool = &mut self.pool;
-        let late = self.late_names.then_some(&self.dns);
+        let late = Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets);
         let now = self.now_ns;
         self.table.drain(|_, mut f| {
             f.end = end_reason(&f, at_end);
             count_end(stats, f.end);
-            close(f, now, out, pool, late);
+            close(f, now, out, pool, late, stats);
         });
     }
 
@@ -582,7 +633,7 @@ impl Tracker {
         let cfg = self.cfg;
         let stats = &mut self.stats;
         let pool = &mut self.pool;
-        let late = self.late_names.then_some(&self.dns);
+        let late = Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets);
         // `scan` hands over each flow right after `expired` said yes for it.
         let due = std::cell::Cell::new(0);
         self.table.scan(
@@ -599,7 +650,7 @@ impl Tracker {
             |_, mut f| {
                 f.end = end_reason(&f, EndReason::Idle);
                 count_end(stats, f.end);
-                close(f, due.get(), out, pool, late);
+                close(f, due.get(), out, pool, late, stats);
             },
         );
     }
@@ -642,7 +693,14 @@ impl Tracker {
         let (_, mut f) = self.table.remove(id);
         f.end = why;
         count_end(&mut self.stats, why);
-        close(f, due, out, &mut self.pool, self.late_names.then_some(&self.dns));
+        close(
+            f,
+            due,
+            out,
+            &mut self.pool,
+            Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets),
+            &mut self.stats,
+        );
     }
 }
 
@@ -658,7 +716,7 @@ fn on_payload(
     p: &Packet<'_>,
     fresh: crate::tcp::Fresh,
     out: &mut impl FlowSink,
-    late: Option<&DnsCache>,
+    ctx: Ctx<'_>,
 ) {
     let Some(l7) = f.l7.as_mut() else { return };
     let off = fresh.off as usize;
@@ -677,10 +735,10 @@ fn on_payload(
     // Complete transactions go out now: a resolver's 5-tuple can live for hours.
     let (http, dns) = (l7.drain_http(false), l7.drain_dns(false));
     if !(http.is_empty() && dns.is_empty()) {
-        name_late(f, late);
+        name_late(f, ctx.late);
         out.at(p.now_ns);
     }
-    emit_transactions(f, http, dns, out);
+    emit_transactions(f, http, dns, out, ctx);
 }
 
 /// The full sets' state of ended flows, for the next flows: one stack per size, the
@@ -760,9 +818,21 @@ fn pop_reset<T>(stack: &mut Vec<Box<T>>, reset: fn(&mut T), new: impl FnOnce() -
 /// full sets' state goes back to the pool.
 /// Writes the record of ended flow `f` (and its transactions still pending), due at
 /// `due` ([`FlowSink::at`]).
-fn close(mut f: Flow, due: u64, out: &mut impl FlowSink, pool: &mut Pool, late: Option<&DnsCache>) {
+fn close(mut f: Flow, due: u64, out: &mut impl FlowSink, pool: &mut Pool, ctx: Ctx<'_>, stats: &mut TrackerStats) {
     out.at(due);
-    name_late(&mut f, late);
+    name_late(&mut f, ctx.late);
+    if let Some(a) = ctx.anon {
+        // `http_hostname`: the first request's Host, when it is an address.
+        if let Some(h) = f.l7.as_mut().and_then(|x| x.http_mut()) {
+            if let Some(x) = h.first_host.as_deref().and_then(|x| a.host(x, ctx.nets)) {
+                h.first_host = Some(x);
+            }
+        }
+    }
+    let c = &mut stats.classes[f.class().index()];
+    c.flows += 1;
+    c.packets += f.dir[0].pkts_all + f.dir[1].pkts_all;
+    c.bytes += f.dir[0].bytes_wire + f.dir[1].bytes_wire;
     if f.folded() {
         pool.unfold(&mut f);
     } else if let Some(full) = &f.full {
@@ -770,7 +840,7 @@ fn close(mut f: Flow, due: u64, out: &mut impl FlowSink, pool: &mut Pool, late: 
     }
     if let Some(l7) = f.l7.as_mut() {
         let (http, dns) = (l7.drain_http(true), l7.drain_dns(true));
-        emit_transactions(&f, http, dns, out);
+        emit_transactions(&f, http, dns, out, ctx);
     }
     out.on_flow_end(&f);
     pool.give(f.full.take());
@@ -790,16 +860,126 @@ fn name_late(f: &mut Flow, late: Option<&DnsCache>) {
     }
 }
 
-fn emit_transactions(f: &Flow, http: Vec<HttpTransaction>, dns: Vec<DnsTransaction>, out: &mut impl FlowSink) {
+/// What writing a flow's records needs besides the flow: DN-Hunter's cache for the
+/// names decided late (`late`), and under `--anonymize` the worker's anonymizer and the
+/// internal networks (for the addresses of DNS answers).
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    late: Option<&'a DnsCache>,
+    anon: Option<&'a crate::anon::Anonymizer>,
+    nets: Option<&'static crate::nets::Nets>,
+}
+
+impl<'a> Ctx<'a> {
+    #[inline]
+    fn new(
+        late_names: bool,
+        dns: &'a DnsCache,
+        anon: Option<&'a crate::anon::Anonymizer>,
+        nets: Option<&'static crate::nets::Nets>,
+    ) -> Ctx<'a> {
+        Ctx { late: late_names.then_some(dns), anon, nets }
+    }
+}
+
+/// Decides, once per flow as it starts, whether its endpoints are internal and, under
+/// `--anonymize`, the addresses its records show and a flow id keyed by the secret
+/// (the plain id is a hash of the 5-tuple anyone can compute: it would let the real
+/// addresses be searched for).
+#[cold]
+fn endpoints(
+    f: &mut Flow,
+    nets: Option<&crate::nets::Nets>,
+    anon: Option<&crate::anon::Anonymizer>,
+    key: &tapstat_flow::FlowKey,
+    ts_ns: u64,
+) {
+    for i in 0..2 {
+        f.isint[i] = crate::nets::is_internal(nets, f.ip_version, f.dir[i].ip);
+    }
+    if let Some(a) = anon {
+        for i in 0..2 {
+            if a.scope.covers(f.isint[i]) {
+                f.shown_ip[i] = a.raw(f.ip_version, f.dir[i].ip);
+                f.iscrypto[i] = true;
+            }
+        }
+        f.flow_id = FlowId::keyed(key, ts_ns, a.id_secret);
+    }
+}
+
+fn emit_transactions(
+    f: &Flow,
+    http: Vec<HttpTransaction>,
+    dns: Vec<DnsTransaction>,
+    out: &mut impl FlowSink,
+    ctx: Ctx<'_>,
+) {
     if http.is_empty() && dns.is_empty() {
         return;
     }
     let fr = FlowRef::of(f);
-    for tx in http {
+    for mut tx in http {
+        if let (Some(a), Some(r)) = (ctx.anon, tx.request.as_mut()) {
+            anonymize_http(r, a, ctx.nets);
+        }
         out.on_http(&HttpRow { flow: fr.clone(), tx });
     }
-    for tx in dns {
+    for mut tx in dns {
+        if let Some(a) = ctx.anon {
+            anonymize_dns(&mut tx, a, ctx.nets);
+        }
         out.on_dns(&DnsRow::new(fr.clone(), tx));
+    }
+}
+
+/// The addresses an HTTP request writes: a Host, a target or a Referer that is an
+/// address rather than a name.
+fn anonymize_http(
+    r: &mut tapstat_l7::http::HttpRequest,
+    a: &crate::anon::Anonymizer,
+    nets: Option<&crate::nets::Nets>,
+) {
+    if let Some(h) = r.host.as_deref().and_then(|h| a.host(h, nets)) {
+        r.host = Some(h);
+    }
+    if let Some(u) = r.url.as_deref().and_then(|u| a.url(u, nets)) {
+        r.url = Some(u);
+    }
+    if let Some(u) = r.referer.as_deref().and_then(|u| a.url(u, nets)) {
+        r.referer = Some(u);
+    }
+}
+
+/// The addresses a DNS transaction writes (its answers, and the address spelled by a
+/// reverse lookup's name), anonymized under the scope of `--anonymize-only`.
+fn anonymize_dns(tx: &mut DnsTransaction, a: &crate::anon::Anonymizer, nets: Option<&crate::nets::Nets>) {
+    use tapstat_l7::dns::parser::AnswerData;
+    if let Some(r) = a.reverse_name(&tx.qname, nets) {
+        tx.qname = r;
+    }
+    for ans in &mut tx.answers {
+        if let Some(r) = a.reverse_name(&ans.name, nets) {
+            ans.name = r;
+        }
+        match &mut ans.data {
+            AnswerData::A(v4) => {
+                if let std::net::IpAddr::V4(x) = a.answer((*v4).into(), nets) {
+                    *v4 = x;
+                }
+            }
+            AnswerData::Aaaa(v6) => {
+                if let std::net::IpAddr::V6(x) = a.answer((*v6).into(), nets) {
+                    *v6 = x;
+                }
+            }
+            AnswerData::Cname(n) => {
+                if let Some(r) = a.reverse_name(n, nets) {
+                    *n = r;
+                }
+            }
+            AnswerData::Other => {}
+        }
     }
 }
 

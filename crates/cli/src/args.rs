@@ -238,6 +238,26 @@ pub struct RunArgs {
     /// DNS answers (client, address → name) each worker remembers for `fqdn` [0..=2^24]
     #[arg(long, value_name = "N", default_value_t = 1 << 16, allow_negative_numbers = true, value_parser = int_in::<usize, 0, { 1 << 24 }>)]
     pub dns_cache: usize,
+    /// Internal networks, from a file in Tstat's net file format: one network per line,
+    /// `10.0.0.0/8`, `10.0.0.0/255.0.0.0`, `2001:db8::/32` or a bare address; `#`
+    /// comments. Sets `c_isint`/`s_isint` and the traffic classes (in, out, local, ext)
+    /// of summary.json. Without -N or --internal every address is internal (as in Tstat)
+    #[arg(short = 'N', long = "net-file", value_name = "FILE", value_parser = parse_net_file)]
+    pub net_file: Option<tapstat_analyze::nets::Nets>,
+    /// Internal networks given on the command line (added to -N's), comma-separated:
+    /// --internal 10.0.0.0/8,192.168.0.0/16,2001:db8::/32
+    #[arg(long, value_name = "CIDR,...", value_delimiter = ',', value_parser = parse_cidr)]
+    pub internal: Vec<String>,
+    /// Anonymize every address of every output (logs, DNS answers, IPFIX, Kafka,
+    /// Parquet) with prefix-preserving Crypto-PAn, IPv4 and IPv6. KEYFILE holds 32 bytes:
+    /// 16 of AES key, 16 of pad (make one: head -c 32 /dev/urandom > KEYFILE; keep it to
+    /// anonymize later runs alike). `c_iscrypto`/`s_iscrypto` say which addresses are
+    #[arg(long, value_name = "KEYFILE", value_parser = parse_key_file)]
+    pub anonymize: Option<KeyBytes>,
+    /// Which addresses --anonymize changes: all, internal (those of -N/--internal: the
+    /// probe's own users; Tstat's choice) or external
+    #[arg(long, value_name = "WHICH", default_value = "all", value_parser = ["all", "internal", "external"], requires = "anonymize")]
+    pub anonymize_only: String,
     /// Seed of the flow hash (default: random at start-up, so crafted traffic cannot aim at buckets) [0..=2^64-1]
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = int_in::<u64, 0, { u64::MAX }>)]
     pub hash_seed: Option<u64>,
@@ -430,6 +450,20 @@ impl RunArgs {
         self.out.as_os_str() == "-"
     }
 
+    /// The internal networks of -N and --internal, for the run's lifetime (the workers'
+    /// trackers share them); none when neither is given.
+    fn nets(&self) -> Option<&'static tapstat_analyze::nets::Nets> {
+        if self.net_file.is_none() && self.internal.is_empty() {
+            return None;
+        }
+        let mut n = self.net_file.clone().unwrap_or_default();
+        for c in &self.internal {
+            // Checked when the flags were read.
+            let _ = n.add_str(c);
+        }
+        Some(Box::leak(Box::new(n)))
+    }
+
     pub fn engine_config(&self) -> EngineConfig {
         let workers =
             self.workers.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
@@ -484,6 +518,11 @@ impl RunArgs {
                 start_flows: TrackerConfig::default().start_flows,
                 // Parsed and counted when the flags are read (`--shunt` is live-only).
                 shunt: tapstat_analyze::shunt::Shunt::new(&self.live.shunt).unwrap_or_default(),
+                nets: self.nets(),
+                anon: self.anonymize.map(|k| tapstat_analyze::anon::AnonConfig {
+                    key: k.0,
+                    scope: tapstat_analyze::anon::Scope::parse(&self.anonymize_only).unwrap_or_default(),
+                }),
             },
             hash_seed: self.hash_seed,
             flow_hash: match self.flow_hash {
@@ -636,4 +675,28 @@ impl SynthArgs {
         }
         c
     }
+}
+
+/// A Crypto-PAn key read from `--anonymize`'s file (never printed).
+#[derive(Clone, Copy)]
+pub struct KeyBytes(pub [u8; 32]);
+
+impl std::fmt::Debug for KeyBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyBytes(..)")
+    }
+}
+
+fn parse_key_file(s: &str) -> Result<KeyBytes, String> {
+    tapstat_analyze::anon::AnonConfig::read_key(std::path::Path::new(s)).map(KeyBytes)
+}
+
+fn parse_net_file(s: &str) -> Result<tapstat_analyze::nets::Nets, String> {
+    let text = std::fs::read_to_string(s).map_err(|e| format!("{s}: {e}"))?;
+    tapstat_analyze::nets::Nets::parse(&text).map_err(|e| format!("{s}: {e}"))
+}
+
+fn parse_cidr(s: &str) -> Result<String, String> {
+    tapstat_analyze::nets::Nets::default().add_str(s)?;
+    Ok(s.trim().to_string())
 }

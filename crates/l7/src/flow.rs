@@ -387,6 +387,15 @@ impl L7Flow {
         }
     }
 
+    /// The HTTP state, to change what a record will write of it (an address-literal
+    /// host anonymized).
+    pub fn http_mut(&mut self) -> Option<&mut HttpState> {
+        match &mut self.state {
+            State::Http(s) | State::Tunnel(s, _) => Some(s),
+            _ => None,
+        }
+    }
+
     /// The finished HTTP transactions; with `flush` (at the flow's end) also requests
     /// still without a response.
     pub fn drain_http(&mut self, flush: bool) -> Vec<HttpTransaction> {

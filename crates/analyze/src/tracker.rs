@@ -821,13 +821,9 @@ fn pop_reset<T>(stack: &mut Vec<Box<T>>, reset: fn(&mut T), new: impl FnOnce() -
 fn close(mut f: Flow, due: u64, out: &mut impl FlowSink, pool: &mut Pool, ctx: Ctx<'_>, stats: &mut TrackerStats) {
     out.at(due);
     name_late(&mut f, ctx.late);
-    if let Some(a) = ctx.anon {
-        // `http_hostname`: the first request's Host, when it is an address.
-        if let Some(h) = f.l7.as_mut().and_then(|x| x.http_mut()) {
-            if let Some(x) = h.first_host.as_deref().and_then(|x| a.host(x, ctx.nets)) {
-                h.first_host = Some(x);
-            }
-        }
+    if let (Some(a), Some(l7)) = (ctx.anon, f.l7.as_mut()) {
+        // `http_hostname`, the SNIs: names the peers chose, which may be addresses.
+        l7.rewrite_names(|x| a.host(x, ctx.nets));
     }
     let c = &mut stats.classes[f.class().index()];
     c.flows += 1;

@@ -340,6 +340,29 @@ impl L7Flow {
         }
     }
 
+    /// The names a record writes that the peers chose (the first request's Host, the
+    /// SNI of a TLS, DTLS or QUIC ClientHello), rewritten by `f` where it returns a new
+    /// one: `--anonymize` uses it for names that are addresses.
+    pub fn rewrite_names(&mut self, mut f: impl FnMut(&str) -> Option<String>) {
+        let mut one = |s: &mut Option<String>| {
+            if let Some(n) = s.as_deref().and_then(&mut f) {
+                *s = Some(n);
+            }
+        };
+        if let Some(h) = self.http_mut() {
+            one(&mut h.first_host);
+        }
+        let tls = match &mut self.state {
+            State::Tls(s) | State::Tunnel(_, s) => Some(&mut s.info),
+            State::Dtls(s) => Some(&mut s.info),
+            State::Quic(s) => Some(&mut s.info.tls),
+            _ => None,
+        };
+        if let Some(c) = tls.and_then(|t| t.client.as_mut()) {
+            one(&mut c.sni);
+        }
+    }
+
     pub fn sni(&self) -> Option<&str> {
         self.tls()?.client.as_ref()?.sni.as_deref()
     }

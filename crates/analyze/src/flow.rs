@@ -107,9 +107,11 @@ pub struct Dir {
     /// OR of the flags of this direction's TCP segments (IPFIX's `tcpControlBits`);
     /// in the padding after `port`, so `Dir` does not grow.
     pub tcp_flags: u8,
-    /// Payload bytes of this direction's first packet with payload, at most 65535
-    /// (Tstat's MSE heuristic, `con_t`); in the padding too.
+    /// Payload bytes of this direction's first packet with payload, at most 65535, and
+    /// whether its first 4 bytes are printable ASCII (Tstat's MSE heuristic, `con_t`);
+    /// in the padding too.
     pub first_payload_len: u16,
+    pub first_payload_text: bool,
     pub pkts_all: u64,
     /// L4 payload bytes, retransmissions included.
     pub bytes_all: u64,
@@ -387,10 +389,11 @@ pub struct Flow {
     /// Whether the client's and the server's addresses are anonymized in the records
     /// (`--anonymize`): Tstat's `c_iscrypto`, `s_iscrypto`.
     pub iscrypto: [bool; 2],
-    /// The client's and the server's addresses as every record writes them: those of
-    /// `dir`, or their Crypto-PAn images where `iscrypto`. `dir` keeps the real ones for
-    /// the analysis (DN-Hunter's lookups).
-    pub shown_ip: [u128; 2],
+    /// Under `--anonymize`, the client's and the server's addresses as every record
+    /// writes them ([`Flow::shown_ip`]): their Crypto-PAn images where `iscrypto`.
+    /// `dir` keeps the real ones for the analysis (DN-Hunter's lookups). Boxed: a flow
+    /// of a run without `--anonymize` carries 8 bytes for it, not 32.
+    pub anon_ip: Option<Box<[u128; 2]>>,
 }
 
 impl Flow {
@@ -448,7 +451,17 @@ impl Flow {
             fqdn: None,
             isint: [true; 2],
             iscrypto: [false; 2],
-            shown_ip: [ci, si],
+            anon_ip: None,
+        }
+    }
+
+    /// The address of side `i` (0 client, 1 server) as records write it: anonymized
+    /// under `--anonymize`.
+    #[inline]
+    pub fn shown_ip(&self, i: usize) -> u128 {
+        match &self.anon_ip {
+            None => self.dir[i & 1].ip,
+            Some(a) => a[i & 1],
         }
     }
 
@@ -561,6 +574,7 @@ impl Flow {
     pub fn update(
         &mut self,
         d: &Decoded,
+        payload: &[u8],
         wire_len: u32,
         ts_ns: u64,
         di: usize,
@@ -597,6 +611,7 @@ impl Flow {
             if x.first_payload_ns == 0 {
                 x.first_payload_ns = ts;
                 x.first_payload_len = len.min(u16::MAX as u64) as u16;
+                x.first_payload_text = payload.len() >= 4 && payload[..4].iter().all(|b| (0x20..0x7f).contains(b));
             }
             x.last_payload_ns = x.last_payload_ns.max(ts);
         }
@@ -648,7 +663,7 @@ mod tests {
         let first = std::mem::size_of::<Option<FirstPacket>>();
         eprintln!("size_of::<Flow>() = {size}, size_of::<FullState>() = {full}, size_of::<TcpFullState>() = {tcp}");
         eprintln!("size_of::<Option<FirstPacket>>() = {first}");
-        assert!(size <= 816, "Flow grew to {size} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
+        assert!(size <= 832, "Flow grew to {size} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
         assert!(full <= 352, "FullState grew to {full} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
         // 1,024 is one of mimalloc's size classes; the next is 1,280 (a quarter more
         // memory per TCP flow of two packets or more).

@@ -39,7 +39,7 @@ fn dir_durat(d: &Dir) -> Value<'static> {
 /// The address of side `i` as records write it ([`Flow::shown_ip`]: anonymized under
 /// `--anonymize`).
 fn ip(f: &Flow, i: usize) -> Value<'static> {
-    Value::Ip(tapstat_flow::ip_of(f.ip_version, f.shown_ip[i]))
+    Value::Ip(tapstat_flow::ip_of(f.ip_version, f.shown_ip(i)))
 }
 
 macro_rules! col {
@@ -694,7 +694,7 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
         col!("s_isint", U64, "", "core", ISINT_S, |f: &Flow| Value::U64(f.isint[1] as u64)),
         col!("c_iscrypto", U64, "", "core", ISCRYPTO_C, |f: &Flow| Value::U64(f.iscrypto[0] as u64)),
         col!("s_iscrypto", U64, "", "core", ISCRYPTO_S, |f: &Flow| Value::U64(f.iscrypto[1] as u64)),
-        col!("con_t", U64, "", "core", "Tstat's connection type, a bit mask from the payload: 1 HTTP, 2 RTSP, 4 RTP, 16 RTCP, 1024 SMTP, 2048 POP3, 4096 IMAP, 8192 TLS, 32768 SSH, 131072 MSE (Tstat's heuristic for BitTorrent's Message Stream Encryption: no protocol recognised, and the first data segment of each side 96 to 608 bytes, a Diffie-Hellman key and its padding); 0 none. Needs the application layer (0 without it)", |f: &Flow| Value::U64(crate::tstat::con_t(f) as u64)),
+        col!("con_t", U64, "", "core", "Tstat's connection type, a bit mask from the payload: 1 HTTP, 2 RTSP, 4 RTP, 16 RTCP, 1024 SMTP, 2048 POP3, 4096 IMAP, 8192 TLS, 32768 SSH, 131072 MSE (Tstat's heuristic for BitTorrent's Message Stream Encryption: no protocol recognised, the client's first data segment 96 to 608 bytes (a Diffie-Hellman key and its padding) not starting with text, and data from the server); 0 none. Needs the application layer (0 without it)", |f: &Flow| Value::U64(crate::tstat::con_t(f) as u64)),
         col!("p2p_t", U64, "", "core", "Tstat's P2P type (IPP2P's codes): 9 BitTorrent (its handshake seen), 0 none; Tstat's other IPP2P protocols (eDonkey, Kazaa, Gnutella, DirectConnect...) are not recognised", |f: &Flow| Value::U64(crate::tstat::p2p_t(f) as u64)),
         col!("http_t", U64, "", "core", "Tstat's HTTP content type of the flow's first request: 1 GET (and other methods but POST), 2 POST; 0 not HTTP. Tstat's finer classes (video and social sites, by URL) are not made: see docs/METRICS.md", |f: &Flow| Value::U64(crate::tstat::http_t(f) as u64)),
         dir_u64!(

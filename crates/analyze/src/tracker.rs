@@ -538,7 +538,7 @@ impl Tracker {
             self.table.touch(id, now);
             return;
         }
-        let fresh = f.update(p.dec, p.wire_len, p.ts_ns, di, &mut self.pool.rings);
+        let fresh = f.update(p.dec, p.payload, p.wire_len, p.ts_ns, di, &mut self.pool.rings);
         if let (Some(cfg), Some(fresh)) = (self.cfg.l7.as_ref(), fresh) {
             on_payload(
                 f,
@@ -894,12 +894,14 @@ fn endpoints(
         f.isint[i] = crate::nets::is_internal(nets, f.ip_version, f.dir[i].ip);
     }
     if let Some(a) = anon {
+        let mut shown = [f.dir[0].ip, f.dir[1].ip];
         for i in 0..2 {
             if a.scope.covers(f.isint[i]) {
-                f.shown_ip[i] = a.raw(f.ip_version, f.dir[i].ip);
+                shown[i] = a.raw(f.ip_version, f.dir[i].ip);
                 f.iscrypto[i] = true;
             }
         }
+        f.anon_ip = Some(Box::new(shown));
         f.flow_id = FlowId::keyed(key, ts_ns, a.id_secret);
     }
 }

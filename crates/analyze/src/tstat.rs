@@ -32,7 +32,12 @@ fn payload_app(f: &Flow) -> Option<App> {
 }
 
 /// `con_t`: the protocol the payload showed, as Tstat's bit; or MSE when none was
-/// recognised and each side's first data segment has the size of an MSE handshake.
+/// recognised and the client's first data segment has the size of an MSE handshake and
+/// does not start with text (a key is random bytes; Gnutella's `GNUTELLA CONNECT`, of
+/// the same size, is not MSE for Tstat either), and the server answered with data.
+/// (These conditions are those that reproduce Tstat's verdicts on the dev captures:
+/// Ethereum's RLPx handshakes, WhatsApp's and KakaoTalk's are MSE for Tstat, and an
+/// RLPx hello left unanswered is not.)
 pub fn con_t(f: &Flow) -> u32 {
     if f.l7.is_none() {
         return 0;
@@ -48,7 +53,10 @@ pub fn con_t(f: &Flow) -> u32 {
         Some(App::Tls) => con::TLS,
         Some(App::Ssh) => con::SSH,
         Some(_) => 0,
-        None if MSE_LEN.contains(&f.dir[0].first_payload_len) && MSE_LEN.contains(&f.dir[1].first_payload_len) => {
+        None if MSE_LEN.contains(&f.dir[0].first_payload_len)
+            && !f.dir[0].first_payload_text
+            && f.dir[1].first_payload_len > 0 =>
+        {
             con::MSE
         }
         None => 0,

@@ -155,8 +155,8 @@ pub(crate) fn record_of(f: &Flow) -> FlowRecord<'_> {
         .and_then(|x| x.sni().or_else(|| x.quic().and_then(|q| q.tls.client.as_ref()).and_then(|c| c.sni.as_deref())));
     FlowRecord {
         ipv6: f.ip_version == 6,
-        src: f.shown_ip[0],
-        dst: f.shown_ip[1],
+        src: f.shown_ip(0),
+        dst: f.shown_ip(1),
         ports: matches!(f.kind, Kind::Tcp | Kind::Udp).then_some((f.dir[0].port, f.dir[1].port)),
         proto: f.proto,
         start_ms: us(f.first_ns) / 1000,

@@ -87,3 +87,50 @@ pub fn http_t(f: &Flow) -> u32 {
         _ => 1,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tapstat_decode::{Decoded, L4};
+
+    fn tcp_flow(l7: bool) -> Flow {
+        let d = Decoded { l4: L4::Tcp, sport: 40000, dport: 30303, ..Decoded::default() };
+        Flow::new(&d, true, 1, None, l7)
+    }
+
+    #[test]
+    fn mse_is_an_answered_binary_hello_of_its_size() {
+        let mut f = tcp_flow(true);
+        f.dir[0].first_payload_len = 307;
+        f.dir[1].first_payload_len = 57;
+        assert_eq!((con_t(&f), p2p_t(&f), http_t(&f)), (con::MSE, 0, 0));
+        f.dir[0].first_payload_text = true; // GNUTELLA CONNECT/0.6
+        assert_eq!(con_t(&f), 0);
+        f.dir[0].first_payload_text = false;
+        f.dir[1].first_payload_len = 0; // unanswered
+        assert_eq!(con_t(&f), 0);
+        f.dir[1].first_payload_len = 200;
+        f.dir[0].first_payload_len = 95; // too short for a key
+        assert_eq!(con_t(&f), 0);
+        f.dir[0].first_payload_len = 609; // longer than a key and 512 bytes of padding
+        assert_eq!(con_t(&f), 0);
+        // Without the application layer nothing is said.
+        let mut g = tcp_flow(false);
+        g.dir[0].first_payload_len = 307;
+        g.dir[1].first_payload_len = 57;
+        assert_eq!(con_t(&g), 0);
+    }
+
+    #[test]
+    fn a_flows_class_and_its_packets_classes() {
+        use crate::nets::Class;
+        let mut f = tcp_flow(false);
+        assert_eq!(f.class(), Class::Local, "every address is internal without networks");
+        f.isint = [true, false];
+        assert_eq!((f.class(), f.class_of_dir(0), f.class_of_dir(1)), (Class::Out, Class::Out, Class::In));
+        f.isint = [false, true];
+        assert_eq!((f.class(), f.class_of_dir(1)), (Class::In, Class::Out));
+        f.isint = [false, false];
+        assert_eq!(f.class_of_dir(1), Class::Ext);
+    }
+}

@@ -895,9 +895,9 @@ fn endpoints(
     }
     if let Some(a) = anon {
         let mut shown = [f.dir[0].ip, f.dir[1].ip];
-        for i in 0..2 {
+        for (i, ip) in shown.iter_mut().enumerate() {
             if a.scope.covers(f.isint[i]) {
-                shown[i] = a.raw(f.ip_version, f.dir[i].ip);
+                *ip = a.raw(f.ip_version, *ip);
                 f.iscrypto[i] = true;
             }
         }

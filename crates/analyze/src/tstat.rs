@@ -4,7 +4,7 @@
 //! http_t") says where they differ from Tstat's and why.
 
 use crate::flow::Flow;
-use tapstat_l7::{App, AppSource};
+use tapstat_l7::App;
 
 /// Tstat's connection types (protocol.h), the bits `con_t` can have here.
 pub mod con {
@@ -26,9 +26,9 @@ pub mod con {
 const MSE_LEN: std::ops::RangeInclusive<u16> = 96..=608;
 
 /// The application the payload showed (not the port table's guess).
+#[inline]
 fn payload_app(f: &Flow) -> Option<App> {
-    let l7 = f.l7.as_ref()?;
-    (l7.app_source() == AppSource::Payload).then(|| l7.app()).flatten()
+    f.l7.as_ref()?.payload_app()
 }
 
 /// `con_t`: the protocol the payload showed, as Tstat's bit; or MSE when none was

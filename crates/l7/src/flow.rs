@@ -320,6 +320,13 @@ impl L7Flow {
         self.app.or_else(|| ports::classify(self.transport, self.client_port, self.server_port))
     }
 
+    /// The application the payload showed; none when only the port table (or nothing)
+    /// names one.
+    #[inline]
+    pub fn payload_app(&self) -> Option<App> {
+        self.app
+    }
+
     pub fn app_source(&self) -> AppSource {
         if self.app.is_some() {
             AppSource::Payload

@@ -347,6 +347,26 @@ mod tests {
         assert_eq!(got, n);
     }
 
+    /// The exported addresses are those the records show: Crypto-PAn's under
+    /// `--anonymize`, never the flow's real ones.
+    #[test]
+    fn records_carry_the_shown_addresses() {
+        let d = tapstat_decode::Decoded {
+            l4: tapstat_decode::L4::Udp,
+            ip_version: 4,
+            proto: 17,
+            src: 0x0a00_0001,
+            dst: 0x0a00_0002,
+            sport: 5000,
+            dport: 53,
+            ..Default::default()
+        };
+        let mut f = Flow::new(&d, true, 1, None, false);
+        assert_eq!((record_of(&f).src, record_of(&f).dst), (0x0a00_0001, 0x0a00_0002));
+        f.anon_ip = Some(Box::new([0x0b00_0001, 0x0b00_0002]));
+        assert_eq!((record_of(&f).src, record_of(&f).dst), (0x0b00_0001, 0x0b00_0002));
+    }
+
     /// Records in a message's data sets, from the records' fixed layout.
     fn count_records(b: &[u8]) -> usize {
         let mut one = Vec::new();

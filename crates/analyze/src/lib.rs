@@ -21,6 +21,7 @@
 
 pub mod dnhunter;
 mod flow;
+pub mod histo;
 pub mod l7log;
 pub mod logs;
 pub mod periodic;

@@ -3,6 +3,7 @@
 
 use crate::dnhunter::{DnsAnswer, DnsCache};
 use crate::flow::{EndReason, FirstPacket, Flow, FlowId, Full, FullState, Kind, TcpFullState};
+use crate::histo::Histo;
 use crate::l7log::{DnsRow, FlowRef, HttpRow};
 use crate::periodic::PeriodicRow;
 use tapstat_decode::{Decoded, TcpFields, L4};
@@ -146,6 +147,8 @@ pub struct TrackerConfig {
     pub first_n: usize,
     /// Interval of the periodic rows of live TCP and UDP flows; 0 for none.
     pub periodic_ns: u64,
+    /// Interval of the link histograms ([`crate::histo`]); 0 for none.
+    pub histo_ns: u64,
     /// The application layer's settings; none turns it off.
     pub l7: Option<tapstat_l7::L7Config>,
     /// Most (client, address) → name answers each worker remembers (DN-Hunter).
@@ -187,6 +190,7 @@ impl Default for TrackerConfig {
             tcp_sets: TcpSets::Full,
             first_n: 10,
             periodic_ns: 0,
+            histo_ns: 0,
             l7: Some(tapstat_l7::L7Config::default()),
             dns_cache: 1 << 16,
             index: IndexKind::default(),
@@ -308,6 +312,8 @@ pub struct Tracker {
     late_names: bool,
     /// The packet just accounted made its flow shunted ([`Tracker::take_shunt`]).
     shunt_now: bool,
+    /// The link histograms (`histo_ns` > 0).
+    histo: Option<Box<Histo>>,
     pub stats: TrackerStats,
 }
 
@@ -329,6 +335,7 @@ impl Tracker {
             dns: DnsCache::new(cfg.dns_cache),
             late_names: false,
             shunt_now: false,
+            histo: (cfg.histo_ns > 0).then(|| Box::new(Histo::new(cfg.histo_ns))),
             stats: TrackerStats::default(),
         }
     }
@@ -441,6 +448,9 @@ impl Tracker {
             self.periodic(out);
             self.dirty = true;
         }
+        if let Some(h) = self.histo.as_deref_mut() {
+            h.packet(p.now_ns, p.dec);
+        }
         if !p.dns_learnt && !p.unanalysed {
             self.learn_dns_at(p.dec, p.payload, p.ts_ns);
         }
@@ -486,7 +496,14 @@ impl Tracker {
                 if let Some((_, mut old)) = evicted {
                     old.end = end_reason(&old, EndReason::Evicted);
                     self.stats.evictions += 1;
-                    close(old, now, out, &mut self.pool, self.late_names.then_some(&self.dns));
+                    close(
+                        old,
+                        now,
+                        out,
+                        &mut self.pool,
+                        self.late_names.then_some(&self.dns),
+                        self.histo.as_deref_mut(),
+                    );
                 }
                 self.stats.peak_flows = self.stats.peak_flows.max(self.table.len() as u64);
                 id
@@ -549,7 +566,14 @@ impl Tracker {
             if let Some((_, mut old)) = evicted {
                 old.end = end_reason(&old, EndReason::Evicted);
                 self.stats.evictions += 1;
-                close(old, self.now_ns, out, &mut self.pool, self.late_names.then_some(&self.dns));
+                close(
+                    old,
+                    self.now_ns,
+                    out,
+                    &mut self.pool,
+                    self.late_names.then_some(&self.dns),
+                    self.histo.as_deref_mut(),
+                );
             }
         }
         self.stats.peak_flows = self.stats.peak_flows.max(self.table.len() as u64);
@@ -569,11 +593,18 @@ impl Tracker {
         let pool = &mut self.pool;
         let late = self.late_names.then_some(&self.dns);
         let now = self.now_ns;
+        let mut histo = self.histo.as_deref_mut();
         self.table.drain(|_, mut f| {
             f.end = end_reason(&f, at_end);
             count_end(stats, f.end);
-            close(f, now, out, pool, late);
+            close(f, now, out, pool, late, histo.as_deref_mut());
         });
+    }
+
+    /// The link histograms (`--histo-interval`), taken after [`Tracker::finish`] for
+    /// the run's merge ([`Histo::merge`]).
+    pub fn take_histo(&mut self) -> Option<Box<Histo>> {
+        self.histo.take()
     }
 
     /// Scans `n` slots of the table and ends the flows that have expired by now.
@@ -583,6 +614,7 @@ impl Tracker {
         let stats = &mut self.stats;
         let pool = &mut self.pool;
         let late = self.late_names.then_some(&self.dns);
+        let mut histo = self.histo.as_deref_mut();
         // `scan` hands over each flow right after `expired` said yes for it.
         let due = std::cell::Cell::new(0);
         self.table.scan(
@@ -599,7 +631,7 @@ impl Tracker {
             |_, mut f| {
                 f.end = end_reason(&f, EndReason::Idle);
                 count_end(stats, f.end);
-                close(f, due.get(), out, pool, late);
+                close(f, due.get(), out, pool, late, histo.as_deref_mut());
             },
         );
     }
@@ -642,7 +674,7 @@ impl Tracker {
         let (_, mut f) = self.table.remove(id);
         f.end = why;
         count_end(&mut self.stats, why);
-        close(f, due, out, &mut self.pool, self.late_names.then_some(&self.dns));
+        close(f, due, out, &mut self.pool, self.late_names.then_some(&self.dns), self.histo.as_deref_mut());
     }
 }
 
@@ -760,7 +792,14 @@ fn pop_reset<T>(stack: &mut Vec<Box<T>>, reset: fn(&mut T), new: impl FnOnce() -
 /// full sets' state goes back to the pool.
 /// Writes the record of ended flow `f` (and its transactions still pending), due at
 /// `due` ([`FlowSink::at`]).
-fn close(mut f: Flow, due: u64, out: &mut impl FlowSink, pool: &mut Pool, late: Option<&DnsCache>) {
+fn close(
+    mut f: Flow,
+    due: u64,
+    out: &mut impl FlowSink,
+    pool: &mut Pool,
+    late: Option<&DnsCache>,
+    histo: Option<&mut Histo>,
+) {
     out.at(due);
     name_late(&mut f, late);
     if f.folded() {
@@ -773,6 +812,9 @@ fn close(mut f: Flow, due: u64, out: &mut impl FlowSink, pool: &mut Pool, late: 
         emit_transactions(&f, http, dns, out);
     }
     out.on_flow_end(&f);
+    if let Some(h) = histo {
+        h.flow(due, &f);
+    }
     pool.give(f.full.take());
 }
 

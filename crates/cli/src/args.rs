@@ -219,6 +219,12 @@ pub struct RunArgs {
     /// what it did in the interval (log_tcp_periodic, log_udp_periodic) [0.001..=1e10]
     #[arg(long, value_name = "S", allow_hyphen_values = true, value_parser = periodic_secs)]
     pub periodic: Option<f64>,
+    /// Link histograms every S whole seconds of packet time, written at the end as
+    /// histograms.tsv (time, histogram, direction, bin, count; with -o -, JSON lines
+    /// tagged "histograms"): IP length, TTL, IP protocol, server ports, flow durations,
+    /// bytes and packets, RTT, flows per application. `off` (or 0) for none [1..=1e9]
+    #[arg(long, value_name = "S|off", default_value = "300", allow_hyphen_values = true, value_parser = histo_secs)]
+    pub histo_interval: u64,
     /// Application layer: classification (`app`), TLS/QUIC server names and
     /// fingerprints, HTTP and DNS transactions (log_http_complete, log_dns_complete),
     /// DNS names of the servers (`fqdn`)
@@ -377,6 +383,17 @@ pub fn periodic_secs(s: &str) -> Result<f64, String> {
     secs_in(s, 0.001, MAX_TIMEOUT_S)
 }
 
+/// `--histo-interval`: whole seconds, `off` or 0 (none).
+pub fn histo_secs(s: &str) -> Result<u64, String> {
+    match s.trim() {
+        "off" | "0" => Ok(0),
+        t => match t.parse::<u64>() {
+            Ok(n) if (1..=1_000_000_000).contains(&n) => Ok(n),
+            _ => Err(format!("{s:?} is not a whole number of seconds in 1..=1000000000, nor `off`")),
+        },
+    }
+}
+
 fn ns(s: f64) -> u64 {
     (s.max(0.0) * 1e9) as u64
 }
@@ -463,6 +480,7 @@ impl RunArgs {
                 },
                 first_n: self.first_n,
                 periodic_ns: self.periodic.map_or(0, |s| ns(s).max(1_000_000)),
+                histo_ns: self.histo_interval * 1_000_000_000,
                 l7: (self.l7 == OnOff::On).then(|| tapstat_l7::L7Config {
                     budget: self.l7_budget,
                     url_privacy: match self.http_url {

@@ -19,6 +19,7 @@ mod kafka;
 mod live;
 mod outdir;
 mod replay;
+mod report;
 
 use anyhow::{bail, Context, Result};
 use args::{Cli, Command, RunArgs};
@@ -263,7 +264,15 @@ pub(crate) fn finish_summary(
     // A random seed is not written among the options (`hash_seed` has the value).
     summary.options = format!("{cfg:?}").replace("hash_seed: None", "hash_seed: random");
     if cfg.stdout {
+        // After the records, in the same stream; a reader that left takes none.
+        if let (Some(h), false) = (&summary.histograms, summary.output_closed) {
+            use std::io::Write;
+            let _ = std::io::stdout().lock().write_all(h.to_jsonl().as_bytes());
+        }
         return Ok(());
+    }
+    if let Some(h) = &summary.histograms {
+        outdir::write_new(&cfg.out_dir, outdir::HISTOGRAMS, &h.to_tsv())?;
     }
     let json = serde_json::to_string_pretty(summary).context("serializing the summary")?;
     outdir::write_summary(&cfg.out_dir, &(json + "\n"))
@@ -427,6 +436,10 @@ pub(crate) fn metrics_markdown() -> String {
     s += "\n## summary.json\n\nWritten in the output directory at the end of every run (a JSON object; keys in this order).\n\n| key | what it holds |\n|---|---|\n";
     for (k, v) in tapstat_pipeline::SUMMARY_KEYS {
         s += &format!("| `{k}` | {v} |\n");
+    }
+    s += "\n## histograms.tsv\n\nLink histograms, every `--histo-interval` seconds of packet time (default 300; `off` for none), written at the end of the run in the output directory (with `-o -`, as JSON lines `{\"log\":\"histograms\",...}` after the records). Tidy long format, one row per nonzero bin: `time` (start of the interval, epoch seconds, a multiple of the interval), `histogram`, `direction` (`all`; `in`, `out`, `local`, `ext` are reserved for internal networks), `bin` (a numeric bin is its inclusive lower edge and holds values up to the next edge; a name for `app`), `count`. Packet histograms count every packet in a flow in the interval of its input clock; flow histograms count every record in the interval it was due in (a timed-out flow at its timeout, the flows left at the end at the last packet). The same with any number of workers.\n\n| histogram | counts | bins |\n|---|---|---|\n";
+    for f in tapstat_analyze::histo::Family::ALL {
+        s += &format!("| `{}` | {} | {} |\n", f.name(), f.counts(), f.bins().replace('|', "\\|"));
     }
     s += "\n## Anomalies\n\nNamed problems met while decoding frames, counted in summary.json's `anomalies` (never an error: the frame is taken as far as it could be decoded).\n\n| name | meaning |\n|---|---|\n";
     for a in tapstat_decode::Anomaly::ALL {

@@ -646,6 +646,7 @@ impl Decoder {
         d.src = src;
         d.dst = dst;
         d.ttl = ip.ttl();
+        d.ip_len = total as u32;
         d.proto = p;
         let l4 = off + hl;
         let len = total - hl;
@@ -717,6 +718,7 @@ impl Decoder {
             }
         }
         self.check_trailer(cx, captured, plen);
+        d.ip_len = (plen as u32).saturating_add(ipv6::HEADER_LEN as u32);
         let end = p.saturating_add(plen).min(f.len());
         let f = f.get(..end).unwrap_or(f);
 
@@ -787,7 +789,7 @@ impl Decoder {
         cx: Ctx,
         d: &mut Decoded,
     ) {
-        let ttl = d.ttl;
+        let (ttl, ip_len) = (d.ttl, d.ip_len);
         let data = f.get(off..).map_or(&[][..], |b| &b[..b.len().min(len)]);
         let off = off.min(f.len()) as u32;
         self.done = None;
@@ -798,6 +800,7 @@ impl Decoder {
             self.done = later.whole;
             *d = *later.flow;
             d.ttl = ttl;
+            d.ip_len = ip_len;
             d.l4_offset = 0;
             d.payload_offset = off;
             match later.completes {

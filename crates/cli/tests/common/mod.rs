@@ -108,3 +108,18 @@ pub fn tshark_ready() -> bool {
 pub fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary.json")).expect("json")
 }
+
+/// Are python3, pandas and DuckDB there? `false` (with the reason printed) where they
+/// are not, unless `TAPSTAT_REQUIRE_PYTHON=1`, in which case their absence fails the test.
+pub fn python_ready() -> bool {
+    let ok = Command::new("python3").args(["-c", "import pandas, duckdb"]).output().is_ok_and(|o| o.status.success());
+    if ok {
+        return true;
+    }
+    assert!(
+        std::env::var("TAPSTAT_REQUIRE_PYTHON").as_deref() != Ok("1"),
+        "TAPSTAT_REQUIRE_PYTHON=1 but python3 with pandas and duckdb is missing (pip install pandas duckdb)"
+    );
+    eprintln!("skipped: python3 with pandas and duckdb is missing (pip install pandas duckdb)");
+    false
+}

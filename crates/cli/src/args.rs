@@ -20,6 +20,7 @@ Examples:
   tcpdump -i eth0 -w - | tapstat -r - -o out/   analyze a live capture through a pipe
   tapstat -i eth0 -w 2 -f 'tcp port 443' -o out/ capture live (AF_PACKET fanout), 2 workers
   tapstat --dpdk '-a 0000:3b:00.0' -w 2 -o out/ capture through DPDK (--features dpdk builds)
+  tapstat report out/                           out/report.html: histograms, top lists, health
   tapstat synth -o sample.pcap                  write the built-in sample trace
   tapstat bench -r trace.pcap -w 1,2            measure packets/s per CPU-second
   tapstat bench -r trace.pcap --pps 1e6 -o out/ replay through the live path at 1M packets/s
@@ -29,7 +30,8 @@ Output (in -o DIR): log_tcp_complete, log_tcp_nocomplete, log_udp_complete,
 log_other, log_http_complete and log_dns_complete (application layer on),
 log_tcp_periodic and log_udp_periodic (--periodic), as TSV with a header line or as
 *.jsonl, compressed with --compress (*.zst, *.gz); with --rotate, in one directory
-per interval (YYYY_MM_DD_HH_MM.out, UTC); summary.json; stats.jsonl (live).
+per interval (YYYY_MM_DD_HH_MM.out, UTC); summary.json; histograms.tsv (link
+histograms, --histo-interval); stats.jsonl (live).
 `-o -` writes every log to stdout as JSON lines, each line with its log's name as
 its first key ({\"log\":\"log_tcp_complete\",...}); the summary goes to stderr only.
 Columns: `tapstat schema` or docs/METRICS.md.
@@ -57,6 +59,19 @@ pub enum Command {
     /// Write tapstat's deterministic sample trace (TCP with loss, DNS over UDP), a SYN flood
     /// or a traffic profile (dominant, many, balanced)
     Synth(SynthArgs),
+    /// Write one self-contained HTML page (report.html) of a run's output directory:
+    /// the link histograms over time, top applications, server names and talkers, RTT
+    /// and retransmission distributions, and the run's health. Opens offline
+    Report {
+        /// The output directory of a finished run (it holds summary.json)
+        dir: PathBuf,
+        /// Where to write the page (default DIR/report.html)
+        #[arg(short = 'o', long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Entries in the top-N charts (applications, names, talkers, ports) [1..=1000]
+        #[arg(long, value_name = "N", default_value_t = 15, value_parser = int_in::<usize, 1, 1000>)]
+        top: usize,
+    },
     /// Print the columns of every log (name, type, unit, meaning)
     Schema {
         /// text: a table to read; markdown: docs/METRICS.md's generated part; json:

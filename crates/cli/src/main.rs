@@ -58,6 +58,9 @@ fn main() {
     let result = match cli.command {
         Some(Command::Bench(b)) => bench::run(&b),
         Some(Command::Synth(s)) => synth(&s),
+        Some(Command::Report { dir, out, top }) => report::run(&dir, out.as_deref(), top).map(|p| {
+            say!("tapstat: wrote {}", p.display());
+        }),
         Some(Command::Schema { format, markdown, clickhouse, kafka_brokers, kafka_topic_prefix, database }) => {
             use std::io::Write as _;
             let text = match (format, markdown) {

@@ -268,9 +268,11 @@ pub(crate) fn finish_summary(
     summary.options = format!("{cfg:?}").replace("hash_seed: None", "hash_seed: random");
     if cfg.stdout {
         // After the records, in the same stream; a reader that left takes none.
+        // Compressed as the records are (a frame of its own: one stream to zstdcat).
         if let (Some(h), false) = (&summary.histograms, summary.output_closed) {
             use std::io::Write;
-            let _ = std::io::stdout().lock().write_all(h.to_jsonl().as_bytes());
+            let out = tapstat_sink::write_compressed(std::io::stdout().lock(), cfg.compress, h.to_jsonl().as_bytes());
+            let _ = out.and_then(|mut o| o.flush());
         }
         return Ok(());
     }

@@ -281,6 +281,29 @@ impl Compress {
     }
 }
 
+/// Writes `b` to `w` as one whole zstd frame or gzip member (`c`), or as it is: a
+/// stream that already holds frames stays one stream (the link histograms after the
+/// records of `-o - --compress`).
+pub fn write_compressed<W: Write>(w: W, c: Compress, b: &[u8]) -> io::Result<W> {
+    match c {
+        Compress::None => {
+            let mut w = w;
+            w.write_all(b)?;
+            Ok(w)
+        }
+        Compress::Zstd => {
+            let mut e = zstd::stream::write::Encoder::new(w, ZSTD_LEVEL)?;
+            e.write_all(b)?;
+            e.finish()
+        }
+        Compress::Gzip => {
+            let mut e = flate2::write::GzEncoder::new(w, flate2::Compression::default());
+            e.write_all(b)?;
+            e.finish()
+        }
+    }
+}
+
 /// Where a log's bytes go: its file, or standard output.
 enum Dest {
     File(File),

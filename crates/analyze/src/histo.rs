@@ -380,6 +380,10 @@ impl Histo {
     /// The counters of the interval that holds `ns`, made the current one.
     #[inline]
     fn at(&mut self, ns: u64) -> &mut Interval {
+        // Most packets fall in the current interval: no division for them.
+        if ns.wrapping_sub(self.cur_start) < self.interval_ns {
+            return &mut self.cur;
+        }
         let start = self.start_of(ns);
         if start != self.cur_start {
             let old = std::mem::replace(&mut self.cur, self.past.remove(&start).unwrap_or_default());

@@ -150,8 +150,10 @@ impl Flows {
                 for (name, jsonl) in [(log.to_string(), false), (format!("{log}.jsonl"), true)] {
                     let p = d.join(&name);
                     if p.is_file() {
-                        let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-                        f.add_log(&text, jsonl);
+                        // Line by line: a day's logs need not fit in memory.
+                        let file = std::fs::File::open(&p).with_context(|| format!("reading {}", p.display()))?;
+                        let lines = std::io::BufRead::lines(std::io::BufReader::new(file)).map_while(Result::ok);
+                        f.add_log(lines, jsonl);
                         f.read.push(p.strip_prefix(dir).unwrap_or(&p).display().to_string());
                     }
                 }
@@ -166,10 +168,10 @@ impl Flows {
         Ok(f)
     }
 
-    fn add_log(&mut self, text: &str, jsonl: bool) {
+    fn add_log(&mut self, mut lines: impl Iterator<Item = String>, jsonl: bool) {
         if jsonl {
-            for l in text.lines() {
-                let Ok(serde_json::Value::Object(m)) = serde_json::from_str::<serde_json::Value>(l) else { continue };
+            for l in lines {
+                let Ok(serde_json::Value::Object(m)) = serde_json::from_str::<serde_json::Value>(&l) else { continue };
                 let get = |c: &str| match m.get(c) {
                     Some(serde_json::Value::String(s)) => Some(s.clone()),
                     Some(serde_json::Value::Number(n)) => Some(n.to_string()),
@@ -180,7 +182,6 @@ impl Flows {
             }
             return;
         }
-        let mut lines = text.lines();
         let Some(header) = lines.next() else { return };
         let idx: Vec<Option<usize>> = COLS.iter().map(|c| header.split('\t').position(|h| h == *c)).collect();
         for l in lines {
@@ -246,7 +247,7 @@ fn num(n: u64) -> String {
     let s = n.to_string();
     let mut o = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             o.push(',');
         }
         o.push(c);

@@ -73,7 +73,7 @@ fn the_report_is_self_contained_and_shows_every_part() {
 fn group(n: u64) -> String {
     let s = n.to_string();
     s.chars().enumerate().fold(String::new(), |mut o, (i, c)| {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             o.push(',');
         }
         o.push(c);

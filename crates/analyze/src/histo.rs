@@ -545,4 +545,35 @@ mod tests {
         assert!(tsv.starts_with(Histo::TSV_HEADER));
         assert!(tsv.contains("60\tttl\tall\t64\t2\n"), "{tsv}");
     }
+    #[test]
+    fn a_flow_counts_in_the_interval_its_record_was_due() {
+        let s = 1_000_000_000;
+        let tcp = Decoded { l4: tapstat_decode::L4::Tcp, proto: 6, sport: 40000, dport: 443, ..Default::default() };
+        let mut f = Flow::new(&tcp, true, 10 * s, None, false);
+        f.last_ns = 12 * s;
+        f.dir[0].bytes_all = 700;
+        f.dir[1].pkts_all = 3;
+        let other = Decoded { l4: tapstat_decode::L4::Other, proto: 47, ..Default::default() };
+        let g = Flow::new(&other, true, 10 * s, None, false);
+        let mut h = Histo::new(60 * s);
+        h.packet(10 * s, &tcp);
+        // Due after the boundary (a timeout): counted in the next interval.
+        h.flow(61 * s, &f);
+        h.flow(30 * s, &g);
+        let rows: Vec<(u64, &str, String, u64)> =
+            h.rows().into_iter().map(|r| (r.time_s, r.family.name(), r.bin, r.count)).collect();
+        let want: Vec<(u64, &str, String, u64)> = vec![
+            (0, "ip_len", "0".into(), 1),
+            (0, "ttl", "0".into(), 1),
+            (0, "ip_proto", "6".into(), 1),
+            (0, "app", "none".into(), 1),
+            (60, "tcp_port", "443".into(), 1),
+            (60, "tcp_duration_ms", "2000".into(), 1),
+            (60, "tcp_bytes", "500".into(), 1),
+            (60, "tcp_pkts", "2".into(), 1),
+            (60, "app", "unknown".into(), 1),
+        ];
+        assert_eq!(rows, want);
+        assert!(h.to_jsonl().lines().all(|l| l.starts_with("{\"log\":\"histograms\",\"time\":")));
+    }
 }

@@ -100,20 +100,6 @@ fn a_directory_without_a_finished_run_is_a_clear_error() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// Is chromium installed? `false` (with the reason printed) where it is not, unless
-/// `TAPSTAT_REQUIRE_CHROMIUM=1`, in which case its absence fails the test.
-fn chromium_ready() -> bool {
-    if Command::new("chromium").arg("--version").output().is_ok_and(|o| o.status.success()) {
-        return true;
-    }
-    assert!(
-        std::env::var("TAPSTAT_REQUIRE_CHROMIUM").as_deref() != Ok("1"),
-        "TAPSTAT_REQUIRE_CHROMIUM=1 but no chromium (apt-get install chromium)"
-    );
-    eprintln!("skipped: chromium is not installed (apt-get install chromium)");
-    false
-}
-
 /// Runs headless chromium on `page` with `args`; returns (stdout, stderr).
 fn chromium(page: &Path, profile: &Path, args: &[&str]) -> (Vec<u8>, String) {
     let o = Command::new("timeout")

@@ -123,3 +123,17 @@ pub fn python_ready() -> bool {
     eprintln!("skipped: python3 with pandas and duckdb is missing (pip install pandas duckdb)");
     false
 }
+
+/// Is chromium installed? `false` (with the reason printed) where it is not, unless
+/// `TAPSTAT_REQUIRE_CHROMIUM=1`, in which case its absence fails the test.
+pub fn chromium_ready() -> bool {
+    if Command::new("chromium").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return true;
+    }
+    assert!(
+        std::env::var("TAPSTAT_REQUIRE_CHROMIUM").as_deref() != Ok("1"),
+        "TAPSTAT_REQUIRE_CHROMIUM=1 but no chromium (apt-get install chromium)"
+    );
+    eprintln!("skipped: chromium is not installed (apt-get install chromium)");
+    false
+}

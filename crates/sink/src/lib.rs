@@ -21,7 +21,7 @@
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use tapstat_record::{Log, Value};
+use tapstat_record::{Log, Type, Value};
 
 pub mod broker;
 pub mod columnar;
@@ -121,7 +121,12 @@ impl Format {
                     out.push(b'"');
                     out.extend_from_slice(c.field.name.as_bytes());
                     out.extend_from_slice(b"\":");
-                    json_value((c.get)(rec), out);
+                    match (c.field.ty, (c.get)(rec)) {
+                        // A list without items is `[]`, never `null`: for lists, absent
+                        // and empty are the same (docs/DEPLOYMENT.md, "Lists").
+                        (Type::List | Type::Strs, Value::None) => out.extend_from_slice(b"[]"),
+                        (_, v) => json_value(v, out),
+                    }
                 }
                 out.push(b'}');
             }
@@ -737,6 +742,35 @@ mod tests {
         json_value(Value::Strs(""), &mut j);
         json_value(Value::Names { bits: 0b110, names: &["a", "b\"", "c"] }, &mut j);
         assert_eq!(String::from_utf8(j).unwrap(), r#"[0.001,2.000][]["a,b","\"c"][]["b\"","c"]"#);
+    }
+
+    #[test]
+    fn an_absent_list_is_empty_in_json_never_null() {
+        struct L(Option<&'static [u32]>);
+        let f = |name, ty| Field { name, ty, unit: "", meaning: "", group: "" };
+        let log = Log {
+            name: "log_l",
+            meaning: "",
+            runs: Vec::new(),
+            columns: vec![
+                Column { field: f("ps", Type::List), get: |r: &L| r.0.map_or(Value::None, Value::U32s) },
+                Column { field: f("ev", Type::Strs), get: |r: &L| r.0.map_or(Value::None, |_| Value::Strs("a")) },
+                Column {
+                    field: f("n", Type::U64),
+                    get: |r: &L| r.0.map_or(Value::None, |x| Value::U64(x.len() as u64)),
+                },
+            ],
+        };
+        let line = |r: &L, fmt: Format| {
+            let mut out = Vec::new();
+            fmt.record(&log, r, &mut out);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(line(&L(None), Format::Jsonl), "{\"ps\":[],\"ev\":[],\"n\":null}\n");
+        assert_eq!(line(&L(Some(&[])), Format::Jsonl), "{\"ps\":[],\"ev\":[\"a\"],\"n\":0}\n");
+        assert_eq!(line(&L(Some(&[7])), Format::Jsonl), "{\"ps\":[7],\"ev\":[\"a\"],\"n\":1}\n");
+        // TSV keeps its empty field (no bytes for the common case).
+        assert_eq!(line(&L(None), Format::Tsv), "\t\t\n");
     }
 
     #[test]

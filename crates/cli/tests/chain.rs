@@ -248,6 +248,20 @@ fn two_probes_through_kafka_into_clickhouse_give_the_totals_of_one_run() {
     let one = app_totals(&[&whole]);
     assert!(one.len() > 3 && one.values().map(|t| t.0).sum::<u64>() > 100, "{one:?}");
     assert_eq!(got, one, "per application (flows, packets, bytes): ClickHouse over two probes against one run");
+    // What the tables take on disk, merged (docs/DEPLOYMENT.md's sizing).
+    for log in want.keys() {
+        ch.query(&format!("OPTIMIZE TABLE {DB}.{log} FINAL"));
+    }
+    let disk =
+        ch.query(&format!("SELECT sum(rows), sum(bytes_on_disk) FROM system.parts WHERE database = '{DB}' AND active"));
+    let disk: Vec<u64> = disk.trim().split('\t').map(num).collect();
+    assert_eq!(disk[0], want.values().sum::<u64>(), "rows in the active parts");
+    eprintln!(
+        "ClickHouse: {} rows in {} bytes on disk ({:.0} a row)",
+        disk[0],
+        disk[1],
+        disk[1] as f64 / disk[0] as f64
+    );
     eprintln!(
         "chain: {} applications, {} flows; the whole test {:.1} s",
         one.len(),

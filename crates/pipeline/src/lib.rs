@@ -457,7 +457,12 @@ impl RecordOut {
         let start = b.len();
         self.format.record(log, rec, b);
         if let Some(k) = &mut self.kafka {
-            k.record(name, log, key, rec, (self.format == Format::Jsonl).then(|| &b[start..]));
+            let line = match self.format {
+                Format::Jsonl => kafka::Line::Json(&b[start..]),
+                Format::Tsv => kafka::Line::Tsv(&b[start..]),
+                Format::Parquet => kafka::Line::Other,
+            };
+            k.record(name, log, key, rec, line);
         }
         self.wrote(i);
     }

@@ -10,8 +10,11 @@
 //!                                                                               spool (segment files on disk, bounded)
 //! ```
 //!
-//! The workers format each record as `--format jsonl` does (or take the line they just
-//! wrote, with `--format jsonl`) into blocks of frames; the exporter thread hands them
+//! The workers copy each record as they have just written it into blocks of frames: the
+//! JSON line with `--format jsonl`; with TSV the TSV line (and the JSON of its `strings`
+//! columns, which TSV cannot give back exactly), which the exporter thread makes the
+//! same JSON of ([`tapstat_sink::json_from_tsv`]), off the packet path; with Parquet the
+//! worker formats the JSON. The exporter thread hands them
 //! to the client ([`Broker`]: librdkafka's idempotent producer, whose queued records never
 //! time out) and reads its delivery reports. When the client's queue is full — the broker
 //! is down or slower than the records come — a record goes to the spool

@@ -6,7 +6,8 @@
 //! - `every_record_reaches_its_topic_as_in_the_logs`: mix-small's records (or the
 //!   largest dev capture's, without the bench corpus) through `--kafka`, from a TSV run
 //!   and a JSON-lines run: each topic holds exactly the log's records — per flow id the
-//!   same values in the same order as the JSON lines, the same flow ids as the TSV — and
+//!   same values in the same order as the JSON lines, byte for byte (the TSV run's are
+//!   made by the exporter thread from the TSV lines), the same flow ids as the TSV — and
 //!   the schema topic one message per log with its columns. Then a run whose broker
 //!   cannot be reached leaves its records in the spool, and the next run with that
 //!   spool sends them first.

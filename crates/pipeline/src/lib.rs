@@ -1207,21 +1207,19 @@ impl Work {
         let d = &p.dec;
         let (key, src_is_lo) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
         for ((n, bytes, last), lo) in [(t.same, src_is_lo), (t.rev, !src_is_lo)] {
-            for k in 0..n {
-                let pkt = Packet {
-                    ts_ns: last,
-                    now_ns: p.now_ns,
-                    wire_len: bytes / n + u32::from(k < bytes % n),
-                    key,
-                    hash: p.hash,
-                    src_is_lo: lo,
-                    dec: d,
-                    payload: &[],
-                    dns_learnt: true,
-                    unanalysed: true,
-                };
-                self.tracker.on_packet(&pkt, &mut self.rout);
-            }
+            let pkt = Packet {
+                ts_ns: last,
+                now_ns: p.now_ns,
+                wire_len: bytes,
+                key,
+                hash: p.hash,
+                src_is_lo: lo,
+                dec: d,
+                payload: &[],
+                dns_learnt: true,
+                unanalysed: true,
+            };
+            self.tracker.on_tails(&pkt, n, &mut self.rout);
         }
     }
 

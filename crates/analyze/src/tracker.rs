@@ -400,7 +400,21 @@ impl Tracker {
     #[inline]
     pub fn on_packet(&mut self, p: &Packet<'_>, out: &mut impl FlowSink) {
         self.now_ns = self.now_ns.max(p.now_ns);
-        self.account(p, self.now_ns, out);
+        self.account(p, self.now_ns, 1, out);
+    }
+
+    /// Accounts `n` counted-only packets of one flow and direction at once (the live
+    /// overload controller's held tails): `p` is one of them with `p.unanalysed` set,
+    /// its `wire_len` the wire bytes of all `n`, its time theirs. One flow lookup
+    /// instead of `n`; the flow's and the tracker's counts are those of `n` calls of
+    /// [`Tracker::on_packet`] with the bytes spread over them.
+    pub fn on_tails(&mut self, p: &Packet<'_>, n: u32, out: &mut impl FlowSink) {
+        debug_assert!(p.unanalysed);
+        if n == 0 {
+            return;
+        }
+        self.now_ns = self.now_ns.max(p.now_ns);
+        self.account(p, self.now_ns, n, out);
     }
 
     /// Accounts packet `p` of a run that the engine took out of input order to group
@@ -426,7 +440,7 @@ impl Tracker {
     #[inline]
     pub fn on_packet_held(&mut self, p: &Packet<'_>, held_ns: u64, out: &mut impl FlowSink) {
         self.now_ns = self.now_ns.max(held_ns);
-        self.account(p, self.now_ns.max(p.now_ns), out);
+        self.account(p, self.now_ns.max(p.now_ns), 1, out);
     }
 
     /// Moves the clock to `now_ns` (never back) without a packet: after a run of
@@ -439,10 +453,11 @@ impl Tracker {
 
     /// The work of a packet: periodic rows, DNS learning and garbage collection on the
     /// tracker's clock, and the packet's own flow on `now` (the tracker's clock, or the
-    /// packet's in a held run).
+    /// packet's in a held run). `n` is the number of packets `p` stands for: 1, or
+    /// more for counted-only tails ([`Tracker::on_tails`]).
     #[inline(always)]
-    fn account(&mut self, p: &Packet<'_>, now: u64, out: &mut impl FlowSink) {
-        self.stats.packets += 1;
+    fn account(&mut self, p: &Packet<'_>, now: u64, n: u32, out: &mut impl FlowSink) {
+        self.stats.packets += n as u64;
         self.stats.wire_bytes += p.wire_len as u64;
         if self.cfg.periodic_ns > 0 {
             self.periodic(out);
@@ -515,7 +530,7 @@ impl Tracker {
         }
         let di = f.dir_of(p.src_is_lo);
         if p.unanalysed {
-            f.count_unanalysed(p.wire_len, p.ts_ns, di);
+            f.count_unanalysed(n, p.wire_len as u64, p.ts_ns, di);
             self.table.touch(id, now);
             return;
         }
@@ -1049,6 +1064,48 @@ mod tests {
         assert_eq!(f.dir[0].last_ns, 2 * S + 1);
         assert_eq!(f.last_ns, 3 * S);
         assert_eq!(t.stats.packets, 6);
+    }
+
+    /// `on_tails` (a held-tails record) counts as that many counted-only packets would,
+    /// with one flow lookup: the flow's and the tracker's counts agree.
+    #[test]
+    fn tails_count_as_their_packets_would() {
+        let h = tapstat_flow::FlowHasher::new(1);
+        let run = |at_once: bool| {
+            let mut t = Tracker::new(TrackerConfig::default());
+            let mut out = Vec::new();
+            for (ts, d) in handshake(1, 100) {
+                t.on_packet(&packet(&h, ts * S, ts * S, &d, &[]), &mut |f: &Flow| out.push(f.clone()));
+            }
+            let d = seg(true, ACK, 101, 1000);
+            let mut p = packet(&h, 2 * S, 2 * S, &d, &[]);
+            p.unanalysed = true;
+            if at_once {
+                p.wire_len = 3 * 1514 + 2;
+                t.on_tails(&p, 3, &mut |f: &Flow| out.push(f.clone()));
+                t.on_tails(&p, 0, &mut |f: &Flow| out.push(f.clone()));
+            } else {
+                for k in 0..3 {
+                    p.wire_len = 1514 + u32::from(k < 2);
+                    t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
+                }
+            }
+            t.finish(4 * S, false, &mut |f: &Flow| out.push(f.clone()));
+            assert_eq!(out.len(), 1);
+            let f = &out[0];
+            (
+                f.dir[0].pkts_all,
+                f.dir[0].pkts_unanalysed,
+                f.dir[0].bytes_wire,
+                f.dir[0].last_ns,
+                f.last_ns,
+                t.stats.packets,
+                t.stats.wire_bytes,
+            )
+        };
+        let once = run(true);
+        assert_eq!(once, run(false));
+        assert_eq!((once.0, once.1, once.5), (5, 3, 6));
     }
 
     #[test]

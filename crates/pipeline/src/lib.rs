@@ -457,7 +457,12 @@ impl RecordOut {
         let start = b.len();
         self.format.record(log, rec, b);
         if let Some(k) = &mut self.kafka {
-            k.record(name, log, key, rec, (self.format == Format::Jsonl).then(|| &b[start..]));
+            let line = match self.format {
+                Format::Jsonl => kafka::Line::Json(&b[start..]),
+                Format::Tsv => kafka::Line::Tsv(&b[start..]),
+                Format::Parquet => kafka::Line::Other,
+            };
+            k.record(name, log, key, rec, line);
         }
         self.wrote(i);
     }
@@ -1225,21 +1230,19 @@ impl Work {
         let d = &p.dec;
         let (key, src_is_lo) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
         for ((n, bytes, last), lo) in [(t.same, src_is_lo), (t.rev, !src_is_lo)] {
-            for k in 0..n {
-                let pkt = Packet {
-                    ts_ns: last,
-                    now_ns: p.now_ns,
-                    wire_len: bytes / n + u32::from(k < bytes % n),
-                    key,
-                    hash: p.hash,
-                    src_is_lo: lo,
-                    dec: d,
-                    payload: &[],
-                    dns_learnt: true,
-                    unanalysed: true,
-                };
-                self.tracker.on_packet(&pkt, &mut self.rout);
-            }
+            let pkt = Packet {
+                ts_ns: last,
+                now_ns: p.now_ns,
+                wire_len: bytes,
+                key,
+                hash: p.hash,
+                src_is_lo: lo,
+                dec: d,
+                payload: &[],
+                dns_learnt: true,
+                unanalysed: true,
+            };
+            self.tracker.on_tails(&pkt, n, &mut self.rout);
         }
     }
 

@@ -2,10 +2,13 @@
 //! its logs.
 #![allow(dead_code)]
 
+pub mod clickhouse;
 pub mod frames;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod live;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -136,4 +139,24 @@ pub fn chromium_ready() -> bool {
     );
     eprintln!("skipped: chromium is not installed (apt-get install chromium)");
     false
+}
+
+/// The list columns (`list`, `strings`) of each log, from `tapstat schema --format json`.
+pub fn list_columns() -> BTreeMap<String, HashSet<String>> {
+    let o = tapstat(&["schema", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut m = BTreeMap::new();
+    for log in v["logs"].as_array().unwrap() {
+        let cols: HashSet<String> = log["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["type"] == "list" || c["type"] == "strings")
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect();
+        m.insert(log["name"].as_str().unwrap().to_string(), cols);
+    }
+    let tcp = m["log_tcp_complete"].clone();
+    m.insert("log_tcp_nocomplete".into(), tcp);
+    m
 }

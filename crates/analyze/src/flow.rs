@@ -622,15 +622,16 @@ impl Flow {
         }
     }
 
-    /// Accounts a counted-only packet of direction `di` (see
-    /// [`Dir::pkts_unanalysed`]): its packet, wire bytes and time, nothing else.
-    pub fn count_unanalysed(&mut self, wire_len: u32, ts_ns: u64, di: usize) {
+    /// Accounts `n` counted-only packets of direction `di` (see
+    /// [`Dir::pkts_unanalysed`]) with `wire_bytes` in all, at `ts_ns`: packets, wire
+    /// bytes and time, nothing else.
+    pub fn count_unanalysed(&mut self, n: u32, wire_bytes: u64, ts_ns: u64, di: usize) {
         self.last_ns = self.last_ns.max(ts_ns);
         let ts = ts_ns.max(self.first_ns);
         let x = &mut self.dir[di];
-        x.pkts_all += 1;
-        x.pkts_unanalysed += 1;
-        x.bytes_wire += wire_len as u64;
+        x.pkts_all += n as u64;
+        x.pkts_unanalysed += n as u64;
+        x.bytes_wire += wire_bytes;
         if x.first_ns == 0 {
             x.first_ns = ts;
         }

@@ -22,6 +22,7 @@
 pub mod anon;
 pub mod dnhunter;
 mod flow;
+pub mod histo;
 pub mod l7log;
 pub mod logs;
 pub mod nets;

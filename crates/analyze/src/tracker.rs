@@ -3,6 +3,7 @@
 
 use crate::dnhunter::{DnsAnswer, DnsCache};
 use crate::flow::{EndReason, FirstPacket, Flow, FlowId, Full, FullState, Kind, TcpFullState};
+use crate::histo::Histo;
 use crate::l7log::{DnsRow, FlowRef, HttpRow};
 use crate::periodic::PeriodicRow;
 use tapstat_decode::{Decoded, TcpFields, L4};
@@ -146,6 +147,8 @@ pub struct TrackerConfig {
     pub first_n: usize,
     /// Interval of the periodic rows of live TCP and UDP flows; 0 for none.
     pub periodic_ns: u64,
+    /// Interval of the link histograms ([`crate::histo`]); 0 for none.
+    pub histo_ns: u64,
     /// The application layer's settings; none turns it off.
     pub l7: Option<tapstat_l7::L7Config>,
     /// Most (client, address) → name answers each worker remembers (DN-Hunter).
@@ -192,6 +195,7 @@ impl Default for TrackerConfig {
             tcp_sets: TcpSets::Full,
             first_n: 10,
             periodic_ns: 0,
+            histo_ns: 0,
             l7: Some(tapstat_l7::L7Config::default()),
             dns_cache: 1 << 16,
             index: IndexKind::default(),
@@ -333,6 +337,8 @@ pub struct Tracker {
     shunt_now: bool,
     /// `--anonymize`: this worker's Crypto-PAn and its cache.
     anon: Option<crate::anon::Anonymizer>,
+    /// The link histograms (`histo_ns` > 0).
+    histo: Option<Box<Histo>>,
     pub stats: TrackerStats,
 }
 
@@ -355,6 +361,7 @@ impl Tracker {
             late_names: false,
             shunt_now: false,
             anon: cfg.anon.as_ref().map(crate::anon::Anonymizer::new),
+            histo: (cfg.histo_ns > 0).then(|| Box::new(Histo::new(cfg.histo_ns, cfg.nets))),
             stats: TrackerStats::default(),
         }
     }
@@ -419,7 +426,21 @@ impl Tracker {
     #[inline]
     pub fn on_packet(&mut self, p: &Packet<'_>, out: &mut impl FlowSink) {
         self.now_ns = self.now_ns.max(p.now_ns);
-        self.account(p, self.now_ns, out);
+        self.account(p, self.now_ns, 1, out);
+    }
+
+    /// Accounts `n` counted-only packets of one flow and direction at once (the live
+    /// overload controller's held tails): `p` is one of them with `p.unanalysed` set,
+    /// its `wire_len` the wire bytes of all `n`, its time theirs. One flow lookup
+    /// instead of `n`; the flow's and the tracker's counts are those of `n` calls of
+    /// [`Tracker::on_packet`] with the bytes spread over them.
+    pub fn on_tails(&mut self, p: &Packet<'_>, n: u32, out: &mut impl FlowSink) {
+        debug_assert!(p.unanalysed);
+        if n == 0 {
+            return;
+        }
+        self.now_ns = self.now_ns.max(p.now_ns);
+        self.account(p, self.now_ns, n, out);
     }
 
     /// Accounts packet `p` of a run that the engine took out of input order to group
@@ -445,7 +466,7 @@ impl Tracker {
     #[inline]
     pub fn on_packet_held(&mut self, p: &Packet<'_>, held_ns: u64, out: &mut impl FlowSink) {
         self.now_ns = self.now_ns.max(held_ns);
-        self.account(p, self.now_ns.max(p.now_ns), out);
+        self.account(p, self.now_ns.max(p.now_ns), 1, out);
     }
 
     /// Moves the clock to `now_ns` (never back) without a packet: after a run of
@@ -458,14 +479,18 @@ impl Tracker {
 
     /// The work of a packet: periodic rows, DNS learning and garbage collection on the
     /// tracker's clock, and the packet's own flow on `now` (the tracker's clock, or the
-    /// packet's in a held run).
+    /// packet's in a held run). `n` is the number of packets `p` stands for: 1, or
+    /// more for counted-only tails ([`Tracker::on_tails`]).
     #[inline(always)]
-    fn account(&mut self, p: &Packet<'_>, now: u64, out: &mut impl FlowSink) {
-        self.stats.packets += 1;
+    fn account(&mut self, p: &Packet<'_>, now: u64, n: u32, out: &mut impl FlowSink) {
+        self.stats.packets += n as u64;
         self.stats.wire_bytes += p.wire_len as u64;
         if self.cfg.periodic_ns > 0 {
             self.periodic(out);
             self.dirty = true;
+        }
+        if let Some(h) = self.histo.as_deref_mut() {
+            h.packet(p.now_ns, p.dec);
         }
         if !p.dns_learnt && !p.unanalysed {
             self.learn_dns_at(p.dec, p.payload, p.ts_ns);
@@ -522,6 +547,7 @@ impl Tracker {
                         &mut self.pool,
                         Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets),
                         &mut self.stats,
+                        self.histo.as_deref_mut(),
                     );
                 }
                 self.stats.peak_flows = self.stats.peak_flows.max(self.table.len() as u64);
@@ -534,7 +560,7 @@ impl Tracker {
         }
         let di = f.dir_of(p.src_is_lo);
         if p.unanalysed {
-            f.count_unanalysed(p.wire_len, p.ts_ns, di);
+            f.count_unanalysed(n, p.wire_len as u64, p.ts_ns, di);
             self.table.touch(id, now);
             return;
         }
@@ -600,6 +626,7 @@ impl Tracker {
                     &mut self.pool,
                     Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets),
                     &mut self.stats,
+                    self.histo.as_deref_mut(),
                 );
             }
         }
@@ -620,11 +647,18 @@ impl Tracker {
         let pool = &mut self.pool;
         let late = Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets);
         let now = self.now_ns;
+        let mut histo = self.histo.as_deref_mut();
         self.table.drain(|_, mut f| {
             f.end = end_reason(&f, at_end);
             count_end(stats, f.end);
-            close(f, now, out, pool, late, stats);
+            close(f, now, out, pool, late, stats, histo.as_deref_mut());
         });
+    }
+
+    /// The link histograms (`--histo-interval`), taken after [`Tracker::finish`] for
+    /// the run's merge ([`Histo::merge`]).
+    pub fn take_histo(&mut self) -> Option<Box<Histo>> {
+        self.histo.take()
     }
 
     /// Scans `n` slots of the table and ends the flows that have expired by now.
@@ -634,6 +668,7 @@ impl Tracker {
         let stats = &mut self.stats;
         let pool = &mut self.pool;
         let late = Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets);
+        let mut histo = self.histo.as_deref_mut();
         // `scan` hands over each flow right after `expired` said yes for it.
         let due = std::cell::Cell::new(0);
         self.table.scan(
@@ -650,7 +685,7 @@ impl Tracker {
             |_, mut f| {
                 f.end = end_reason(&f, EndReason::Idle);
                 count_end(stats, f.end);
-                close(f, due.get(), out, pool, late, stats);
+                close(f, due.get(), out, pool, late, stats, histo.as_deref_mut());
             },
         );
     }
@@ -700,6 +735,7 @@ impl Tracker {
             &mut self.pool,
             Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets),
             &mut self.stats,
+            self.histo.as_deref_mut(),
         );
     }
 }
@@ -818,7 +854,15 @@ fn pop_reset<T>(stack: &mut Vec<Box<T>>, reset: fn(&mut T), new: impl FnOnce() -
 /// full sets' state goes back to the pool.
 /// Writes the record of ended flow `f` (and its transactions still pending), due at
 /// `due` ([`FlowSink::at`]).
-fn close(mut f: Flow, due: u64, out: &mut impl FlowSink, pool: &mut Pool, ctx: Ctx<'_>, stats: &mut TrackerStats) {
+fn close(
+    mut f: Flow,
+    due: u64,
+    out: &mut impl FlowSink,
+    pool: &mut Pool,
+    ctx: Ctx<'_>,
+    stats: &mut TrackerStats,
+    histo: Option<&mut Histo>,
+) {
     out.at(due);
     name_late(&mut f, ctx.late);
     if let (Some(a), Some(l7)) = (ctx.anon, f.l7.as_mut()) {
@@ -839,6 +883,9 @@ fn close(mut f: Flow, due: u64, out: &mut impl FlowSink, pool: &mut Pool, ctx: C
         emit_transactions(&f, http, dns, out, ctx);
     }
     out.on_flow_end(&f);
+    if let Some(h) = histo {
+        h.flow(due, &f);
+    }
     pool.give(f.full.take());
 }
 
@@ -1185,6 +1232,48 @@ mod tests {
         assert_eq!(f.dir[0].last_ns, 2 * S + 1);
         assert_eq!(f.last_ns, 3 * S);
         assert_eq!(t.stats.packets, 6);
+    }
+
+    /// `on_tails` (a held-tails record) counts as that many counted-only packets would,
+    /// with one flow lookup: the flow's and the tracker's counts agree.
+    #[test]
+    fn tails_count_as_their_packets_would() {
+        let h = tapstat_flow::FlowHasher::new(1);
+        let run = |at_once: bool| {
+            let mut t = Tracker::new(TrackerConfig::default());
+            let mut out = Vec::new();
+            for (ts, d) in handshake(1, 100) {
+                t.on_packet(&packet(&h, ts * S, ts * S, &d, &[]), &mut |f: &Flow| out.push(f.clone()));
+            }
+            let d = seg(true, ACK, 101, 1000);
+            let mut p = packet(&h, 2 * S, 2 * S, &d, &[]);
+            p.unanalysed = true;
+            if at_once {
+                p.wire_len = 3 * 1514 + 2;
+                t.on_tails(&p, 3, &mut |f: &Flow| out.push(f.clone()));
+                t.on_tails(&p, 0, &mut |f: &Flow| out.push(f.clone()));
+            } else {
+                for k in 0..3 {
+                    p.wire_len = 1514 + u32::from(k < 2);
+                    t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
+                }
+            }
+            t.finish(4 * S, false, &mut |f: &Flow| out.push(f.clone()));
+            assert_eq!(out.len(), 1);
+            let f = &out[0];
+            (
+                f.dir[0].pkts_all,
+                f.dir[0].pkts_unanalysed,
+                f.dir[0].bytes_wire,
+                f.dir[0].last_ns,
+                f.last_ns,
+                t.stats.packets,
+                t.stats.wire_bytes,
+            )
+        };
+        let once = run(true);
+        assert_eq!(once, run(false));
+        assert_eq!((once.0, once.1, once.5), (5, 3, 6));
     }
 
     #[test]

@@ -86,6 +86,10 @@ pub struct Summary {
     /// Kafka export (`--kafka`): what was delivered, spooled, dropped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kafka: Option<crate::KafkaSummary>,
+    /// The run's link histograms (`--histo-interval`), merged over the workers; the
+    /// binary writes them (histograms.tsv), not summary.json.
+    #[serde(skip)]
+    pub histograms: Option<tapstat_analyze::histo::Histo>,
 }
 
 /// What the flows of one traffic class carried (summary.json `traffic`).
@@ -254,6 +258,7 @@ impl Summary {
             packet_time: Default::default(),
             ipfix: None,
             kafka: None,
+            histograms: None,
         }
     }
 

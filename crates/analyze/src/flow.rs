@@ -107,6 +107,11 @@ pub struct Dir {
     /// OR of the flags of this direction's TCP segments (IPFIX's `tcpControlBits`);
     /// in the padding after `port`, so `Dir` does not grow.
     pub tcp_flags: u8,
+    /// Payload bytes of this direction's first packet with payload, at most 65535, and
+    /// whether its first 4 bytes are printable ASCII (Tstat's MSE heuristic, `con_t`);
+    /// in the padding too.
+    pub first_payload_len: u16,
+    pub first_payload_text: bool,
     pub pkts_all: u64,
     /// L4 payload bytes, retransmissions included.
     pub bytes_all: u64,
@@ -337,6 +342,12 @@ impl FlowId {
         FlowId(out)
     }
 
+    /// The id of a run with `--anonymize`: the same, with a secret derived from the
+    /// key mixed in, so that the id cannot be recomputed from a guessed 5-tuple.
+    pub fn keyed(key: &tapstat_flow::FlowKey, first_ns: u64, secret: u64) -> FlowId {
+        FlowId::new(key, first_ns ^ secret)
+    }
+
     pub fn as_str(&self) -> &str {
         std::str::from_utf8(&self.0).unwrap_or("")
     }
@@ -372,6 +383,17 @@ pub struct Flow {
     pub l7: Option<tapstat_l7::L7Flow>,
     /// The name the client resolved for the server before the flow began (DN-Hunter).
     pub fqdn: Option<std::sync::Arc<str>>,
+    /// Whether the client and the server are in the internal networks (`-N`,
+    /// `--internal`; every address is without them): Tstat's `c_isint`, `s_isint`.
+    pub isint: [bool; 2],
+    /// Whether the client's and the server's addresses are anonymized in the records
+    /// (`--anonymize`): Tstat's `c_iscrypto`, `s_iscrypto`.
+    pub iscrypto: [bool; 2],
+    /// Under `--anonymize`, the client's and the server's addresses as every record
+    /// writes them ([`Flow::shown_ip`]): their Crypto-PAn images where `iscrypto`.
+    /// `dir` keeps the real ones for the analysis (DN-Hunter's lookups). Boxed: a flow
+    /// of a run without `--anonymize` carries 8 bytes for it, not 32.
+    pub anon_ip: Option<Box<[u128; 2]>>,
 }
 
 impl Flow {
@@ -427,7 +449,33 @@ impl Flow {
                 _ => None,
             },
             fqdn: None,
+            isint: [true; 2],
+            iscrypto: [false; 2],
+            anon_ip: None,
         }
+    }
+
+    /// The address of side `i` (0 client, 1 server) as records write it: anonymized
+    /// under `--anonymize`.
+    #[inline]
+    pub fn shown_ip(&self, i: usize) -> u128 {
+        match &self.anon_ip {
+            None => self.dir[i & 1].ip,
+            Some(a) => a[i & 1],
+        }
+    }
+
+    /// The traffic class of the flow, client to server ([`crate::nets::Class`]).
+    #[inline]
+    pub fn class(&self) -> crate::nets::Class {
+        crate::nets::Class::of(self.isint[0], self.isint[1])
+    }
+
+    /// The traffic class of the flow's packets in direction `di` (0 client to server,
+    /// 1 server to client), from what the flow looked up when it started: no lookup.
+    #[inline]
+    pub fn class_of_dir(&self, di: usize) -> crate::nets::Class {
+        crate::nets::Class::of(self.isint[di & 1], self.isint[(di & 1) ^ 1])
     }
 
     /// The direction index (0 client to server, 1 server to client) of a packet whose
@@ -526,6 +574,7 @@ impl Flow {
     pub fn update(
         &mut self,
         d: &Decoded,
+        payload: &[u8],
         wire_len: u32,
         ts_ns: u64,
         di: usize,
@@ -561,6 +610,8 @@ impl Flow {
             x.bytes_all += len;
             if x.first_payload_ns == 0 {
                 x.first_payload_ns = ts;
+                x.first_payload_len = len.min(u16::MAX as u64) as u16;
+                x.first_payload_text = payload.len() >= 4 && payload[..4].iter().all(|b| (0x20..0x7f).contains(b));
             }
             x.last_payload_ns = x.last_payload_ns.max(ts);
         }
@@ -571,15 +622,16 @@ impl Flow {
         }
     }
 
-    /// Accounts a counted-only packet of direction `di` (see
-    /// [`Dir::pkts_unanalysed`]): its packet, wire bytes and time, nothing else.
-    pub fn count_unanalysed(&mut self, wire_len: u32, ts_ns: u64, di: usize) {
+    /// Accounts `n` counted-only packets of direction `di` (see
+    /// [`Dir::pkts_unanalysed`]) with `wire_bytes` in all, at `ts_ns`: packets, wire
+    /// bytes and time, nothing else.
+    pub fn count_unanalysed(&mut self, n: u32, wire_bytes: u64, ts_ns: u64, di: usize) {
         self.last_ns = self.last_ns.max(ts_ns);
         let ts = ts_ns.max(self.first_ns);
         let x = &mut self.dir[di];
-        x.pkts_all += 1;
-        x.pkts_unanalysed += 1;
-        x.bytes_wire += wire_len as u64;
+        x.pkts_all += n as u64;
+        x.pkts_unanalysed += n as u64;
+        x.bytes_wire += wire_bytes;
         if x.first_ns == 0 {
             x.first_ns = ts;
         }
@@ -612,7 +664,7 @@ mod tests {
         let first = std::mem::size_of::<Option<FirstPacket>>();
         eprintln!("size_of::<Flow>() = {size}, size_of::<FullState>() = {full}, size_of::<TcpFullState>() = {tcp}");
         eprintln!("size_of::<Option<FirstPacket>>() = {first}");
-        assert!(size <= 816, "Flow grew to {size} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
+        assert!(size <= 832, "Flow grew to {size} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
         assert!(full <= 352, "FullState grew to {full} bytes: update docs/ARCHITECTURE.md (Per-flow state)");
         // 1,024 is one of mimalloc's size classes; the next is 1,280 (a quarter more
         // memory per TCP flow of two packets or more).

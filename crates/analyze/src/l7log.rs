@@ -27,9 +27,9 @@ impl FlowRef {
         FlowRef {
             flow_id: f.flow_id,
             ip_version: f.ip_version,
-            c_ip: f.dir[0].ip,
+            c_ip: f.shown_ip(0),
             c_port: f.dir[0].port,
-            s_ip: f.dir[1].ip,
+            s_ip: f.shown_ip(1),
             s_port: f.dir[1].port,
             fqdn: f.fqdn.clone(),
             events: f.l7.as_ref().map(|x| x.events()).unwrap_or_default(),

@@ -19,16 +19,22 @@
 //! tracker is the only code that decides when a flow starts and ends, and it decides
 //! from packet time only.
 
+pub mod anon;
 pub mod community_id;
 pub mod dnhunter;
 mod flow;
+pub mod histo;
 pub mod l7log;
 pub mod logs;
+pub mod nets;
 pub mod periodic;
 pub mod shunt;
 pub mod stats;
 pub mod tcp;
 mod tracker;
+pub mod tstat;
 
 pub use flow::{ClientRule, Dir, EndReason, Flow, FlowId, Full, FullState, Kind, TcpFullState};
-pub use tracker::{FlowSink, InputClock, MovedFlow, Packet, TcpSets, Tracker, TrackerConfig, TrackerStats};
+pub use tracker::{
+    ClassTotals, FlowSink, InputClock, MovedFlow, Packet, TcpSets, Tracker, TrackerConfig, TrackerStats,
+};

@@ -36,8 +36,10 @@ fn dir_durat(d: &Dir) -> Value<'static> {
     Value::Micros(us(d.last_ns.saturating_sub(d.first_ns)))
 }
 
-fn ip(f: &Flow, d: &Dir) -> Value<'static> {
-    Value::Ip(tapstat_flow::ip_of(f.ip_version, d.ip))
+/// The address of side `i` as records write it ([`Flow::shown_ip`]: anonymized under
+/// `--anonymize`).
+fn ip(f: &Flow, i: usize) -> Value<'static> {
+    Value::Ip(tapstat_flow::ip_of(f.ip_version, f.shown_ip(i)))
 }
 
 macro_rules! col {
@@ -64,9 +66,7 @@ macro_rules! dir_u64 {
 macro_rules! tcp_side {
     ($v:ident, $p:literal, $i:tt, $who:literal) => {
         $v.push(run!(Flow;
-            col!(concat!($p, "_ip"), Ip, "", "endpoints", concat!("IP address of the ", $who), |f: &Flow| ip(
-                f, &f.dir[$i]
-            )),
+            col!(concat!($p, "_ip"), Ip, "", "endpoints", concat!("IP address of the ", $who), |f: &Flow| ip(f, $i)),
             col!(concat!($p, "_port"), U64, "", "endpoints", concat!("TCP port of the ", $who), |f: &Flow| Value::U64(
                 f.dir[$i].port as u64
             )),
@@ -109,6 +109,11 @@ macro_rules! tcp_side {
         ));
     };
 }
+
+const ISINT_C: &str = "1 when the client's address is in the internal networks (-N, --internal; every address is without them, as in Tstat)";
+const ISINT_S: &str = "1 when the server's address is in the internal networks (as `c_isint`)";
+const ISCRYPTO_C: &str = "1 when the client's address is anonymized (--anonymize, under --anonymize-only)";
+const ISCRYPTO_S: &str = "1 when the server's address is anonymized (as `c_iscrypto`)";
 
 /// A duration in ns as ms, none for 0 (not measured).
 fn ns_ms(ns: u64) -> Value<'static> {
@@ -438,10 +443,12 @@ fn stats_cols() -> Vec<Run<Flow>> {
     v
 }
 
-/// The Community ID of a TCP (6) or UDP (17) flow, computed when its record is written.
+/// The Community ID of a TCP (6) or UDP (17) flow, computed when its record is written,
+/// from the addresses the record shows (anonymized under `--anonymize`: the ID of the
+/// real addresses would let anyone test a guess of them).
 fn community(f: &Flow, proto: u8) -> Value<'static> {
-    let end = |d: &Dir| (tapstat_flow::ip_of(f.ip_version, d.ip), d.port);
-    Value::Inline(crate::community_id::community_id(0, proto, end(&f.dir[0]), end(&f.dir[1])))
+    let end = |i: usize| (tapstat_flow::ip_of(f.ip_version, f.shown_ip(i)), f.dir[i].port);
+    Value::Inline(crate::community_id::community_id(0, proto, end(0), end(1)))
 }
 
 fn l7(f: &Flow) -> Option<&tapstat_l7::L7Flow> {
@@ -709,6 +716,13 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
             f,
             f.dir[1].first_ack_ns
         )),
+        col!("c_isint", U64, "", "core", ISINT_C, |f: &Flow| Value::U64(f.isint[0] as u64)),
+        col!("s_isint", U64, "", "core", ISINT_S, |f: &Flow| Value::U64(f.isint[1] as u64)),
+        col!("c_iscrypto", U64, "", "core", ISCRYPTO_C, |f: &Flow| Value::U64(f.iscrypto[0] as u64)),
+        col!("s_iscrypto", U64, "", "core", ISCRYPTO_S, |f: &Flow| Value::U64(f.iscrypto[1] as u64)),
+        col!("con_t", U64, "", "core", "Tstat's connection type, a bit mask from the payload: 1 HTTP, 2 RTSP, 4 RTP, 16 RTCP, 1024 SMTP, 2048 POP3, 4096 IMAP, 8192 TLS, 32768 SSH, 131072 MSE (Tstat's heuristic for BitTorrent's Message Stream Encryption: no protocol recognised, the client's first data segment 96 to 608 bytes (a Diffie-Hellman key and its padding) not starting with text, and data from the server); 0 none. Needs the application layer (0 without it)", |f: &Flow| Value::U64(crate::tstat::con_t(f) as u64)),
+        col!("p2p_t", U64, "", "core", "Tstat's P2P type (IPP2P's codes): 9 BitTorrent (its handshake seen), 0 none; Tstat's other IPP2P protocols (eDonkey, Kazaa, Gnutella, DirectConnect...) are not recognised", |f: &Flow| Value::U64(crate::tstat::p2p_t(f) as u64)),
+        col!("http_t", U64, "", "core", "Tstat's HTTP content type of the flow's first request: 1 GET (and other methods but POST), 2 POST; 0 not HTTP. Tstat's finer classes (video and social sites, by URL) are not made: see docs/METRICS.md", |f: &Flow| Value::U64(crate::tstat::http_t(f) as u64)),
         dir_u64!(
             "c",
             0,
@@ -780,7 +794,7 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
         Str,
         "",
         "state",
-        "Community ID v1 of the 5-tuple (seed 0: `1:` and base64 of SHA-1), the id Zeek, Suricata and Wireshark give the same flow",
+        "Community ID v1 of the 5-tuple (seed 0: `1:` and base64 of SHA-1), the id Zeek, Suricata and Wireshark give the same flow (of the anonymized addresses under --anonymize)",
         |f: &Flow| community(f, 6)
     )));
     v.push(unanalysed_cols());
@@ -834,9 +848,7 @@ pub static UDP: LazyLock<Log<Flow>> = LazyLock::new(|| {
     macro_rules! udp_side {
         ($p:literal, $i:tt, $who:literal) => {
             v.push(run!(Flow;
-                col!(concat!($p, "_ip"), Ip, "", "endpoints", concat!("IP address of the ", $who), |f: &Flow| ip(
-                    f, &f.dir[$i]
-                )),
+                col!(concat!($p, "_ip"), Ip, "", "endpoints", concat!("IP address of the ", $who), |f: &Flow| ip(f, $i)),
                 col!(concat!($p, "_port"), U64, "", "endpoints", concat!("UDP port of the ", $who), |f: &Flow| {
                     Value::U64(f.dir[$i].port as u64)
                 }),
@@ -867,6 +879,8 @@ pub static UDP: LazyLock<Log<Flow>> = LazyLock::new(|| {
                     "core",
                     "sum of the frames' lengths on the wire (pcap orig_len)"
                 ),
+                col!(concat!($p, "_isint"), U64, "", "core", concat!("1 when the ", $who, "'s address is in the internal networks (-N, --internal; every address is without them, as in Tstat)"), |f: &Flow| Value::U64(f.isint[$i] as u64)),
+                col!(concat!($p, "_iscrypto"), U64, "", "core", concat!("1 when the ", $who, "'s address is anonymized (--anonymize, under --anonymize-only)"), |f: &Flow| Value::U64(f.iscrypto[$i] as u64)),
             ));
         };
     }
@@ -893,7 +907,7 @@ pub static UDP: LazyLock<Log<Flow>> = LazyLock::new(|| {
         Str,
         "",
         "state",
-        "Community ID v1 of the 5-tuple (seed 0: `1:` and base64 of SHA-1), the id Zeek, Suricata and Wireshark give the same flow",
+        "Community ID v1 of the 5-tuple (seed 0: `1:` and base64 of SHA-1), the id Zeek, Suricata and Wireshark give the same flow (of the anonymized addresses under --anonymize)",
         |f: &Flow| community(f, 17)
     )));
     v.push(unanalysed_cols());
@@ -906,8 +920,8 @@ pub static UDP: LazyLock<Log<Flow>> = LazyLock::new(|| {
 /// and protocol.
 pub static OTHER: LazyLock<Log<Flow>> = LazyLock::new(|| {
     let mut v = vec![run!(Flow;
-        col!("c_ip", Ip, "", "endpoints", "IP address of the sender of the first packet", |f: &Flow| ip(f, &f.dir[0])),
-        col!("s_ip", Ip, "", "endpoints", "IP address of the other side", |f: &Flow| ip(f, &f.dir[1])),
+        col!("c_ip", Ip, "", "endpoints", "IP address of the sender of the first packet", |f: &Flow| ip(f, 0)),
+        col!("s_ip", Ip, "", "endpoints", "IP address of the other side", |f: &Flow| ip(f, 1)),
         col!(
             "proto",
             U64,
@@ -1022,9 +1036,16 @@ mod tests {
 
     #[test]
     fn tcp_starts_with_tstats_core_columns_in_tstats_order() {
-        // The first 37 columns of Tstat 3.3's log_tcp_complete.
-        let tstat = "c_ip c_port c_pkts_all c_rst_cnt c_ack_cnt c_ack_cnt_p c_bytes_uniq c_pkts_data c_bytes_all c_pkts_retx c_bytes_retx c_pkts_ooo c_syn_cnt c_fin_cnt s_ip s_port s_pkts_all s_rst_cnt s_ack_cnt s_ack_cnt_p s_bytes_uniq s_pkts_data s_bytes_all s_pkts_retx s_bytes_retx s_pkts_ooo s_syn_cnt s_fin_cnt first last durat c_first s_first c_last s_last c_first_ack s_first_ack";
-        let ours: Vec<&str> = TCP.fields().map(|f| f.name).take(37).collect();
+        // The 44 columns of Tstat 3.3's core set (log_tcp_complete), in its order, in
+        // every variant of the TCP log.
+        let tstat = "c_ip c_port c_pkts_all c_rst_cnt c_ack_cnt c_ack_cnt_p c_bytes_uniq c_pkts_data c_bytes_all c_pkts_retx c_bytes_retx c_pkts_ooo c_syn_cnt c_fin_cnt s_ip s_port s_pkts_all s_rst_cnt s_ack_cnt s_ack_cnt_p s_bytes_uniq s_pkts_data s_bytes_all s_pkts_retx s_bytes_retx s_pkts_ooo s_syn_cnt s_fin_cnt first last durat c_first s_first c_last s_last c_first_ack s_first_ack c_isint s_isint c_iscrypto s_iscrypto con_t p2p_t http_t";
+        for sets in [crate::TcpSets::Core, crate::TcpSets::Full] {
+            for l7 in [false, true] {
+                let ours: Vec<&str> = LogId::TcpComplete.log_for(sets, l7).fields().map(|f| f.name).take(44).collect();
+                assert_eq!(ours.join(" "), tstat);
+            }
+        }
+        let ours: Vec<&str> = TCP.fields().map(|f| f.name).take(44).collect();
         assert_eq!(ours.join(" "), tstat);
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::dnhunter::{DnsAnswer, DnsCache};
 use crate::flow::{EndReason, FirstPacket, Flow, FlowId, Full, FullState, Kind, TcpFullState};
+use crate::histo::Histo;
 use crate::l7log::{DnsRow, FlowRef, HttpRow};
 use crate::periodic::PeriodicRow;
 use tapstat_decode::{Decoded, TcpFields, L4};
@@ -146,6 +147,8 @@ pub struct TrackerConfig {
     pub first_n: usize,
     /// Interval of the periodic rows of live TCP and UDP flows; 0 for none.
     pub periodic_ns: u64,
+    /// Interval of the link histograms ([`crate::histo`]); 0 for none.
+    pub histo_ns: u64,
     /// The application layer's settings; none turns it off.
     pub l7: Option<tapstat_l7::L7Config>,
     /// Most (client, address) → name answers each worker remembers (DN-Hunter).
@@ -159,6 +162,11 @@ pub struct TrackerConfig {
     pub start_flows: usize,
     /// When a flow needs no further analysis (live runs: `--shunt`); empty for never.
     pub shunt: crate::shunt::Shunt,
+    /// The internal networks (`-N`, `--internal`); none: every address is internal
+    /// (Tstat's default). Looked up once per flow, when it starts.
+    pub nets: Option<&'static crate::nets::Nets>,
+    /// Anonymize the addresses of every record (`--anonymize`).
+    pub anon: Option<crate::anon::AnonConfig>,
 }
 
 /// The TCP sets computed and written: the core set alone (volumes, sequence
@@ -187,12 +195,15 @@ impl Default for TrackerConfig {
             tcp_sets: TcpSets::Full,
             first_n: 10,
             periodic_ns: 0,
+            histo_ns: 0,
             l7: Some(tapstat_l7::L7Config::default()),
             dns_cache: 1 << 16,
             index: IndexKind::default(),
             slots: Slots::Auto,
             start_flows: 1 << 16,
             shunt: crate::shunt::Shunt::default(),
+            nets: None,
+            anon: None,
         }
     }
 }
@@ -267,6 +278,17 @@ pub struct TrackerStats {
     pub periodic_rows: u64,
     /// Flows a `--shunt` rule matched.
     pub shunted: u64,
+    /// Flows, packets and wire bytes ended, by traffic class ([`crate::nets::Class::ALL`]
+    /// order: in, out, local, ext; a flow's class is its client's to its server's).
+    pub classes: [ClassTotals; 4],
+}
+
+/// What ended flows of one traffic class carried.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassTotals {
+    pub flows: u64,
+    pub packets: u64,
+    pub bytes: u64,
 }
 
 impl TrackerStats {
@@ -286,6 +308,11 @@ impl TrackerStats {
         self.ended_interrupted += o.ended_interrupted;
         self.peak_flows += o.peak_flows;
         self.periodic_rows += o.periodic_rows;
+        for (a, b) in self.classes.iter_mut().zip(&o.classes) {
+            a.flows += b.flows;
+            a.packets += b.packets;
+            a.bytes += b.bytes;
+        }
     }
 }
 
@@ -308,6 +335,10 @@ pub struct Tracker {
     late_names: bool,
     /// The packet just accounted made its flow shunted ([`Tracker::take_shunt`]).
     shunt_now: bool,
+    /// `--anonymize`: this worker's Crypto-PAn and its cache.
+    anon: Option<crate::anon::Anonymizer>,
+    /// The link histograms (`histo_ns` > 0).
+    histo: Option<Box<Histo>>,
     pub stats: TrackerStats,
 }
 
@@ -329,6 +360,8 @@ impl Tracker {
             dns: DnsCache::new(cfg.dns_cache),
             late_names: false,
             shunt_now: false,
+            anon: cfg.anon.as_ref().map(crate::anon::Anonymizer::new),
+            histo: (cfg.histo_ns > 0).then(|| Box::new(Histo::new(cfg.histo_ns, cfg.nets))),
             stats: TrackerStats::default(),
         }
     }
@@ -393,7 +426,21 @@ impl Tracker {
     #[inline]
     pub fn on_packet(&mut self, p: &Packet<'_>, out: &mut impl FlowSink) {
         self.now_ns = self.now_ns.max(p.now_ns);
-        self.account(p, self.now_ns, out);
+        self.account(p, self.now_ns, 1, out);
+    }
+
+    /// Accounts `n` counted-only packets of one flow and direction at once (the live
+    /// overload controller's held tails): `p` is one of them with `p.unanalysed` set,
+    /// its `wire_len` the wire bytes of all `n`, its time theirs. One flow lookup
+    /// instead of `n`; the flow's and the tracker's counts are those of `n` calls of
+    /// [`Tracker::on_packet`] with the bytes spread over them.
+    pub fn on_tails(&mut self, p: &Packet<'_>, n: u32, out: &mut impl FlowSink) {
+        debug_assert!(p.unanalysed);
+        if n == 0 {
+            return;
+        }
+        self.now_ns = self.now_ns.max(p.now_ns);
+        self.account(p, self.now_ns, n, out);
     }
 
     /// Accounts packet `p` of a run that the engine took out of input order to group
@@ -419,7 +466,7 @@ impl Tracker {
     #[inline]
     pub fn on_packet_held(&mut self, p: &Packet<'_>, held_ns: u64, out: &mut impl FlowSink) {
         self.now_ns = self.now_ns.max(held_ns);
-        self.account(p, self.now_ns.max(p.now_ns), out);
+        self.account(p, self.now_ns.max(p.now_ns), 1, out);
     }
 
     /// Moves the clock to `now_ns` (never back) without a packet: after a run of
@@ -432,14 +479,18 @@ impl Tracker {
 
     /// The work of a packet: periodic rows, DNS learning and garbage collection on the
     /// tracker's clock, and the packet's own flow on `now` (the tracker's clock, or the
-    /// packet's in a held run).
+    /// packet's in a held run). `n` is the number of packets `p` stands for: 1, or
+    /// more for counted-only tails ([`Tracker::on_tails`]).
     #[inline(always)]
-    fn account(&mut self, p: &Packet<'_>, now: u64, out: &mut impl FlowSink) {
-        self.stats.packets += 1;
+    fn account(&mut self, p: &Packet<'_>, now: u64, n: u32, out: &mut impl FlowSink) {
+        self.stats.packets += n as u64;
         self.stats.wire_bytes += p.wire_len as u64;
         if self.cfg.periodic_ns > 0 {
             self.periodic(out);
             self.dirty = true;
+        }
+        if let Some(h) = self.histo.as_deref_mut() {
+            h.packet(p.now_ns, p.dec);
         }
         if !p.dns_learnt && !p.unanalysed {
             self.learn_dns_at(p.dec, p.payload, p.ts_ns);
@@ -470,6 +521,9 @@ impl Tracker {
                 let full = (self.cfg.tcp_sets == TcpSets::Full).then(|| self.pool.take_first());
                 let mut f = Flow::new(p.dec, p.src_is_lo, p.ts_ns, full, self.cfg.l7.is_some());
                 f.flow_id = FlowId::new(&p.key, p.ts_ns);
+                if self.cfg.nets.is_some() || self.anon.is_some() {
+                    endpoints(&mut f, self.cfg.nets, self.anon.as_ref(), &p.key, p.ts_ns);
+                }
                 if f.l7.is_some() {
                     f.fqdn = if self.late_names {
                         self.dns.lookup_before(f.dir[0].ip, f.dir[1].ip, p.ts_ns)
@@ -486,7 +540,15 @@ impl Tracker {
                 if let Some((_, mut old)) = evicted {
                     old.end = end_reason(&old, EndReason::Evicted);
                     self.stats.evictions += 1;
-                    close(old, now, out, &mut self.pool, self.late_names.then_some(&self.dns));
+                    close(
+                        old,
+                        now,
+                        out,
+                        &mut self.pool,
+                        Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets),
+                        &mut self.stats,
+                        self.histo.as_deref_mut(),
+                    );
                 }
                 self.stats.peak_flows = self.stats.peak_flows.max(self.table.len() as u64);
                 id
@@ -498,13 +560,21 @@ impl Tracker {
         }
         let di = f.dir_of(p.src_is_lo);
         if p.unanalysed {
-            f.count_unanalysed(p.wire_len, p.ts_ns, di);
+            f.count_unanalysed(n, p.wire_len as u64, p.ts_ns, di);
             self.table.touch(id, now);
             return;
         }
-        let fresh = f.update(p.dec, p.wire_len, p.ts_ns, di, &mut self.pool.rings);
+        let fresh = f.update(p.dec, p.payload, p.wire_len, p.ts_ns, di, &mut self.pool.rings);
         if let (Some(cfg), Some(fresh)) = (self.cfg.l7.as_ref(), fresh) {
-            on_payload(f, cfg, di, p, fresh, out, self.late_names.then_some(&self.dns));
+            on_payload(
+                f,
+                cfg,
+                di,
+                p,
+                fresh,
+                out,
+                Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets),
+            );
         }
         // Acquisition knows a flow by the hash of its frame's outer headers
         // (`capture::live::frame_flow`): a tunnel's or a fragment's hash is shared with
@@ -549,7 +619,15 @@ impl Tracker {
             if let Some((_, mut old)) = evicted {
                 old.end = end_reason(&old, EndReason::Evicted);
                 self.stats.evictions += 1;
-                close(old, self.now_ns, out, &mut self.pool, self.late_names.then_some(&self.dns));
+                close(
+                    old,
+                    self.now_ns,
+                    out,
+                    &mut self.pool,
+                    Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets),
+                    &mut self.stats,
+                    self.histo.as_deref_mut(),
+                );
             }
         }
         self.stats.peak_flows = self.stats.peak_flows.max(self.table.len() as u64);
@@ -567,13 +645,20 @@ impl Tracker {
         self.collect(usize::MAX, out);
         let stats = &mut self.stats;
         let pool = &mut self.pool;
-        let late = self.late_names.then_some(&self.dns);
+        let late = Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets);
         let now = self.now_ns;
+        let mut histo = self.histo.as_deref_mut();
         self.table.drain(|_, mut f| {
             f.end = end_reason(&f, at_end);
             count_end(stats, f.end);
-            close(f, now, out, pool, late);
+            close(f, now, out, pool, late, stats, histo.as_deref_mut());
         });
+    }
+
+    /// The link histograms (`--histo-interval`), taken after [`Tracker::finish`] for
+    /// the run's merge ([`Histo::merge`]).
+    pub fn take_histo(&mut self) -> Option<Box<Histo>> {
+        self.histo.take()
     }
 
     /// Scans `n` slots of the table and ends the flows that have expired by now.
@@ -582,7 +667,8 @@ impl Tracker {
         let cfg = self.cfg;
         let stats = &mut self.stats;
         let pool = &mut self.pool;
-        let late = self.late_names.then_some(&self.dns);
+        let late = Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets);
+        let mut histo = self.histo.as_deref_mut();
         // `scan` hands over each flow right after `expired` said yes for it.
         let due = std::cell::Cell::new(0);
         self.table.scan(
@@ -599,7 +685,7 @@ impl Tracker {
             |_, mut f| {
                 f.end = end_reason(&f, EndReason::Idle);
                 count_end(stats, f.end);
-                close(f, due.get(), out, pool, late);
+                close(f, due.get(), out, pool, late, stats, histo.as_deref_mut());
             },
         );
     }
@@ -642,7 +728,15 @@ impl Tracker {
         let (_, mut f) = self.table.remove(id);
         f.end = why;
         count_end(&mut self.stats, why);
-        close(f, due, out, &mut self.pool, self.late_names.then_some(&self.dns));
+        close(
+            f,
+            due,
+            out,
+            &mut self.pool,
+            Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets),
+            &mut self.stats,
+            self.histo.as_deref_mut(),
+        );
     }
 }
 
@@ -658,7 +752,7 @@ fn on_payload(
     p: &Packet<'_>,
     fresh: crate::tcp::Fresh,
     out: &mut impl FlowSink,
-    late: Option<&DnsCache>,
+    ctx: Ctx<'_>,
 ) {
     let Some(l7) = f.l7.as_mut() else { return };
     let off = fresh.off as usize;
@@ -677,10 +771,10 @@ fn on_payload(
     // Complete transactions go out now: a resolver's 5-tuple can live for hours.
     let (http, dns) = (l7.drain_http(false), l7.drain_dns(false));
     if !(http.is_empty() && dns.is_empty()) {
-        name_late(f, late);
+        name_late(f, ctx.late);
         out.at(p.now_ns);
     }
-    emit_transactions(f, http, dns, out);
+    emit_transactions(f, http, dns, out, ctx);
 }
 
 /// The full sets' state of ended flows, for the next flows: one stack per size, the
@@ -760,9 +854,25 @@ fn pop_reset<T>(stack: &mut Vec<Box<T>>, reset: fn(&mut T), new: impl FnOnce() -
 /// full sets' state goes back to the pool.
 /// Writes the record of ended flow `f` (and its transactions still pending), due at
 /// `due` ([`FlowSink::at`]).
-fn close(mut f: Flow, due: u64, out: &mut impl FlowSink, pool: &mut Pool, late: Option<&DnsCache>) {
+fn close(
+    mut f: Flow,
+    due: u64,
+    out: &mut impl FlowSink,
+    pool: &mut Pool,
+    ctx: Ctx<'_>,
+    stats: &mut TrackerStats,
+    histo: Option<&mut Histo>,
+) {
     out.at(due);
-    name_late(&mut f, late);
+    name_late(&mut f, ctx.late);
+    if let (Some(a), Some(l7)) = (ctx.anon, f.l7.as_mut()) {
+        // `http_hostname`, the SNIs: names the peers chose, which may be addresses.
+        l7.rewrite_names(|x| a.host(x, ctx.nets));
+    }
+    let c = &mut stats.classes[f.class().index()];
+    c.flows += 1;
+    c.packets += f.dir[0].pkts_all + f.dir[1].pkts_all;
+    c.bytes += f.dir[0].bytes_wire + f.dir[1].bytes_wire;
     if f.folded() {
         pool.unfold(&mut f);
     } else if let Some(full) = &f.full {
@@ -770,9 +880,12 @@ fn close(mut f: Flow, due: u64, out: &mut impl FlowSink, pool: &mut Pool, late: 
     }
     if let Some(l7) = f.l7.as_mut() {
         let (http, dns) = (l7.drain_http(true), l7.drain_dns(true));
-        emit_transactions(&f, http, dns, out);
+        emit_transactions(&f, http, dns, out, ctx);
     }
     out.on_flow_end(&f);
+    if let Some(h) = histo {
+        h.flow(due, &f);
+    }
     pool.give(f.full.take());
 }
 
@@ -790,16 +903,128 @@ fn name_late(f: &mut Flow, late: Option<&DnsCache>) {
     }
 }
 
-fn emit_transactions(f: &Flow, http: Vec<HttpTransaction>, dns: Vec<DnsTransaction>, out: &mut impl FlowSink) {
+/// What writing a flow's records needs besides the flow: DN-Hunter's cache for the
+/// names decided late (`late`), and under `--anonymize` the worker's anonymizer and the
+/// internal networks (for the addresses of DNS answers).
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    late: Option<&'a DnsCache>,
+    anon: Option<&'a crate::anon::Anonymizer>,
+    nets: Option<&'static crate::nets::Nets>,
+}
+
+impl<'a> Ctx<'a> {
+    #[inline]
+    fn new(
+        late_names: bool,
+        dns: &'a DnsCache,
+        anon: Option<&'a crate::anon::Anonymizer>,
+        nets: Option<&'static crate::nets::Nets>,
+    ) -> Ctx<'a> {
+        Ctx { late: late_names.then_some(dns), anon, nets }
+    }
+}
+
+/// Decides, once per flow as it starts, whether its endpoints are internal and, under
+/// `--anonymize`, the addresses its records show and a flow id keyed by the secret
+/// (the plain id is a hash of the 5-tuple anyone can compute: it would let the real
+/// addresses be searched for).
+#[cold]
+fn endpoints(
+    f: &mut Flow,
+    nets: Option<&crate::nets::Nets>,
+    anon: Option<&crate::anon::Anonymizer>,
+    key: &tapstat_flow::FlowKey,
+    ts_ns: u64,
+) {
+    for i in 0..2 {
+        f.isint[i] = crate::nets::is_internal(nets, f.ip_version, f.dir[i].ip);
+    }
+    if let Some(a) = anon {
+        let mut shown = [f.dir[0].ip, f.dir[1].ip];
+        for (i, ip) in shown.iter_mut().enumerate() {
+            if a.scope.covers(f.isint[i]) {
+                *ip = a.raw(f.ip_version, *ip);
+                f.iscrypto[i] = true;
+            }
+        }
+        f.anon_ip = Some(Box::new(shown));
+        f.flow_id = FlowId::keyed(key, ts_ns, a.id_secret);
+    }
+}
+
+fn emit_transactions(
+    f: &Flow,
+    http: Vec<HttpTransaction>,
+    dns: Vec<DnsTransaction>,
+    out: &mut impl FlowSink,
+    ctx: Ctx<'_>,
+) {
     if http.is_empty() && dns.is_empty() {
         return;
     }
     let fr = FlowRef::of(f);
-    for tx in http {
+    for mut tx in http {
+        if let (Some(a), Some(r)) = (ctx.anon, tx.request.as_mut()) {
+            anonymize_http(r, a, ctx.nets);
+        }
         out.on_http(&HttpRow { flow: fr.clone(), tx });
     }
-    for tx in dns {
+    for mut tx in dns {
+        if let Some(a) = ctx.anon {
+            anonymize_dns(&mut tx, a, ctx.nets);
+        }
         out.on_dns(&DnsRow::new(fr.clone(), tx));
+    }
+}
+
+/// The addresses an HTTP request writes: a Host, a target or a Referer that is an
+/// address rather than a name.
+fn anonymize_http(
+    r: &mut tapstat_l7::http::HttpRequest,
+    a: &crate::anon::Anonymizer,
+    nets: Option<&crate::nets::Nets>,
+) {
+    if let Some(h) = r.host.as_deref().and_then(|h| a.host(h, nets)) {
+        r.host = Some(h);
+    }
+    if let Some(u) = r.url.as_deref().and_then(|u| a.url(u, nets)) {
+        r.url = Some(u);
+    }
+    if let Some(u) = r.referer.as_deref().and_then(|u| a.url(u, nets)) {
+        r.referer = Some(u);
+    }
+}
+
+/// The addresses a DNS transaction writes (its answers, and the address spelled by a
+/// reverse lookup's name), anonymized under the scope of `--anonymize-only`.
+fn anonymize_dns(tx: &mut DnsTransaction, a: &crate::anon::Anonymizer, nets: Option<&crate::nets::Nets>) {
+    use tapstat_l7::dns::parser::AnswerData;
+    if let Some(r) = a.reverse_name(&tx.qname, nets) {
+        tx.qname = r;
+    }
+    for ans in &mut tx.answers {
+        if let Some(r) = a.reverse_name(&ans.name, nets) {
+            ans.name = r;
+        }
+        match &mut ans.data {
+            AnswerData::A(v4) => {
+                if let std::net::IpAddr::V4(x) = a.answer((*v4).into(), nets) {
+                    *v4 = x;
+                }
+            }
+            AnswerData::Aaaa(v6) => {
+                if let std::net::IpAddr::V6(x) = a.answer((*v6).into(), nets) {
+                    *v6 = x;
+                }
+            }
+            AnswerData::Cname(n) => {
+                if let Some(r) = a.reverse_name(n, nets) {
+                    *n = r;
+                }
+            }
+            AnswerData::Other => {}
+        }
     }
 }
 
@@ -1007,6 +1232,48 @@ mod tests {
         assert_eq!(f.dir[0].last_ns, 2 * S + 1);
         assert_eq!(f.last_ns, 3 * S);
         assert_eq!(t.stats.packets, 6);
+    }
+
+    /// `on_tails` (a held-tails record) counts as that many counted-only packets would,
+    /// with one flow lookup: the flow's and the tracker's counts agree.
+    #[test]
+    fn tails_count_as_their_packets_would() {
+        let h = tapstat_flow::FlowHasher::new(1);
+        let run = |at_once: bool| {
+            let mut t = Tracker::new(TrackerConfig::default());
+            let mut out = Vec::new();
+            for (ts, d) in handshake(1, 100) {
+                t.on_packet(&packet(&h, ts * S, ts * S, &d, &[]), &mut |f: &Flow| out.push(f.clone()));
+            }
+            let d = seg(true, ACK, 101, 1000);
+            let mut p = packet(&h, 2 * S, 2 * S, &d, &[]);
+            p.unanalysed = true;
+            if at_once {
+                p.wire_len = 3 * 1514 + 2;
+                t.on_tails(&p, 3, &mut |f: &Flow| out.push(f.clone()));
+                t.on_tails(&p, 0, &mut |f: &Flow| out.push(f.clone()));
+            } else {
+                for k in 0..3 {
+                    p.wire_len = 1514 + u32::from(k < 2);
+                    t.on_packet(&p, &mut |f: &Flow| out.push(f.clone()));
+                }
+            }
+            t.finish(4 * S, false, &mut |f: &Flow| out.push(f.clone()));
+            assert_eq!(out.len(), 1);
+            let f = &out[0];
+            (
+                f.dir[0].pkts_all,
+                f.dir[0].pkts_unanalysed,
+                f.dir[0].bytes_wire,
+                f.dir[0].last_ns,
+                f.last_ns,
+                t.stats.packets,
+                t.stats.wire_bytes,
+            )
+        };
+        let once = run(true);
+        assert_eq!(once, run(false));
+        assert_eq!((once.0, once.1, once.5), (5, 3, 6));
     }
 
     #[test]

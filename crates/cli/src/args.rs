@@ -20,6 +20,7 @@ Examples:
   tcpdump -i eth0 -w - | tapstat -r - -o out/   analyze a live capture through a pipe
   tapstat -i eth0 -w 2 -f 'tcp port 443' -o out/ capture live (AF_PACKET fanout), 2 workers
   tapstat --dpdk '-a 0000:3b:00.0' -w 2 -o out/ capture through DPDK (--features dpdk builds)
+  tapstat report out/                           out/report.html: histograms, top lists, health
   tapstat synth -o sample.pcap                  write the built-in sample trace
   tapstat bench -r trace.pcap -w 1,2            measure packets/s per CPU-second
   tapstat bench -r trace.pcap --pps 1e6 -o out/ replay through the live path at 1M packets/s
@@ -29,7 +30,8 @@ Output (in -o DIR): log_tcp_complete, log_tcp_nocomplete, log_udp_complete,
 log_other, log_http_complete and log_dns_complete (application layer on),
 log_tcp_periodic and log_udp_periodic (--periodic), as TSV with a header line or as
 *.jsonl, compressed with --compress (*.zst, *.gz); with --rotate, in one directory
-per interval (YYYY_MM_DD_HH_MM.out, UTC); summary.json; stats.jsonl (live).
+per interval (YYYY_MM_DD_HH_MM.out, UTC); summary.json; histograms.tsv (link
+histograms, --histo-interval); stats.jsonl (live).
 `-o -` writes every log to stdout as JSON lines, each line with its log's name as
 its first key ({\"log\":\"log_tcp_complete\",...}); the summary goes to stderr only.
 Columns: `tapstat schema` or docs/METRICS.md.
@@ -57,6 +59,19 @@ pub enum Command {
     /// Write tapstat's deterministic sample trace (TCP with loss, DNS over UDP), a SYN flood
     /// or a traffic profile (dominant, many, balanced)
     Synth(SynthArgs),
+    /// Write one self-contained HTML page (report.html) of a run's output directory:
+    /// the link histograms over time, top applications, server names and talkers, RTT
+    /// and retransmission distributions, and the run's health. Opens offline
+    Report {
+        /// The output directory of a finished run (it holds summary.json)
+        dir: PathBuf,
+        /// Where to write the page (default DIR/report.html)
+        #[arg(short = 'o', long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Entries in the top-N charts (applications, names, talkers, ports) [1..=1000]
+        #[arg(long, value_name = "N", default_value_t = 15, value_parser = int_in::<usize, 1, 1000>)]
+        top: usize,
+    },
     /// Print the columns of every log (name, type, unit, meaning)
     Schema {
         /// text: a table to read; markdown: docs/METRICS.md's generated part; json:
@@ -219,6 +234,12 @@ pub struct RunArgs {
     /// what it did in the interval (log_tcp_periodic, log_udp_periodic) [0.001..=1e10]
     #[arg(long, value_name = "S", allow_hyphen_values = true, value_parser = periodic_secs)]
     pub periodic: Option<f64>,
+    /// Link histograms every S whole seconds of packet time, written at the end as
+    /// histograms.tsv (time, histogram, direction, bin, count; with -o -, JSON lines
+    /// tagged "histograms"): IP length, TTL, IP protocol, server ports, flow durations,
+    /// bytes and packets, RTT, flows per application. `off` (or 0) for none [1..=1e9]
+    #[arg(long, value_name = "S|off", default_value = "300", allow_hyphen_values = true, value_parser = histo_secs)]
+    pub histo_interval: u64,
     /// Application layer: classification (`app`), TLS/QUIC server names and
     /// fingerprints, HTTP and DNS transactions (log_http_complete, log_dns_complete),
     /// DNS names of the servers (`fqdn`)
@@ -238,6 +259,26 @@ pub struct RunArgs {
     /// DNS answers (client, address → name) each worker remembers for `fqdn` [0..=2^24]
     #[arg(long, value_name = "N", default_value_t = 1 << 16, allow_negative_numbers = true, value_parser = int_in::<usize, 0, { 1 << 24 }>)]
     pub dns_cache: usize,
+    /// Internal networks, from a file in Tstat's net file format: one network per line,
+    /// `10.0.0.0/8`, `10.0.0.0/255.0.0.0`, `2001:db8::/32` or a bare address; `#`
+    /// comments. Sets `c_isint`/`s_isint` and the traffic classes (in, out, local, ext)
+    /// of summary.json. Without -N or --internal every address is internal (as in Tstat)
+    #[arg(short = 'N', long = "net-file", value_name = "FILE", value_parser = parse_net_file)]
+    pub net_file: Option<tapstat_analyze::nets::Nets>,
+    /// Internal networks given on the command line (added to -N's), comma-separated:
+    /// --internal 10.0.0.0/8,192.168.0.0/16,2001:db8::/32
+    #[arg(long, value_name = "CIDR,...", value_delimiter = ',', value_parser = parse_cidr)]
+    pub internal: Vec<String>,
+    /// Anonymize every address of every output (logs, DNS answers, IPFIX, Kafka,
+    /// Parquet) with prefix-preserving Crypto-PAn, IPv4 and IPv6. KEYFILE holds 32 bytes:
+    /// 16 of AES key, 16 of pad (make one: head -c 32 /dev/urandom > KEYFILE; keep it to
+    /// anonymize later runs alike). `c_iscrypto`/`s_iscrypto` say which addresses are
+    #[arg(long, value_name = "KEYFILE", value_parser = parse_key_file)]
+    pub anonymize: Option<KeyBytes>,
+    /// Which addresses --anonymize changes: all, internal (those of -N/--internal: the
+    /// probe's own users; Tstat's choice) or external
+    #[arg(long, value_name = "WHICH", default_value = "all", value_parser = ["all", "internal", "external"], requires = "anonymize")]
+    pub anonymize_only: String,
     /// Seed of the flow hash (default: random at start-up, so crafted traffic cannot aim at buckets) [0..=2^64-1]
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = int_in::<u64, 0, { u64::MAX }>)]
     pub hash_seed: Option<u64>,
@@ -377,6 +418,17 @@ pub fn periodic_secs(s: &str) -> Result<f64, String> {
     secs_in(s, 0.001, MAX_TIMEOUT_S)
 }
 
+/// `--histo-interval`: whole seconds, `off` or 0 (none).
+pub fn histo_secs(s: &str) -> Result<u64, String> {
+    match s.trim() {
+        "off" | "0" => Ok(0),
+        t => match t.parse::<u64>() {
+            Ok(n) if (1..=1_000_000_000).contains(&n) => Ok(n),
+            _ => Err(format!("{s:?} is not a whole number of seconds in 1..=1000000000, nor `off`")),
+        },
+    }
+}
+
 fn ns(s: f64) -> u64 {
     (s.max(0.0) * 1e9) as u64
 }
@@ -430,6 +482,20 @@ impl RunArgs {
         self.out.as_os_str() == "-"
     }
 
+    /// The internal networks of -N and --internal, for the run's lifetime (the workers'
+    /// trackers share them); none when neither is given.
+    fn nets(&self) -> Option<&'static tapstat_analyze::nets::Nets> {
+        if self.net_file.is_none() && self.internal.is_empty() {
+            return None;
+        }
+        let mut n = self.net_file.clone().unwrap_or_default();
+        for c in &self.internal {
+            // Checked when the flags were read.
+            let _ = n.add_str(c);
+        }
+        Some(Box::leak(Box::new(n)))
+    }
+
     pub fn engine_config(&self) -> EngineConfig {
         let workers =
             self.workers.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
@@ -463,6 +529,7 @@ impl RunArgs {
                 },
                 first_n: self.first_n,
                 periodic_ns: self.periodic.map_or(0, |s| ns(s).max(1_000_000)),
+                histo_ns: self.histo_interval * 1_000_000_000,
                 l7: (self.l7 == OnOff::On).then(|| tapstat_l7::L7Config {
                     budget: self.l7_budget,
                     url_privacy: match self.http_url {
@@ -484,6 +551,11 @@ impl RunArgs {
                 start_flows: TrackerConfig::default().start_flows,
                 // Parsed and counted when the flags are read (`--shunt` is live-only).
                 shunt: tapstat_analyze::shunt::Shunt::new(&self.live.shunt).unwrap_or_default(),
+                nets: self.nets(),
+                anon: self.anonymize.map(|k| tapstat_analyze::anon::AnonConfig {
+                    key: k.0,
+                    scope: tapstat_analyze::anon::Scope::parse(&self.anonymize_only).unwrap_or_default(),
+                }),
             },
             hash_seed: self.hash_seed,
             flow_hash: match self.flow_hash {
@@ -636,4 +708,28 @@ impl SynthArgs {
         }
         c
     }
+}
+
+/// A Crypto-PAn key read from `--anonymize`'s file (never printed).
+#[derive(Clone, Copy)]
+pub struct KeyBytes(pub [u8; 32]);
+
+impl std::fmt::Debug for KeyBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyBytes(..)")
+    }
+}
+
+fn parse_key_file(s: &str) -> Result<KeyBytes, String> {
+    tapstat_analyze::anon::AnonConfig::read_key(std::path::Path::new(s)).map(KeyBytes)
+}
+
+fn parse_net_file(s: &str) -> Result<tapstat_analyze::nets::Nets, String> {
+    let text = std::fs::read_to_string(s).map_err(|e| format!("{s}: {e}"))?;
+    tapstat_analyze::nets::Nets::parse(&text).map_err(|e| format!("{s}: {e}"))
+}
+
+fn parse_cidr(s: &str) -> Result<String, String> {
+    tapstat_analyze::nets::Nets::default().add_str(s)?;
+    Ok(s.trim().to_string())
 }

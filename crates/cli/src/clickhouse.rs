@@ -75,6 +75,11 @@ pub fn datetime_name(t: &Field) -> String {
     format!("{}_time", t.name)
 }
 
+/// The expression of the materialized `DateTime` beside time column `t`.
+fn datetime_expr(t: &Field) -> String {
+    format!("toDateTime(toUInt32(ifNull(`{}`, 0) / 1000))", t.name)
+}
+
 fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
 }
@@ -97,9 +102,9 @@ fn columns(log: &LogDoc, materialized: bool) -> String {
     if materialized {
         if let Some(t) = time_column(log) {
             lines.push(format!(
-                "    `{}` DateTime MATERIALIZED toDateTime(toUInt32(ifNull(`{}`, 0) / 1000)), -- `{}` in whole seconds (UTC), for the partitions, the sorting key and TTL",
+                "    `{}` DateTime MATERIALIZED {}, -- `{}` in whole seconds (UTC), for the partitions, the sorting key and TTL",
                 datetime_name(t),
-                t.name,
+                datetime_expr(t),
                 t.name
             ));
         }
@@ -175,9 +180,14 @@ pub fn ddl(logs: &[LogDoc], o: &Options) -> String {
                 quote(&topic),
                 quote(&group)
             );
+            // The view computes the materialized column itself: 18.16 refuses a block
+            // without it ("Expected column first_time: while pushing to view").
+            let time = time_column(log)
+                .map(|t| format!(", {} AS `{}`", datetime_expr(t), datetime_name(t)))
+                .unwrap_or_default();
             let _ = writeln!(
                 s,
-                "CREATE MATERIALIZED VIEW IF NOT EXISTS `{db}`.`{0}_mv` TO `{db}`.`{0}` AS SELECT * FROM `{db}`.`{0}_kafka`;",
+                "CREATE MATERIALIZED VIEW IF NOT EXISTS `{db}`.`{0}_mv` TO `{db}`.`{0}` AS SELECT *{time} FROM `{db}`.`{0}_kafka`;",
                 log.name
             );
         }
@@ -217,6 +227,10 @@ mod tests {
         assert_eq!(flows.name, "log_tcp_complete");
         assert!(out.contains("ORDER BY (`first_time`, ifNull(`c_ip`, ''), ifNull(`s_ip`, ''))"));
         assert!(out.contains("-- TTL `first_time` + INTERVAL 30 DAY"));
+        // The view fills the materialized column (18.16 wants it in the block).
+        assert!(out.contains(
+            "TO `tapstat`.`log_tcp_complete` AS SELECT *, toDateTime(toUInt32(ifNull(`first`, 0) / 1000)) AS `first_time` FROM `tapstat`.`log_tcp_complete_kafka`;"
+        ));
     }
 
     #[test]

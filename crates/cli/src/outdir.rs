@@ -3,7 +3,8 @@
 //! - A lock (`.tapstat.lock`, `flock`) is held for the whole run: a second run on the
 //!   same directory fails at once instead of interleaving its lines with the first's.
 //! - A directory that holds tapstat's output of an earlier run (a `log_*` file,
-//!   `summary.json`, `stats.jsonl`, a `--rotate` interval directory) is refused unless
+//!   `summary.json`, `stats.jsonl`, `histograms.tsv`, `report.html`, a `--rotate`
+//!   interval directory) is refused unless
 //!   `--force`, which removes exactly those first; files tapstat does not write are
 //!   never touched. So a rerun with another format or without `--periodic` cannot
 //!   leave an earlier run's logs beside the new ones, and nothing is truncated before
@@ -29,7 +30,9 @@ fn is_ours(name: &str) -> bool {
         (n.len() == 20 || n.len() == 23) && n.ends_with(".out") && n.starts_with(|c: char| c.is_ascii_digit())
     };
     // Logs: log_tcp_complete, log_tcp_complete.jsonl, .zst and .gz (--compress).
-    name.starts_with("log_") || name == "summary.json" || name == "stats.jsonl" || interval(name)
+    name.starts_with("log_")
+        || [SUMMARY, "stats.jsonl", HISTOGRAMS, crate::report::REPORT].contains(&name)
+        || interval(name)
 }
 
 /// Creates `dir`, locks it and clears or refuses an earlier run's output.
@@ -67,6 +70,19 @@ pub fn claim(dir: &Path, force: bool) -> Result<Claim> {
     Ok(Claim { _lock: lock })
 }
 
+/// The names of the run's summary and link histograms in the output directory.
+pub const SUMMARY: &str = "summary.json";
+pub const HISTOGRAMS: &str = "histograms.tsv";
+
+/// Writes `name` in `dir`, a file tapstat creates (never through a name it did not
+/// create: `create_fresh`).
+pub fn write_new(dir: &Path, name: &str, text: &str) -> Result<()> {
+    use std::io::Write;
+    let path = dir.join(name);
+    let mut f = tapstat_sink::create_fresh(&path).with_context(|| format!("writing {}", path.display()))?;
+    f.write_all(text.as_bytes()).with_context(|| format!("writing {}", path.display()))
+}
+
 /// Writes `summary.json` atomically: a temporary file renamed into place.
 pub fn write_summary(dir: &Path, json: &str) -> Result<()> {
     use std::io::Write;
@@ -85,7 +101,15 @@ mod tests {
 
     #[test]
     fn our_names() {
-        for n in ["log_tcp_complete", "log_udp_complete.jsonl", "summary.json", "stats.jsonl", "2026_01_02_03_04.out"] {
+        for n in [
+            "log_tcp_complete",
+            "log_udp_complete.jsonl",
+            "summary.json",
+            "stats.jsonl",
+            "2026_01_02_03_04.out",
+            "histograms.tsv",
+            "report.html",
+        ] {
             assert!(is_ours(n), "{n}");
         }
         for n in ["log_tcp_complete.zst", "log_udp_complete.jsonl.gz", "2026_01_02_03_04_05.out"] {

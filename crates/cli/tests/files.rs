@@ -62,6 +62,7 @@ fn a_rerun_needs_force_and_force_removes_only_tapstats_files() {
         names,
         [
             ".tapstat.lock",
+            "histograms.tsv",
             "log_dns_complete",
             "log_http_complete",
             "log_other",

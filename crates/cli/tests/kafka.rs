@@ -6,7 +6,8 @@
 //! - `every_record_reaches_its_topic_as_in_the_logs`: mix-small's records (or the
 //!   largest dev capture's, without the bench corpus) through `--kafka`, from a TSV run
 //!   and a JSON-lines run: each topic holds exactly the log's records — per flow id the
-//!   same values in the same order as the JSON lines, the same flow ids as the TSV — and
+//!   same values in the same order as the JSON lines, byte for byte (the TSV run's are
+//!   made by the exporter thread from the TSV lines), the same flow ids as the TSV — and
 //!   the schema topic one message per log with its columns. Then a run whose broker
 //!   cannot be reached leaves its records in the spool, and the next run with that
 //!   spool sends them first.
@@ -20,161 +21,16 @@
 #![cfg(feature = "kafka")]
 
 mod common;
+use common::kafka::{capture, free_port, jars, Kafka, TURN};
 use common::*;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// The broker's jars (fetched once per test process), or `None` (with the reason
-/// printed) where Java or Maven is missing, unless `TAPSTAT_REQUIRE_KAFKA=1`.
-fn jars() -> Option<&'static Path> {
-    static JARS: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let r = JARS.get_or_init(|| {
-        let ok = |cmd: &str, arg: &str| Command::new(cmd).arg(arg).output().is_ok_and(|o| o.status.success());
-        if !ok("java", "-version") {
-            return Err("java is not installed (Debian package openjdk-17-jre-headless)".into());
-        }
-        let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kafka-jars");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kafka_jars.sh");
-        let t0 = Instant::now();
-        let o = Command::new("bash").arg(&script).arg(&cache).output().map_err(|e| format!("{script:?}: {e}"))?;
-        if !o.status.success() {
-            return Err(format!(
-                "scripts/kafka_jars.sh could not fetch Kafka's jars (Maven missing or Maven Central unreachable): {}",
-                String::from_utf8_lossy(&o.stderr).lines().rev().take(5).collect::<Vec<_>>().join(" | ")
-            ));
-        }
-        eprintln!("kafka jars ready in {:.1} s", t0.elapsed().as_secs_f64());
-        Ok(PathBuf::from(String::from_utf8_lossy(&o.stdout).lines().last().unwrap_or_default().trim()))
-    });
-    match r {
-        Ok(p) => Some(p),
-        Err(e) => {
-            assert!(std::env::var("TAPSTAT_REQUIRE_KAFKA").as_deref() != Ok("1"), "TAPSTAT_REQUIRE_KAFKA=1 but {e}");
-            eprintln!("skipped: {e}");
-            None
-        }
-    }
-}
-
-/// The tests take turns: two brokers starting at once on a small machine take twice as
-/// long, and the outage test's timing is the replay's.
-static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// A free TCP port of 127.0.0.1 (free when asked).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A Kafka broker (and its KRaft controller) in one JVM.
-struct Kafka {
-    child: Option<Child>,
-    dir: PathBuf,
-    jars: PathBuf,
-    port: u16,
-    starts: u32,
-}
-
-impl Kafka {
-    /// Formats a storage directory and starts the broker; waits until it answers.
-    fn start(jars: &Path, tag: &str) -> Kafka {
-        let dir = tempdir(tag);
-        let (port, ctrl) = (free_port(), free_port());
-        let props = format!(
-            "process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:{ctrl}\n\
-             listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{ctrl}\n\
-             advertised.listeners=PLAINTEXT://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n\
-             listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
-             inter.broker.listener.name=PLAINTEXT\nlog.dirs={}\nnum.partitions=3\n\
-             offsets.topic.replication.factor=1\ntransaction.state.log.replication.factor=1\n\
-             transaction.state.log.min.isr=1\nshare.coordinator.state.topic.replication.factor=1\n\
-             group.initial.rebalance.delay.ms=0\nauto.create.topics.enable=true\n",
-            dir.join("data").display()
-        );
-        std::fs::write(dir.join("server.properties"), props).unwrap();
-        let cp = format!("{}/*", jars.display());
-        let uuid = Command::new("java").args(["-cp", &cp, "kafka.tools.StorageTool", "random-uuid"]).output().unwrap();
-        let uuid = String::from_utf8_lossy(&uuid.stdout).trim().to_string();
-        assert!(!uuid.is_empty(), "StorageTool random-uuid gave nothing");
-        let props = dir.join("server.properties");
-        let o = Command::new("java")
-            .args(["-cp", &cp, "kafka.tools.StorageTool", "format", "-t", &uuid, "-c", props.to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "formatting the storage failed: {}", String::from_utf8_lossy(&o.stderr));
-        let mut k = Kafka { child: None, dir, jars: jars.to_path_buf(), port, starts: 0 };
-        k.run();
-        k
-    }
-
-    fn brokers(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    /// Starts the JVM on the storage and ports it has, and waits until the broker
-    /// answers a metadata request.
-    fn run(&mut self) {
-        let t0 = Instant::now();
-        self.starts += 1;
-        let log = std::fs::File::create(self.dir.join(format!("broker-{}.log", self.starts))).unwrap();
-        let cp = format!("{}/*", self.jars.display());
-        let child = Command::new("java")
-            .args(["-Xms256m", "-Xmx512m", "-cp", &cp, "kafka.Kafka"])
-            .arg(self.dir.join("server.properties"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("java starts");
-        self.child = Some(child);
-        let c: BaseConsumer = ClientConfig::new().set("bootstrap.servers", self.brokers()).create().unwrap();
-        loop {
-            if let Ok(md) = c.fetch_metadata(None, Duration::from_secs(2)) {
-                if !md.brokers().is_empty() {
-                    break;
-                }
-            }
-            if let Some(s) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                panic!("the broker exited ({s}): {}", self.log_tail());
-            }
-            assert!(t0.elapsed() < Duration::from_secs(120), "the broker did not start: {}", self.log_tail());
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        eprintln!(
-            "kafka broker up on {} in {:.1} s (start {})",
-            self.brokers(),
-            t0.elapsed().as_secs_f64(),
-            self.starts
-        );
-    }
-
-    /// Kills the broker (SIGKILL: a crash, nothing flushed by the broker itself).
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    fn log_tail(&self) -> String {
-        let t = std::fs::read_to_string(self.dir.join(format!("broker-{}.log", self.starts))).unwrap_or_default();
-        let lines: Vec<&str> = t.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
-    }
-}
-
-impl Drop for Kafka {
-    fn drop(&mut self) {
-        self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 /// Every message of `topics`, by topic: (key, value), each partition's in order (a key
 /// is in one partition, so a key's messages keep their order). One consumer, partitions
@@ -272,17 +128,6 @@ fn jsonl(dir: &Path, log: &str) -> Vec<(String, String)> {
             (v["flow_id"].as_str().unwrap().to_string(), l.to_string())
         })
         .collect()
-}
-
-/// The capture: mix-small (the bench corpus), or the largest dev capture without it.
-fn capture() -> Option<PathBuf> {
-    let corpus = corpus()?;
-    let mix = corpus.join("../bench/mix-small.pcap");
-    if mix.is_file() {
-        return Some(mix);
-    }
-    eprintln!("note: no {}; using the largest dev capture", mix.display());
-    dev_captures(&corpus).into_iter().max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
 }
 
 fn kafka_summary(dir: &Path) -> serde_json::Value {

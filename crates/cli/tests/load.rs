@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{analyze, corpus, dev_captures, tapstat, tempdir};
+use common::{analyze, corpus, dev_captures, python_ready, tapstat, tempdir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -16,19 +16,6 @@ const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
 const PANDAS_CALL: &str = r#"read_csv(path, sep="\t")"#;
 const DUCKDB_CALL: &str = "duckdb.read_csv(path)";
 const DUCKDB_TYPED_CALL: &str = "duckdb.read_csv(path, dtype=types)";
-
-fn python_ready() -> bool {
-    let ok = Command::new("python3").args(["-c", "import pandas, duckdb"]).output().is_ok_and(|o| o.status.success());
-    if ok {
-        return true;
-    }
-    assert!(
-        std::env::var("TAPSTAT_REQUIRE_PYTHON").as_deref() != Ok("1"),
-        "TAPSTAT_REQUIRE_PYTHON=1 but python3 with pandas and duckdb is missing (pip install pandas duckdb)"
-    );
-    eprintln!("skipped: python3 with pandas and duckdb is missing (pip install pandas duckdb)");
-    false
-}
 
 /// An Ethernet/IPv4/TCP frame from 10.0.0.1 (client) or 10.0.0.2 (server), port 40000
 /// to 80. Checksums are left at 0: tapstat does not verify them.

@@ -179,7 +179,10 @@ fn stdout_lines_grouped_by_log_are_the_jsonl_files() {
                 let want: Vec<String> = file.lines().map(str::to_string).collect();
                 assert_eq!(got.get(*log).cloned().unwrap_or_default(), want, "{cap} {what}: {log}");
             }
-            assert!(got.keys().all(|l| l.starts_with("log_")), "{:?}", got.keys());
+            // Then the link histograms, as the directory's histograms.tsv has them.
+            let hist = std::fs::read_to_string(dir.join("histograms.tsv")).unwrap();
+            assert_eq!(got.get("histograms").map_or(0, Vec::len), hist.lines().count() - 1, "{cap} {what}");
+            assert!(got.keys().all(|l| l.starts_with("log_") || l == "histograms"), "{:?}", got.keys());
         }
     }
     // TSV has no place in the stream, nor interval directories, nor --force.
@@ -344,7 +347,7 @@ fn force_knows_compressed_logs_and_interval_directories() {
         .iter()
         .chain(&L7_LOGS)
         .map(|l| format!("{l}.zst"))
-        .chain(["notes.txt".into(), "summary.json".into()])
+        .chain(["histograms.tsv".into(), "notes.txt".into(), "summary.json".into()])
         .collect();
     want.sort();
     assert_eq!(names(&out), want);

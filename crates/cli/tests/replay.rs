@@ -307,7 +307,8 @@ fn shunted_flows_are_marked_counted_and_keep_exact_volumes() {
 
 /// The issue's end-to-end check, in CI: a capture of one long flow over a background of
 /// short connections (`synth --profile dominant`), replayed at 3× the sustainable rate
-/// `--find-rate --overload drop` measures on this machine in the same test, into a 1 MiB buffer (the file
+/// `--find-rate --overload drop` measures on this machine in the same test (or a multiple
+/// of it where that does not overload, see below), into a 1 MiB buffer (the file
 /// is 30 MB, so the buffer cannot absorb it). Plain dropping loses packets and
 /// handshakes; TED keeps at least 95% of the unloaded run's complete TCP flows (SYN,
 /// SYN/ACK and a flow's first packets are priorities, the elephant's tail is counted
@@ -328,18 +329,31 @@ fn three_times_the_sustainable_rate_ted_keeps_the_handshakes_dropping_loses() {
         tapstat(&["bench", "-r", f, "--find-rate", "--runs", "1", "-w", "1", "--buffer", "1MiB", "--overload", "drop"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let pps = sustainable(&o.stdout);
-    let rate = format!("{:.0}", 3.0 * pps);
-    let run = |policy: &str| {
+    let run = |policy: &str, rate: &str| {
         let out = d.join(policy);
-        replay_into(&file, &out, &rate, policy, &[]);
+        replay_into(&file, &out, rate, policy, &[]);
         out
     };
     let ids = complete_ids;
     let base = ids(&off);
     assert!(base.len() > 50, "{} complete TCP flows", base.len());
-    let (ted, drop) = (run("ted"), run("drop"));
-    let (st, sd) = (summary(&ted)["live"].clone(), summary(&drop)["live"].clone());
-    assert!(sd["buffer_drops"].as_u64().unwrap() > 0, "3x must overload plain dropping: {sd}");
+    // A search on a busy machine can find less than the machine sustains when calm;
+    // then 3x does not overload. The load doubles until plain dropping loses packets
+    // (the point of the check is TED under a load that overloads).
+    let mut times = 3.0;
+    let (drop, sd, rate) = loop {
+        let rate = format!("{:.0}", times * pps);
+        let drop = run("drop", &rate);
+        let sd = summary(&drop)["live"].clone();
+        if sd["buffer_drops"].as_u64().unwrap() > 0 || times >= 24.0 {
+            break (drop, sd, rate);
+        }
+        times *= 2.0;
+    };
+    eprintln!("replayed at {rate} packets/s, {times}x the rate found ({pps:.0})");
+    let ted = run("ted", &rate);
+    let st = summary(&ted)["live"].clone();
+    assert!(sd["buffer_drops"].as_u64().unwrap() > 0, "{times}x must overload plain dropping: {sd}");
     assert!(st["unanalysed_packets"].as_u64().unwrap() > 0, "TED must have cut tails: {st}");
     let kept = |dir| base.intersection(&ids(dir)).count();
     let (kt, kd) = (kept(&ted), kept(&drop));

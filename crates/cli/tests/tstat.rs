@@ -103,6 +103,13 @@ const CORE_TCP: &[&str] = &[
     "s_last",
     "c_first_ack",
     "s_first_ack",
+    "c_isint",
+    "s_isint",
+    "c_iscrypto",
+    "s_iscrypto",
+    "con_t",
+    "p2p_t",
+    "http_t",
 ];
 
 const TCP_COLUMNS: &[Column] = &[
@@ -139,6 +146,15 @@ const TCP_COLUMNS: &[Column] = &[
     col("s_last", Ms, 99.1),
     col("c_first_ack", Ms, 99.6),
     col("s_first_ack", Ms, 98.3),
+    // Issue 17: the rest of the core set.
+    // Tstat ran without -N: every address internal, none anonymized.
+    col("c_isint", Count, 100.0),
+    col("s_isint", Count, 100.0),
+    col("c_iscrypto", Count, 100.0),
+    col("s_iscrypto", Count, 100.0),
+    col("con_t", Count, 98.0),
+    col("p2p_t", Count, 100.0),
+    col("http_t", Count, 98.9),
     // Issue 3: the anomaly classes.
     col("c_pkts_rto", Count, 95.8),
     col("c_pkts_fs", Count, 97.9),
@@ -220,6 +236,10 @@ const UDP_COLUMNS: &[Column] = &[
     col("s_bytes_all", Count, 98.7),
     col("c_pkts_all", Count, 92.2),
     col("s_pkts_all", Count, 98.7),
+    col("c_isint", Count, 100.0),
+    col("s_isint", Count, 100.0),
+    col("c_iscrypto", Count, 100.0),
+    col("s_iscrypto", Count, 100.0),
     col("quic_SNI", Text, 96.0),
     col("fqdn", Text, 99.9),
 ];
@@ -536,6 +556,37 @@ fn core_columns_agree_with_tstat() {
         acc.unexplained.join("\n")
     );
     assert!(below.is_empty(), "columns below their floor of agreement with Tstat:\n{}", below.join("\n"));
+}
+
+/// Every one of Tstat's 44 core columns (the first 44 of its log_tcp_complete) is
+/// compared, or is one of the four that pair the records.
+#[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn every_core_column_is_compared() {
+    let Some(corpus) = corpus() else { return };
+    let Some(name) = tstat_captures(&corpus).into_iter().find(|c| {
+        std::fs::read_to_string(corpus.join("oracles/tstat").join(c).join("log_tcp_complete"))
+            .is_ok_and(|t| t.lines().count() > 1)
+    }) else {
+        panic!("no Tstat log_tcp_complete with records in the oracles")
+    };
+    let rows = read_tstat(&corpus.join("oracles/tstat").join(&name).join("log_tcp_complete"));
+    let text = std::fs::read_to_string(corpus.join("oracles/tstat").join(&name).join("log_tcp_complete")).unwrap();
+    let header = text.lines().next().unwrap();
+    let core: Vec<&str> = header
+        .split_whitespace()
+        .map(|c| c.rsplit_once(':').map_or(c, |(n, _)| n).rsplit('#').next().unwrap_or(c))
+        .take(44)
+        .collect();
+    assert_eq!((core[0], core[43]), ("c_ip", "http_t"), "{name}: Tstat's header: {header}");
+    assert!(rows.iter().all(|r| core.iter().all(|c| r.contains_key(*c))));
+    for c in core {
+        let compared = TCP_COLUMNS.iter().any(|x| x.name == c) && CORE_TCP.contains(&c);
+        assert!(
+            compared || ["c_ip", "c_port", "s_ip", "s_port"].contains(&c),
+            "Tstat's core column {c} is not compared"
+        );
+    }
 }
 
 #[test]

@@ -65,7 +65,9 @@ fn every_scheduling_policy_writes_the_records_of_one_worker() {
             let d4 = tempdir(&format!("s4-{policy}-{name}"));
             let flags = ["--schedule", policy, "--dispatchers", "2", "--chunk-frames", "16", "--epoch-chunks", "1"];
             analyze(cap, &d4, 4, &flags);
-            for log in LOGS.iter().chain(L7_LOGS.iter()) {
+            // The link histograms (on by default) too: flows moved between workers are
+            // counted once, where they end.
+            for log in LOGS.iter().chain(L7_LOGS.iter()).chain(["histograms.tsv"].iter()) {
                 assert!(
                     record_set(&d1, log) == record_set(&d4, log),
                     "{name}: {log} differs between 1 worker and 4 with --schedule {policy}"
@@ -112,7 +114,9 @@ fn flow_affinity_batches_write_the_records_of_input_order_on_every_dev_capture()
                 d
             })
             .collect();
-        let pairs = [(0, 1, &LOGS[..]), (0, 1, &L7_LOGS[..]), (2, 3, &LOGS[..]), (2, 3, &periodic_logs[..])];
+        let hist = ["histograms.tsv"];
+        let pairs =
+            [(0, 1, &LOGS[..]), (0, 1, &L7_LOGS[..]), (0, 1, &hist[..]), (2, 3, &LOGS[..]), (2, 3, &periodic_logs[..])];
         for (x, y, logs) in pairs {
             for log in logs {
                 let (a, b) = (record_set(&dirs[x], log), record_set(&dirs[y], log));

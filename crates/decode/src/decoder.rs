@@ -646,6 +646,7 @@ impl Decoder {
         d.src = src;
         d.dst = dst;
         d.ttl = ip.ttl();
+        d.ip_len = total as u32;
         d.proto = p;
         let l4 = off + hl;
         let len = total - hl;
@@ -717,6 +718,7 @@ impl Decoder {
             }
         }
         self.check_trailer(cx, captured, plen);
+        d.ip_len = (plen as u32).saturating_add(ipv6::HEADER_LEN as u32);
         let end = p.saturating_add(plen).min(f.len());
         let f = f.get(..end).unwrap_or(f);
 
@@ -787,7 +789,7 @@ impl Decoder {
         cx: Ctx,
         d: &mut Decoded,
     ) {
-        let ttl = d.ttl;
+        let (ttl, ip_len) = (d.ttl, d.ip_len);
         let data = f.get(off..).map_or(&[][..], |b| &b[..b.len().min(len)]);
         let off = off.min(f.len()) as u32;
         self.done = None;
@@ -798,6 +800,7 @@ impl Decoder {
             self.done = later.whole;
             *d = *later.flow;
             d.ttl = ttl;
+            d.ip_len = ip_len;
             d.l4_offset = 0;
             d.payload_offset = off;
             match later.completes {
@@ -1161,6 +1164,7 @@ mod tests {
                 sport: 40000,
                 dport: 443,
                 ttl: 64,
+                ip_len: 20 + 20 + 5,
                 fragment: Fragment::No,
                 tunnel: Tunnel::default(),
                 tcp: TcpFields { seq: 1000, ack: 2000, flags: 0x18, window: 8192, hdr_len: 20 },
@@ -1193,7 +1197,7 @@ mod tests {
         let d = clean(ETH, &f);
         assert_eq!((d.l4, d.ip_version, d.proto), (L4::Udp, 6, 17));
         assert_eq!((d.src, d.dst), (v6addr(v6(1)), v6addr(v6(2))));
-        assert_eq!((d.sport, d.dport, d.ttl), (5353, 53, 61));
+        assert_eq!((d.sport, d.dport, d.ttl, d.ip_len), (5353, 53, 61, 40 + 8 + 12));
         assert_eq!((d.l4_offset, d.payload_offset, d.payload_len), (54, 62, 12));
     }
 
@@ -1326,6 +1330,8 @@ mod tests {
         assert_eq!((d2.l4, d2.fragment, d2.sport, d2.dport), (L4::Udp, Fragment::Later, 5000, 53));
         assert_eq!((d2.src, d2.dst, d2.proto), (d1.src, d1.dst, 17));
         assert_eq!((d2.l4_offset, d2.payload_offset, d2.payload_len, d2.ttl), (0, 34, 528, 60));
+        // Each fragment's own IP length, not its first fragment's.
+        assert_eq!((d1.ip_len, d2.ip_len), (20 + 1480, 20 + 528));
         assert_eq!(d1.payload_len + d2.payload_len, 2000);
         assert_eq!(x.anomalies.total(), 0);
 

@@ -189,6 +189,10 @@ pub struct Decoded {
     pub dport: u16,
     /// TTL / hop limit of the innermost IP header.
     pub ttl: u8,
+    /// Length of the innermost IP packet, header included, from its header (IPv4
+    /// total length, IPv6 40 + payload length; the captured length where the header
+    /// says 0); for a later fragment, its own.
+    pub ip_len: u32,
     pub fragment: Fragment,
     pub tunnel: Tunnel,
     pub tcp: TcpFields,

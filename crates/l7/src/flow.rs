@@ -347,6 +347,13 @@ impl L7Flow {
         self.app.or_else(|| ports::classify(self.transport, self.client_port, self.server_port))
     }
 
+    /// The application the payload showed; none when only the port table (or nothing)
+    /// names one.
+    #[inline]
+    pub fn payload_app(&self) -> Option<App> {
+        self.app
+    }
+
     pub fn app_source(&self) -> AppSource {
         if self.app.is_some() {
             AppSource::Payload
@@ -364,6 +371,29 @@ impl L7Flow {
             State::Dtls(s) => Some(&s.info),
             State::Quic(s) => Some(&s.info.tls),
             _ => None,
+        }
+    }
+
+    /// The names a record writes that the peers chose (the first request's Host, the
+    /// SNI of a TLS, DTLS or QUIC ClientHello), rewritten by `f` where it returns a new
+    /// one: `--anonymize` uses it for names that are addresses.
+    pub fn rewrite_names(&mut self, mut f: impl FnMut(&str) -> Option<String>) {
+        let mut one = |s: &mut Option<String>| {
+            if let Some(n) = s.as_deref().and_then(&mut f) {
+                *s = Some(n);
+            }
+        };
+        if let Some(h) = self.http_mut() {
+            one(&mut h.first_host);
+        }
+        let tls = match &mut self.state {
+            State::Tls(s) | State::Tunnel(_, s) => Some(&mut s.info),
+            State::Dtls(s) => Some(&mut s.info),
+            State::Quic(s) => Some(&mut s.info.tls),
+            _ => None,
+        };
+        if let Some(c) = tls.and_then(|t| t.client.as_mut()) {
+            one(&mut c.sni);
         }
     }
 
@@ -417,6 +447,15 @@ impl L7Flow {
     /// Counters and first host/status of an HTTP flow.
     pub fn http(&self) -> Option<&HttpState> {
         match &self.state {
+            State::Http(s) | State::Tunnel(s, _) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The HTTP state, to change what a record will write of it (an address-literal
+    /// host anonymized).
+    pub fn http_mut(&mut self) -> Option<&mut HttpState> {
+        match &mut self.state {
             State::Http(s) | State::Tunnel(s, _) => Some(s),
             _ => None,
         }

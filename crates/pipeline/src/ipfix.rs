@@ -155,8 +155,8 @@ pub(crate) fn record_of(f: &Flow) -> FlowRecord<'_> {
         .and_then(|x| x.sni().or_else(|| x.quic().and_then(|q| q.tls.client.as_ref()).and_then(|c| c.sni.as_deref())));
     FlowRecord {
         ipv6: f.ip_version == 6,
-        src: f.dir[0].ip,
-        dst: f.dir[1].ip,
+        src: f.shown_ip(0),
+        dst: f.shown_ip(1),
         ports: matches!(f.kind, Kind::Tcp | Kind::Udp).then_some((f.dir[0].port, f.dir[1].port)),
         proto: f.proto,
         start_ms: us(f.first_ns) / 1000,
@@ -345,6 +345,26 @@ mod tests {
             got += recs as u64;
         }
         assert_eq!(got, n);
+    }
+
+    /// The exported addresses are those the records show: Crypto-PAn's under
+    /// `--anonymize`, never the flow's real ones.
+    #[test]
+    fn records_carry_the_shown_addresses() {
+        let d = tapstat_decode::Decoded {
+            l4: tapstat_decode::L4::Udp,
+            ip_version: 4,
+            proto: 17,
+            src: 0x0a00_0001,
+            dst: 0x0a00_0002,
+            sport: 5000,
+            dport: 53,
+            ..Default::default()
+        };
+        let mut f = Flow::new(&d, true, 1, None, false);
+        assert_eq!((record_of(&f).src, record_of(&f).dst), (0x0a00_0001, 0x0a00_0002));
+        f.anon_ip = Some(Box::new([0x0b00_0001, 0x0b00_0002]));
+        assert_eq!((record_of(&f).src, record_of(&f).dst), (0x0b00_0001, 0x0b00_0002));
     }
 
     /// Records in a message's data sets, from the records' fixed layout.

@@ -10,8 +10,11 @@
 //!                                                                               spool (segment files on disk, bounded)
 //! ```
 //!
-//! The workers format each record as `--format jsonl` does (or take the line they just
-//! wrote, with `--format jsonl`) into blocks of frames; the exporter thread hands them
+//! The workers copy each record as they have just written it into blocks of frames: the
+//! JSON line with `--format jsonl`; with TSV the TSV line (and the JSON of its `strings`
+//! columns, which TSV cannot give back exactly), which the exporter thread makes the
+//! same JSON of ([`tapstat_sink::json_from_tsv`]), off the packet path; with Parquet the
+//! worker formats the JSON. The exporter thread hands them
 //! to the client ([`Broker`]: librdkafka's idempotent producer, whose queued records never
 //! time out) and reads its delivery reports. When the client's queue is full — the broker
 //! is down or slower than the records come — a record goes to the spool
@@ -235,7 +238,8 @@ impl Exporter {
             spool_dir: dir.display().to_string(),
             ..Default::default()
         };
-        Ok(Exporter::with(broker, creator, spool, s, schema, cfg.linger))
+        let tsv = (run.format == tapstat_sink::Format::Tsv).then(|| logs.clone());
+        Ok(Exporter::with(broker, creator, spool, s, schema, cfg.linger, tsv))
     }
 
     /// The exporter over `broker` and `spool` (tests give a stand-in broker and no
@@ -248,6 +252,7 @@ impl Exporter {
         s: KafkaSummary,
         schema: Vec<Vec<u8>>,
         linger: Duration,
+        tsv: Option<Vec<(&'static str, Vec<Field>)>>,
     ) -> Exporter {
         let (created_tx, created) = crossbeam_channel::unbounded::<Result<(), String>>();
         let done = Arc::new(AtomicBool::new(false));
@@ -282,6 +287,7 @@ impl Exporter {
             let mut x = Export::new(broker, spool, s);
             x.schema = Some(schema);
             x.created = Some(created);
+            x.tsv = tsv;
             x.run(rx, free_tx);
             done.store(true, Ordering::Relaxed);
             x.finish(linger)
@@ -300,16 +306,27 @@ impl Exporter {
     }
 }
 
+/// A record as the run's format wrote it, for [`KafkaOut::record`].
+pub(crate) enum Line<'a> {
+    Json(&'a [u8]),
+    /// A TSV line: the exporter thread makes the JSON (when the run's format is TSV).
+    Tsv(&'a [u8]),
+    /// Neither (Parquet's rows): the worker formats the JSON.
+    Other,
+}
+
 /// A worker's Kafka records on their way to the exporter: frames
 /// ([`tapstat_sink::spool::push_frame`]) in blocks.
 pub(crate) struct KafkaOut(BlockOut);
 
 impl KafkaOut {
     /// Adds record `rec` of `log` for the topic of log file `name` (the TCP logs share
-    /// their columns), keyed by `key`; `line` is the record as a JSON line when the
-    /// run's format already wrote it so (it is then copied, not formatted again).
+    /// their columns), keyed by `key`; `line` is the record as the run's format has
+    /// just written it: a JSON line is copied, a TSV line too (with the `strings`
+    /// columns' JSON, [`tapstat_sink::json_side`]) and the exporter thread makes the
+    /// JSON of it; anything else is formatted as JSON here.
     #[inline]
-    pub(crate) fn record<T>(&mut self, name: &str, log: &Log<T>, key: &str, rec: &T, line: Option<&[u8]>) {
+    pub(crate) fn record<T>(&mut self, name: &str, log: &Log<T>, key: &str, rec: &T, line: Line<'_>) {
         let b = self.0.buf();
         b.push(name.len() as u8);
         b.extend_from_slice(name.as_bytes());
@@ -318,8 +335,12 @@ impl KafkaOut {
         let at = b.len();
         b.extend_from_slice(&[0; 4]);
         match line {
-            Some(l) => b.extend_from_slice(l),
-            None => tapstat_sink::Format::Jsonl.record(log, rec, b),
+            Line::Json(l) => b.extend_from_slice(l),
+            Line::Tsv(l) => {
+                b.extend_from_slice(l.strip_suffix(b"\n").unwrap_or(l));
+                tapstat_sink::json_side(log, rec, b);
+            }
+            Line::Other => tapstat_sink::Format::Jsonl.record(log, rec, b),
         }
         // The line's end is no part of the value.
         if b.last() == Some(&b'\n') {
@@ -376,12 +397,30 @@ struct Export {
     /// The schema's messages, until the topics exist; and the topic creator's answers.
     schema: Option<Vec<Vec<u8>>>,
     created: Option<crossbeam_channel::Receiver<Result<(), String>>>,
+    /// In a TSV run, the columns of each log: the workers' frames hold TSV lines
+    /// ([`Line::Tsv`]), made JSON here.
+    tsv: Option<Vec<(&'static str, Vec<Field>)>>,
+    /// The JSON value and the frame being made of a TSV line.
+    json: Vec<u8>,
+    frame: Vec<u8>,
 }
 
 impl Export {
     fn new(broker: Box<dyn Broker>, spool: Spool, mut s: KafkaSummary) -> Export {
         s.spool_at_start = spool.records();
-        Export { broker, spool, s, seq: 0, reports: Vec::new(), given_back: None, schema: None, created: None }
+        Export {
+            broker,
+            spool,
+            s,
+            seq: 0,
+            reports: Vec::new(),
+            given_back: None,
+            schema: None,
+            created: None,
+            tsv: None,
+            json: Vec::new(),
+            frame: Vec::new(),
+        }
     }
 
     /// Sends the schema's messages once the topics exist (`end`: now, whether they do
@@ -413,7 +452,11 @@ impl Export {
             match blocks.recv_timeout(TICK) {
                 Ok(mut b) => {
                     for f in tapstat_sink::spool::frames(&b) {
-                        self.offer(f);
+                        if self.tsv.is_some() {
+                            self.offer_tsv(f);
+                        } else {
+                            self.offer(f);
+                        }
                     }
                     b.clear();
                     let _ = free.try_send(b);
@@ -424,6 +467,29 @@ impl Export {
             self.resend();
             self.poll(Duration::ZERO);
         }
+    }
+
+    /// A worker's frame holding a TSV line: offered as the JSON of it (a frame that is
+    /// not one of the logs' lines is counted as an error, never sent as it is).
+    fn offer_tsv(&mut self, f: &[u8]) {
+        let (mut json, mut frame) = (std::mem::take(&mut self.json), std::mem::take(&mut self.frame));
+        json.clear();
+        frame.clear();
+        let made = tapstat_sink::spool::parse_frame(f).and_then(|(fr, _)| {
+            let fields = &self.tsv.as_ref()?.iter().find(|(n, _)| *n == fr.name)?.1;
+            tapstat_sink::json_from_tsv(fields, fr.value, &mut json)?;
+            tapstat_sink::spool::push_frame(&mut frame, fr.name, fr.key, &json);
+            Some(())
+        });
+        match made {
+            Some(()) => self.offer(&frame),
+            None => {
+                self.s.records += 1;
+                self.s.errors += 1;
+                self.s.last_error = Some("a TSV record without its log's columns (a bug: please report it)".into());
+            }
+        }
+        (self.json, self.frame) = (json, frame);
     }
 
     /// A new record: to the client when nothing waits in the spool and the client takes
@@ -647,6 +713,7 @@ mod tests {
             KafkaSummary::default(),
             Vec::new(),
             linger,
+            None,
         );
         let mut out = e.out().unwrap();
         for i in 0..n {
@@ -666,7 +733,7 @@ mod tests {
                 &log,
                 &format!("{i:016x}"),
                 &(),
-                Some(format!("{{\"n\":{i}}}\n").as_bytes()),
+                Line::Json(format!("{{\"n\":{i}}}\n").as_bytes()),
             );
             if i % 100 == 99 {
                 out.flush();
@@ -752,6 +819,7 @@ mod tests {
             KafkaSummary::default(),
             Vec::new(),
             Duration::from_secs(10),
+            None,
         );
         let s2 = e.finish().unwrap();
         assert_eq!(s2.spool_at_start, 1000 - delivered);

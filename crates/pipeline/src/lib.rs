@@ -457,7 +457,12 @@ impl RecordOut {
         let start = b.len();
         self.format.record(log, rec, b);
         if let Some(k) = &mut self.kafka {
-            k.record(name, log, key, rec, (self.format == Format::Jsonl).then(|| &b[start..]));
+            let line = match self.format {
+                Format::Jsonl => kafka::Line::Json(&b[start..]),
+                Format::Tsv => kafka::Line::Tsv(&b[start..]),
+                Format::Parquet => kafka::Line::Other,
+            };
+            k.record(name, log, key, rec, line);
         }
         self.wrote(i);
     }
@@ -532,6 +537,8 @@ struct WorkerResult {
     timer: PacketTimer,
     /// Flows this worker received from others (moved bins).
     moved_in: u64,
+    /// The worker's link histograms (`--histo-interval`).
+    histo: Option<Box<tapstat_analyze::histo::Histo>>,
 }
 
 #[derive(Default)]
@@ -842,6 +849,7 @@ pub fn run(
     let mut stats = TrackerStats::default();
     let mut records = [0u64; NLOGS];
     let mut timers = Vec::new();
+    let mut histo = HistoMerge::default();
     let worker_results = workers.into_iter().map(|h| h.join().map_err(|_| EngineError::Thread("worker")));
     let mut sched = SchedulingSummary {
         policy: cfg.schedule.name(),
@@ -851,6 +859,7 @@ pub fn run(
     for r in inline_work.into_iter().map(Ok).chain(worker_results) {
         let r = r?;
         sched.flows_moved += r.moved_in;
+        histo.add(r.histo.as_deref());
         sched.per_worker_packets.push(r.stats.packets);
         stats.merge(&r.stats);
         timers.push(r.timer);
@@ -906,9 +915,28 @@ pub fn run(
     summary.flow_hash = cfg.flow_hash.name();
     summary.packet_time = PacketTimeSummary::of(&timers);
     summary.scheduling = (n > 1).then_some(sched);
+    summary.histograms = histo.0;
     summary.set_ipfix(exported);
     summary.set_kafka(kafka);
     Ok(summary)
+}
+
+/// The run's link histograms: the sum of every worker's ([`Histo::merge`]), in any
+/// order (a sum of counts).
+///
+/// [`Histo::merge`]: tapstat_analyze::histo::Histo::merge
+#[derive(Default)]
+struct HistoMerge(Option<tapstat_analyze::histo::Histo>);
+
+impl HistoMerge {
+    fn add(&mut self, h: Option<&tapstat_analyze::histo::Histo>) {
+        if let Some(h) = h {
+            match &mut self.0 {
+                Some(m) => m.merge(h),
+                None => self.0 = Some(h.clone()),
+            }
+        }
+    }
 }
 
 /// What the writer thread did: the first write error, and the records it could not
@@ -1202,21 +1230,19 @@ impl Work {
         let d = &p.dec;
         let (key, src_is_lo) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
         for ((n, bytes, last), lo) in [(t.same, src_is_lo), (t.rev, !src_is_lo)] {
-            for k in 0..n {
-                let pkt = Packet {
-                    ts_ns: last,
-                    now_ns: p.now_ns,
-                    wire_len: bytes / n + u32::from(k < bytes % n),
-                    key,
-                    hash: p.hash,
-                    src_is_lo: lo,
-                    dec: d,
-                    payload: &[],
-                    dns_learnt: true,
-                    unanalysed: true,
-                };
-                self.tracker.on_packet(&pkt, &mut self.rout);
-            }
+            let pkt = Packet {
+                ts_ns: last,
+                now_ns: p.now_ns,
+                wire_len: bytes,
+                key,
+                hash: p.hash,
+                src_is_lo: lo,
+                dec: d,
+                payload: &[],
+                dns_learnt: true,
+                unanalysed: true,
+            };
+            self.tracker.on_tails(&pkt, n, &mut self.rout);
         }
     }
 
@@ -1227,7 +1253,13 @@ impl Work {
         self.tracker.finish(final_ns, interrupted, &mut self.rout);
         self.rout.flush_all();
         self.rout.send_late(None);
-        WorkerResult { stats: self.tracker.stats.clone(), records: self.rout.records, timer: self.timer, moved_in: 0 }
+        WorkerResult {
+            stats: self.tracker.stats.clone(),
+            records: self.rout.records,
+            timer: self.timer,
+            moved_in: 0,
+            histo: self.tracker.take_histo(),
+        }
     }
 }
 

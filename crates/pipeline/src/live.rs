@@ -399,6 +399,7 @@ pub fn run_live(
         last_ns: 0,
     };
     let mut stats = TrackerStats::default();
+    let mut histo = super::HistoMerge::default();
     let mut records = [0u64; super::NLOGS];
     let mut ana_cpu = Vec::with_capacity(n);
     let mut dns = DnsShare::default();
@@ -406,6 +407,7 @@ pub fn run_live(
     for h in ana_threads {
         let (d, r, cpu, sh, delay) = h.join().map_err(|_| EngineError::Thread("analysis"))?;
         timers.push(r.timer);
+        histo.add(r.histo.as_deref());
         delays.push(delay);
         dns.shared += sh.shared;
         dns.dropped += sh.dropped;
@@ -515,6 +517,7 @@ pub fn run_live(
     s.output_closed = written.closed;
     s.records_not_written = written.lost;
     s.packet_time = PacketTimeSummary::of(&timers);
+    s.histograms = histo.0;
     s.set_ipfix(exported);
     s.set_kafka(kafka);
     Ok(s)

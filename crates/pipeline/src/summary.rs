@@ -40,6 +40,8 @@ pub struct Summary {
     pub records: BTreeMap<&'static str, u64>,
     /// Why flows ended.
     pub end_reasons: BTreeMap<&'static str, u64>,
+    /// Flows, packets and wire bytes by traffic class (in, out, local, ext).
+    pub traffic: BTreeMap<&'static str, TrafficClass>,
     /// Flows evicted because a worker's table was full.
     pub evictions: u64,
     /// Most flows live at once, summed over workers.
@@ -84,6 +86,18 @@ pub struct Summary {
     /// Kafka export (`--kafka`): what was delivered, spooled, dropped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kafka: Option<crate::KafkaSummary>,
+    /// The run's link histograms (`--histo-interval`), merged over the workers; the
+    /// binary writes them (histograms.tsv), not summary.json.
+    #[serde(skip)]
+    pub histograms: Option<tapstat_analyze::histo::Histo>,
+}
+
+/// What the flows of one traffic class carried (summary.json `traffic`).
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct TrafficClass {
+    pub flows: u64,
+    pub packets: u64,
+    pub bytes: u64,
 }
 
 /// summary.json's `scheduling`.
@@ -118,6 +132,7 @@ pub const SUMMARY_KEYS: &[(&str, &str)] = &[
     ("flows", "flows started, by kind: tcp, udp, other"),
     ("records", "records written, by log"),
     ("end_reasons", "flows ended, by `end_reason` (see the logs' column)"),
+    ("traffic", "flows ended, their packets and wire bytes, by traffic class, client to server: `in` (external client, internal server), `out` (internal client, external server), `local` (both internal), `ext` (both external); internal is -N/--internal's networks, every address without them (so every flow is `local`, as in Tstat)"),
     ("evictions", "flows evicted because a worker's table was full (`--max-flows`)"),
     ("peak_flows", "most flows live at once, summed over the workers"),
     ("anomalies", "decoding anomalies by name (the table below); only those seen"),
@@ -209,6 +224,13 @@ impl Summary {
             ]
             .into_iter()
             .collect(),
+            traffic: tapstat_analyze::nets::Class::ALL
+                .iter()
+                .map(|c| {
+                    let x = t.classes[c.index()];
+                    (c.name(), TrafficClass { flows: x.flows, packets: x.packets, bytes: x.bytes })
+                })
+                .collect(),
             evictions: t.evictions,
             peak_flows: t.peak_flows,
             anomalies: anomalies.iter().collect(),
@@ -236,6 +258,7 @@ impl Summary {
             packet_time: Default::default(),
             ipfix: None,
             kafka: None,
+            histograms: None,
         }
     }
 

@@ -41,10 +41,11 @@ pub enum Type {
     /// 0 or 1.
     Bool,
     /// A list of numbers: comma-separated in brackets in TSV (`[60,1514]`, as in JSON),
-    /// an array in JSON; empty in TSV, `null` in JSON when absent.
+    /// an array in JSON; empty in TSV and `[]` in JSON when absent (for a list, absent
+    /// and empty are the same: ClickHouse has no nullable array).
     List,
     /// A list of texts: comma-separated in brackets in TSV (`[a.example,192.0.2.1]`, each
-    /// escaped as a string), an array of strings in JSON.
+    /// escaped as a string), an array of strings in JSON; absent as for `List`.
     Strs,
 }
 

@@ -21,7 +21,7 @@
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use tapstat_record::{Log, Value};
+use tapstat_record::{Log, Type, Value};
 
 pub mod broker;
 pub mod columnar;
@@ -121,7 +121,12 @@ impl Format {
                     out.push(b'"');
                     out.extend_from_slice(c.field.name.as_bytes());
                     out.extend_from_slice(b"\":");
-                    json_value((c.get)(rec), out);
+                    match (c.field.ty, (c.get)(rec)) {
+                        // A list without items is `[]`, never `null`: for lists, absent
+                        // and empty are the same (docs/DEPLOYMENT.md, "Lists").
+                        (Type::List | Type::Strs, Value::None) => out.extend_from_slice(b"[]"),
+                        (_, v) => json_value(v, out),
+                    }
                 }
                 out.push(b'}');
             }
@@ -132,6 +137,64 @@ impl Format {
 }
 
 use tapstat_record::tsv::{f64_value, ip_value, list_value, micros_value, push_u64, value as tsv_value};
+
+/// For the Kafka export of a TSV run, whose JSON the exporter thread makes from the TSV
+/// line instead of the worker ([`json_from_tsv`]): appends what the line cannot give
+/// back exactly, the JSON of each `strings` column (an item may hold a comma, which TSV
+/// leaves as is), each after a line feed (which neither TSV nor JSON holds raw).
+pub fn json_side<T>(log: &Log<T>, rec: &T, out: &mut Vec<u8>) {
+    for c in &log.columns {
+        if c.field.ty == Type::Strs {
+            out.push(b'\n');
+            match (c.get)(rec) {
+                Value::None => out.extend_from_slice(b"[]"),
+                v => json_value(v, out),
+            }
+        }
+    }
+}
+
+/// The JSON object [`Format::Jsonl`] writes for a record of a log of `fields` (without
+/// the line end), rebuilt from its TSV line followed by its [`json_side`]: the same
+/// bytes, made off the packet path. `None` when `tsv` does not have the fields' shape.
+pub fn json_from_tsv(fields: &[tapstat_record::Field], tsv: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    let mut parts = tsv.split(|&b| b == b'\n');
+    let mut values = parts.next()?.split(|&b| b == b'\t');
+    out.push(b'{');
+    for (i, f) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'"');
+        out.extend_from_slice(f.name.as_bytes());
+        out.extend_from_slice(b"\":");
+        let v = values.next()?;
+        match f.ty {
+            Type::Strs => out.extend_from_slice(parts.next()?),
+            Type::List if v.is_empty() => out.extend_from_slice(b"[]"),
+            _ if v.is_empty() => out.extend_from_slice(b"null"),
+            Type::U64 | Type::F64 | Type::List => out.extend_from_slice(v),
+            Type::Ip => {
+                out.push(b'"');
+                out.extend_from_slice(v);
+                out.push(b'"');
+            }
+            Type::Bool => out.extend_from_slice(match v {
+                b"1" => b"true",
+                b"0" => b"false",
+                _ => return None,
+            }),
+            Type::Str => {
+                let _ = serde_json::to_writer(&mut *out, &tapstat_record::tsv::unescape(std::str::from_utf8(v).ok()?));
+            }
+        }
+    }
+    if values.next().is_some() || parts.next().is_some() {
+        return None;
+    }
+    out.push(b'}');
+    Some(())
+}
 
 fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
     match v {
@@ -280,6 +343,29 @@ impl Compress {
             Compress::None => "",
             Compress::Zstd => ".zst",
             Compress::Gzip => ".gz",
+        }
+    }
+}
+
+/// Writes `b` to `w` as one whole zstd frame or gzip member (`c`), or as it is: a
+/// stream that already holds frames stays one stream (the link histograms after the
+/// records of `-o - --compress`).
+pub fn write_compressed<W: Write>(w: W, c: Compress, b: &[u8]) -> io::Result<W> {
+    match c {
+        Compress::None => {
+            let mut w = w;
+            w.write_all(b)?;
+            Ok(w)
+        }
+        Compress::Zstd => {
+            let mut e = zstd::stream::write::Encoder::new(w, ZSTD_LEVEL)?;
+            e.write_all(b)?;
+            e.finish()
+        }
+        Compress::Gzip => {
+            let mut e = flate2::write::GzEncoder::new(w, flate2::Compression::default());
+            e.write_all(b)?;
+            e.finish()
         }
     }
 }
@@ -740,6 +826,92 @@ mod tests {
         json_value(Value::Strs(""), &mut j);
         json_value(Value::Names { bits: 0b110, names: &["a", "b\"", "c"] }, &mut j);
         assert_eq!(String::from_utf8(j).unwrap(), r#"[0.001,2.000][]["a,b","\"c"][]["b\"","c"]"#);
+    }
+
+    #[test]
+    fn json_from_the_tsv_line_is_the_json_line() {
+        struct X {
+            s: &'static str,
+            n: Option<u64>,
+            t: f64,
+            b: Option<bool>,
+            ps: Option<&'static [u32]>,
+            names: &'static str,
+        }
+        let f = |name, ty| Field { name, ty, unit: "", meaning: "", group: "" };
+        let log = Log {
+            name: "log_x",
+            meaning: "",
+            runs: Vec::new(),
+            columns: vec![
+                Column { field: f("ip", Type::Ip), get: |_: &X| Value::Ip("2001:db8::1".parse().unwrap()) },
+                Column { field: f("s", Type::Str), get: |r: &X| Value::Str(r.s) },
+                Column { field: f("n", Type::U64), get: |r: &X| r.n.map_or(Value::None, Value::U64) },
+                Column { field: f("t", Type::F64), get: |r: &X| Value::F64(r.t) },
+                Column { field: f("b", Type::Bool), get: |r: &X| r.b.map_or(Value::None, Value::Bool) },
+                Column { field: f("ps", Type::List), get: |r: &X| r.ps.map_or(Value::None, Value::U32s) },
+                Column { field: f("ms", Type::List), get: |_: &X| Value::MicrosU32s(&[0, 1_500]) },
+                Column { field: f("names", Type::Strs), get: |r: &X| Value::Strs(r.names) },
+                Column {
+                    field: f("ev", Type::Strs),
+                    get: |r: &X| {
+                        if r.n.is_some() {
+                            Value::Names { bits: 0b11, names: &["a,b", "c"] }
+                        } else {
+                            Value::None
+                        }
+                    },
+                },
+            ],
+        };
+        let fields: Vec<Field> = log.fields().copied().collect();
+        for x in [
+            X { s: "a\tb\"c\\d\ne\u{1}é", n: Some(7), t: 1.5, b: Some(true), ps: Some(&[60, 1514]), names: "x,y\0z" },
+            X { s: "", n: None, t: f64::NAN, b: None, ps: None, names: "" },
+            X { s: "plain", n: Some(0), t: -0.0004, b: Some(false), ps: Some(&[]), names: "\"q\"" },
+        ] {
+            let (mut tsv, mut json, mut rebuilt) = (Vec::new(), Vec::new(), Vec::new());
+            Format::Tsv.record(&log, &x, &mut tsv);
+            assert_eq!(tsv.pop(), Some(b'\n'));
+            json_side(&log, &x, &mut tsv);
+            Format::Jsonl.record(&log, &x, &mut json);
+            json.pop();
+            assert_eq!(json_from_tsv(&fields, &tsv, &mut rebuilt), Some(()));
+            assert_eq!(String::from_utf8(rebuilt).unwrap(), String::from_utf8(json).unwrap());
+        }
+        // A line of another shape is refused, not guessed at.
+        let mut out = Vec::new();
+        assert_eq!(json_from_tsv(&fields, b"1\t2", &mut out), None);
+        assert_eq!(json_from_tsv(&fields[..1], b"::1\tx", &mut out), None);
+    }
+
+    #[test]
+    fn an_absent_list_is_empty_in_json_never_null() {
+        struct L(Option<&'static [u32]>);
+        let f = |name, ty| Field { name, ty, unit: "", meaning: "", group: "" };
+        let log = Log {
+            name: "log_l",
+            meaning: "",
+            runs: Vec::new(),
+            columns: vec![
+                Column { field: f("ps", Type::List), get: |r: &L| r.0.map_or(Value::None, Value::U32s) },
+                Column { field: f("ev", Type::Strs), get: |r: &L| r.0.map_or(Value::None, |_| Value::Strs("a")) },
+                Column {
+                    field: f("n", Type::U64),
+                    get: |r: &L| r.0.map_or(Value::None, |x| Value::U64(x.len() as u64)),
+                },
+            ],
+        };
+        let line = |r: &L, fmt: Format| {
+            let mut out = Vec::new();
+            fmt.record(&log, r, &mut out);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(line(&L(None), Format::Jsonl), "{\"ps\":[],\"ev\":[],\"n\":null}\n");
+        assert_eq!(line(&L(Some(&[])), Format::Jsonl), "{\"ps\":[],\"ev\":[\"a\"],\"n\":0}\n");
+        assert_eq!(line(&L(Some(&[7])), Format::Jsonl), "{\"ps\":[7],\"ev\":[\"a\"],\"n\":1}\n");
+        // TSV keeps its empty field (no bytes for the common case).
+        assert_eq!(line(&L(None), Format::Tsv), "\t\t\n");
     }
 
     #[test]

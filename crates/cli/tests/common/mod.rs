@@ -2,10 +2,13 @@
 //! its logs.
 #![allow(dead_code)]
 
+pub mod clickhouse;
 pub mod frames;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod live;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -107,4 +110,53 @@ pub fn tshark_ready() -> bool {
 
 pub fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary.json")).expect("json")
+}
+
+/// Are python3, pandas and DuckDB there? `false` (with the reason printed) where they
+/// are not, unless `TAPSTAT_REQUIRE_PYTHON=1`, in which case their absence fails the test.
+pub fn python_ready() -> bool {
+    let ok = Command::new("python3").args(["-c", "import pandas, duckdb"]).output().is_ok_and(|o| o.status.success());
+    if ok {
+        return true;
+    }
+    assert!(
+        std::env::var("TAPSTAT_REQUIRE_PYTHON").as_deref() != Ok("1"),
+        "TAPSTAT_REQUIRE_PYTHON=1 but python3 with pandas and duckdb is missing (pip install pandas duckdb)"
+    );
+    eprintln!("skipped: python3 with pandas and duckdb is missing (pip install pandas duckdb)");
+    false
+}
+
+/// Is chromium installed? `false` (with the reason printed) where it is not, unless
+/// `TAPSTAT_REQUIRE_CHROMIUM=1`, in which case its absence fails the test.
+pub fn chromium_ready() -> bool {
+    if Command::new("chromium").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return true;
+    }
+    assert!(
+        std::env::var("TAPSTAT_REQUIRE_CHROMIUM").as_deref() != Ok("1"),
+        "TAPSTAT_REQUIRE_CHROMIUM=1 but no chromium (apt-get install chromium)"
+    );
+    eprintln!("skipped: chromium is not installed (apt-get install chromium)");
+    false
+}
+
+/// The list columns (`list`, `strings`) of each log, from `tapstat schema --format json`.
+pub fn list_columns() -> BTreeMap<String, HashSet<String>> {
+    let o = tapstat(&["schema", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut m = BTreeMap::new();
+    for log in v["logs"].as_array().unwrap() {
+        let cols: HashSet<String> = log["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["type"] == "list" || c["type"] == "strings")
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect();
+        m.insert(log["name"].as_str().unwrap().to_string(), cols);
+    }
+    let tcp = m["log_tcp_complete"].clone();
+    m.insert("log_tcp_nocomplete".into(), tcp);
+    m
 }

@@ -257,6 +257,8 @@ pub struct HttpState {
     pub first_host: Option<String>,
     /// The status of the first response (Tstat's `http_res`).
     pub first_status: Option<u16>,
+    /// Whether the first request was a POST (Tstat's `http_t`).
+    pub first_post: bool,
     pub(crate) events: Events,
     /// A CONNECT request had a 2xx response: see `tunnel_established`.
     tunnel: bool,
@@ -282,8 +284,13 @@ impl HttpState {
         let stream = &mut self.streams[dir as usize];
         match dir {
             Dir::ClientToServer => {
-                let (pending, methods, requests, first_host) =
-                    (&mut self.pending, &mut self.pending_methods, &mut self.requests, &mut self.first_host);
+                let (pending, methods, requests, first_host, first_post) = (
+                    &mut self.pending,
+                    &mut self.pending_methods,
+                    &mut self.requests,
+                    &mut self.first_host,
+                    &mut self.first_post,
+                );
                 stream.on_data(data, limits.budget, &mut events, |head| {
                     let Some(r) = Request::parse(head) else {
                         hev.insert(Event::HttpMalformed);
@@ -294,6 +301,9 @@ impl HttpState {
                         return None;
                     }
                     *requests += 1;
+                    if *requests == 1 {
+                        *first_post = r.method == b"POST";
+                    }
                     let host = r.fields.host.map(field);
                     if first_host.is_none() {
                         first_host.clone_from(&host);

@@ -1,0 +1,175 @@
+//! `tapstat report OUTDIR`: a self-contained HTML page (no script, nothing loaded)
+//! with the histograms, the top lists, the RTT and retransmission distributions and
+//! the run's health; rendered in a real headless browser (Debian's chromium) with no
+//! console error and a screenshot that shows the plots. The browser tests are skipped,
+//! with the reason printed, where chromium is missing, unless
+//! TAPSTAT_REQUIRE_CHROMIUM=1.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A run of the capture with the most intervals and names, and its report.
+fn run_and_report(tag: &str, interval: &str) -> Option<(PathBuf, String)> {
+    let corpus = corpus()?;
+    let d = tempdir(tag);
+    analyze(&corpus.join("ndpi__1kxun.pcap"), &d, 1, &["--histo-interval", interval]);
+    let o = tapstat(&["report", d.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(d.join("report.html")).expect("report.html");
+    Some((d, html))
+}
+
+#[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn the_report_is_self_contained_and_shows_every_part() {
+    let Some((d, html)) = run_and_report("rep", "60") else { return };
+    // Nothing to load: no script, no external resource (the icon is an empty data URL).
+    assert!(!html.contains("<script"), "the page has a script");
+    assert!(!html.contains("src="), "the page loads something");
+    for (i, _) in html.match_indices("href=") {
+        assert!(html[i..].starts_with("href=\"data:"), "a link: {}", &html[i..i + 60]);
+    }
+    assert!(!html.contains("url("), "CSS loads something");
+    // Every part: 2 column charts and a heat map per family, 3 top lists, 3
+    // distributions, 3 health charts; all drawn but those with nothing to show (this
+    // run has no anomaly).
+    assert_eq!(html.matches("<figure>").count(), 2 + 14 + 3 + 3 + 3);
+    let svgs = html.matches("<svg").count();
+    assert_eq!(svgs + html.matches("nothing to show").count(), 2 + 14 + 3 + 3 + 3);
+    assert!(svgs >= 2 + 14 + 3 + 3 + 2, "{svgs} plots");
+    for id in ["id=histograms", "id=traffic", "id=tcp", "id=health"] {
+        assert!(html.contains(id), "{id}");
+    }
+    for f in ["ip_len", "ttl", "ip_proto", "tcp_port", "udp_duration_ms", "tcp_rtt_s_ms", "app"] {
+        assert!(html.contains(&format!("<figcaption>{f} (")), "{f}");
+    }
+    // The top lists come from the logs: the application with the most bytes and the
+    // busiest server name are there.
+    let recs: Vec<_> = LOGS.iter().flat_map(|l| read_log(&d, l)).collect();
+    let mut by_app = std::collections::BTreeMap::<String, u64>::new();
+    for r in &recs {
+        let b: u64 = ["c_bytes_all", "s_bytes_all"].iter().map(|c| r[*c].parse::<u64>().unwrap_or(0)).sum();
+        *by_app.entry(r.get("app").cloned().unwrap_or_default()).or_default() += b;
+    }
+    let (top_app, _) = by_app.iter().max_by_key(|x| x.1).unwrap();
+    assert!(html.contains(&format!(">{top_app}</text>")), "top application {top_app}");
+    let sni = recs.iter().find_map(|r| r.get("c_tls_SNI").filter(|v| *v != "-")).expect("a TLS name");
+    assert!(html.contains(sni.as_str()), "{sni}");
+    // The health table says what summary.json says.
+    let s = summary(&d);
+    let frames = s["packets"].as_u64().unwrap();
+    assert!(html.contains(&format!("<th>frames read</th><td>{}</td>", group(frames))), "frames");
+    // Without histograms the page says so, and still has the rest.
+    let (d2, html2) = run_and_report("rep-off", "off").unwrap();
+    assert!(html2.contains("No histograms.tsv"));
+    assert!(html2.contains("id=health"));
+    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(&d2);
+}
+
+/// 1234567 as the report writes it.
+fn group(n: u64) -> String {
+    let s = n.to_string();
+    s.chars().enumerate().fold(String::new(), |mut o, (i, c)| {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            o.push(',');
+        }
+        o.push(c);
+        o
+    })
+}
+
+#[test]
+fn a_directory_without_a_finished_run_is_a_clear_error() {
+    let d = tempdir("rep-empty");
+    let o = tapstat(&["report", d.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no summary.json"), "{err}");
+    std::fs::write(d.join("summary.json"), "{not json").unwrap();
+    let o = tapstat(&["report", d.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not valid JSON"));
+    std::fs::write(d.join("summary.json"), "{}").unwrap();
+    std::fs::write(d.join("histograms.tsv"), "time\thistogram\tdirection\tbin\tcount\n1\tx\n").unwrap();
+    let o = tapstat(&["report", d.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("line 2"), "{}", String::from_utf8_lossy(&o.stderr));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Runs headless chromium on `page` with `args`; returns (stdout, stderr).
+fn chromium(page: &Path, profile: &Path, args: &[&str]) -> (Vec<u8>, String) {
+    let o = Command::new("timeout")
+        .args(["120", "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(["--enable-logging=stderr", "--v=0"])
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs");
+    assert!(o.status.success(), "chromium failed: {}", String::from_utf8_lossy(&o.stderr));
+    (o.stdout, String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// The lines of chromium's log that report a console message or a failed load.
+fn console_errors(log: &str) -> Vec<&str> {
+    log.lines().filter(|l| l.contains(":CONSOLE") || l.contains("net::ERR") || l.contains("Failed to load")).collect()
+}
+
+/// Pixels of the plots' blues (bars and the darker half of the heat maps' ramp) in a
+/// PNG screenshot; text is black or grey and the page white.
+fn plot_pixels(png_path: &Path) -> (usize, usize) {
+    let dec = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png_path).expect("screenshot")));
+    let mut reader = dec.read_info().expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size().expect("size")];
+    let info = reader.next_frame(&mut buf).expect("a frame");
+    let step = match info.color_type {
+        png::ColorType::Rgba => 4,
+        png::ColorType::Rgb => 3,
+        t => panic!("unexpected colour type {t:?}"),
+    };
+    let px = &buf[..info.buffer_size()];
+    let blue = px.chunks(step).filter(|p| p[2] as i32 - p[0] as i32 > 60 && p[2] > 100).count();
+    (blue, px.len() / step)
+}
+
+#[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn the_report_renders_in_chromium_without_errors_and_shows_the_plots() {
+    if !chromium_ready() {
+        return;
+    }
+    let Some((d, html)) = run_and_report("rep-chromium", "60") else { return };
+    let page = d.join("report.html");
+    let profile = d.join("profile");
+    // The detector sees an error when there is one.
+    let bad = d.join("bad.html");
+    std::fs::write(&bad, "<html><body><script>console.error('x'); nope();</script></body></html>").unwrap();
+    let (_, log) = chromium(&bad, &profile, &["--dump-dom"]);
+    assert!(!console_errors(&log).is_empty(), "the console check sees nothing: {log}");
+    // The report: no console message, and the DOM chromium built has every plot.
+    let (dom, log) = chromium(&page, &profile, &["--dump-dom"]);
+    assert!(console_errors(&log).is_empty(), "console: {:#?}", console_errors(&log));
+    let dom = String::from_utf8_lossy(&dom);
+    assert_eq!(dom.matches("<svg").count(), html.matches("<svg").count(), "the DOM lost plots");
+    assert!(dom.contains("<rect"), "no bars in the DOM");
+    // A screenshot: the plots' blues cover a good part of it...
+    let shot = d.join("shot.png");
+    let size = "--window-size=1200,2400";
+    let (_, log) = chromium(&page, &profile, &[size, &format!("--screenshot={}", shot.display())]);
+    assert!(console_errors(&log).is_empty(), "console: {:#?}", console_errors(&log));
+    let (blue, total) = plot_pixels(&shot);
+    assert!(total >= 1200 * 2400, "screenshot of {total} pixels");
+    assert!(blue * 100 > total * 3, "plots cover {blue} of {total} pixels");
+    // ...and they are the plots': the same page with its SVG hidden has none of them.
+    let hidden = d.join("hidden.html");
+    std::fs::write(&hidden, html.replacen("<style>", "<style>svg{visibility:hidden}", 1)).unwrap();
+    let shot2 = d.join("shot2.png");
+    chromium(&hidden, &profile, &[size, &format!("--screenshot={}", shot2.display())]);
+    let (blue2, _) = plot_pixels(&shot2);
+    assert!(blue2 * 1000 < total, "{blue2} blue pixels without the plots");
+    let _ = std::fs::remove_dir_all(&d);
+}

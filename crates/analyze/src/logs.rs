@@ -551,6 +551,12 @@ fn tcp_l7_cols() -> Vec<Run<Flow>> {
         col!("ja4", Str, "", "l7", "JA4 fingerprint of the ClientHello", |f: &Flow| l7(f)
             .and_then(|x| x.ja4())
             .map_or(Value::None, Value::Str)),
+        col!("ja3s", Str, "", "l7", "JA3S fingerprint of the ServerHello (MD5 of its version, cipher and extensions)", |f: &Flow| l7(f)
+            .and_then(|x| x.ja3s_md5())
+            .map_or(Value::None, Value::Str)),
+        col!("ja4s", Str, "", "l7", "JA4S fingerprint of the ServerHello", |f: &Flow| l7(f)
+            .and_then(|x| x.ja4s())
+            .map_or(Value::None, Value::Str)),
         col!(
             "c_last_handshakeT",
             F64,
@@ -679,6 +685,12 @@ fn udp_l7_cols() -> Vec<Run<Flow>> {
             .map_or(Value::None, Value::Str)),
         col!("ja4", Str, "", "l7", "JA4 fingerprint of the QUIC or DTLS ClientHello", |f: &Flow| l7(f)
             .and_then(|x| x.ja4())
+            .map_or(Value::None, Value::Str)),
+        col!("ja3s", Str, "", "l7", "JA3S fingerprint of the QUIC or DTLS ServerHello (MD5)", |f: &Flow| l7(f)
+            .and_then(|x| x.ja3s_md5())
+            .map_or(Value::None, Value::Str)),
+        col!("ja4s", Str, "", "l7", "JA4S fingerprint of the QUIC or DTLS ServerHello", |f: &Flow| l7(f)
+            .and_then(|x| x.ja4s())
             .map_or(Value::None, Value::Str)),
     ));
     v

@@ -418,6 +418,15 @@ impl L7Flow {
         Some(&self.tls()?.client.as_ref()?.ja4)
     }
 
+    /// JA3S of the ServerHello (lowercase hex MD5).
+    pub fn ja3s_md5(&self) -> Option<&str> {
+        Some(&self.tls()?.server.as_ref()?.ja3s_md5)
+    }
+
+    pub fn ja4s(&self) -> Option<&str> {
+        Some(&self.tls()?.server.as_ref()?.ja4s)
+    }
+
     /// Handshake and first Application Data times (TLS over TCP and DTLS). Not of a
     /// CONNECT tunnel's TLS: its byte offsets would count from the tunnel's start, not
     /// the connection's.

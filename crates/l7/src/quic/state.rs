@@ -245,7 +245,7 @@ impl QuicState {
                 None => self.events.insert(Event::TlsHandshakeMalformed),
             },
             (Dir::ServerToClient, HANDSHAKE_SERVER_HELLO) => match ServerHello::parse(body, false) {
-                Some(sh) => self.info.tls.server = Some(ServerHelloInfo::from_hello(&sh)),
+                Some(sh) => self.info.tls.server = Some(ServerHelloInfo::from_hello(&sh, Ja4Transport::Quic)),
                 None => self.events.insert(Event::TlsHandshakeMalformed),
             },
             _ => self.events.insert(Event::TlsHandshakeMalformed),

@@ -11,7 +11,7 @@
 use md5::{Digest, Md5};
 use sha2::Sha256;
 
-use super::parser::{is_grease, ClientHello, KnownExtensions, EXT_ALPN, EXT_SERVER_NAME};
+use super::parser::{is_grease, ClientHello, KnownExtensions, ServerHello, EXT_ALPN, EXT_SERVER_NAME};
 
 /// The transport JA4 puts first: `t` TLS over TCP, `q` QUIC, `d` DTLS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +96,8 @@ enum MemoKind {
     /// JA4's part c: the count of sorted extensions, them, then the signature
     /// algorithms, all little-endian.
     Ja4Extensions,
+    /// JA4S's part c: a ServerHello's extensions in its order, little-endian.
+    Ja4sExtensions,
 }
 
 /// Slots of the memo (direct-mapped), per worker thread.
@@ -264,6 +266,117 @@ fn ja4_version(legacy_version: u16, known: &KnownExtensions<'_>) -> &'static str
     }
 }
 
+/// The version code JA4 and JA4S print for one version number.
+fn version_code(v: u16) -> &'static str {
+    match v {
+        0x0304 => "13",
+        0x0303 => "12",
+        0x0302 => "11",
+        0x0301 => "10",
+        0x0300 => "s3",
+        0x0002 => "s2",
+        0xfefc => "d3",
+        0xfefd => "d2",
+        0xfeff => "d1",
+        _ => "00",
+    }
+}
+
+/// JA4's two ALPN characters: the first and last of the value, or of its hex form when
+/// either is not alphanumeric; `00` without ALPN.
+fn push_alpn_chars(s: &mut String, alpn: Option<&[u8]>) {
+    match alpn {
+        Some(a) if !a.is_empty() => {
+            let (f, l) = (a[0], a[a.len() - 1]);
+            if f.is_ascii_alphanumeric() && l.is_ascii_alphanumeric() {
+                s.push(char::from(f));
+                s.push(char::from(l));
+            } else {
+                // JA4.md: a non-alphanumeric first or last byte prints the first and last
+                // characters of the value's hex form.
+                s.push(char::from(HEX[usize::from(f >> 4)]));
+                s.push(char::from(HEX[usize::from(l & 0x0f)]));
+            }
+        }
+        _ => s.push_str("00"),
+    }
+}
+
+/// The fingerprints of one ServerHello.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerFingerprints {
+    /// JA3S (Salesforce): `version,cipher,extensions`, decimal, extensions joined with
+    /// `-` in the server's order.
+    pub ja3s: String,
+    /// Lowercase hex MD5 of `ja3s`.
+    pub ja3s_md5: String,
+    /// JA4S (FoxIO, JA4S.md): `a_b_c`, `a` the transport, the selected version, the
+    /// extension count and the chosen ALPN's first and last characters, `b` the cipher in
+    /// 4 hex digits, `c` the SHA-256 (12 hex digits) of the extensions in hex, in order.
+    pub ja4s: String,
+}
+
+/// JA3S, its MD5 and JA4S of one ServerHello; digests from the worker's memo as for
+/// `fingerprints`.
+pub fn server_fingerprints(sh: &ServerHello<'_>, transport: Ja4Transport) -> ServerFingerprints {
+    server_fingerprints_with(sh, transport, true)
+}
+
+/// As `server_fingerprints`, every digest computed.
+pub fn compute_server(sh: &ServerHello<'_>, transport: Ja4Transport) -> ServerFingerprints {
+    server_fingerprints_with(sh, transport, false)
+}
+
+fn server_fingerprints_with(sh: &ServerHello<'_>, transport: Ja4Transport, memo: bool) -> ServerFingerprints {
+    // Servers send no GREASE (RFC 8701 §3 only lets them echo none); JA3S and JA4S keep
+    // every extension as sent.
+    let mut exts = SmallU16::new();
+    for (t, _) in sh.extensions() {
+        exts.push(t);
+    }
+    let exts = exts.as_slice();
+    let mut j = Vec::with_capacity(64);
+    push_decimal(&mut j, sh.legacy_version);
+    j.push(b',');
+    push_decimal(&mut j, sh.cipher_suite);
+    j.push(b',');
+    join_decimal(&mut j, exts.iter().copied());
+    // Digits, '-' and ',' only: always UTF-8.
+    let ja3s = String::from_utf8(j).unwrap_or_default();
+    let mut s = String::with_capacity(25);
+    s.push(match transport {
+        Ja4Transport::Tcp => 't',
+        Ja4Transport::Quic => 'q',
+        Ja4Transport::Dtls => 'd',
+    });
+    s.push_str(version_code(sh.selected_version()));
+    let n = exts.len().min(99);
+    s.push(char::from(b'0' + (n / 10) as u8));
+    s.push(char::from(b'0' + (n % 10) as u8));
+    push_alpn_chars(&mut s, sh.alpn());
+    s.push('_');
+    push_hex(&mut s, &sh.cipher_suite.to_be_bytes());
+    s.push('_');
+    if exts.is_empty() {
+        s.push_str("000000000000");
+    } else {
+        let digest = memoized(
+            memo,
+            |key| {
+                key.push(MemoKind::Ja4sExtensions as u8);
+                push_u16s(key, exts);
+            },
+            || {
+                let mut h = TextHasher::new();
+                h.hex4_list(exts);
+                h.finish_truncated()
+            },
+        );
+        push_hex(&mut s, &digest[..6]);
+    }
+    ServerFingerprints { ja3s_md5: md5_hex(&ja3s, memo), ja3s, ja4s: s }
+}
+
 /// Lists up to this long stay on the stack.
 const INLINE: usize = 128;
 
@@ -383,21 +496,7 @@ fn ja4_with(ch: &ClientHello<'_>, known: &KnownExtensions<'_>, transport: Ja4Tra
         s.push(char::from(b'0' + (n / 10) as u8));
         s.push(char::from(b'0' + (n % 10) as u8));
     }
-    match known.alpn().next() {
-        Some(a) if !a.is_empty() => {
-            let (f, l) = (a[0], a[a.len() - 1]);
-            if f.is_ascii_alphanumeric() && l.is_ascii_alphanumeric() {
-                s.push(char::from(f));
-                s.push(char::from(l));
-            } else {
-                // JA4.md: a non-alphanumeric first or last byte prints the first and last
-                // characters of the value's hex form.
-                s.push(char::from(HEX[usize::from(f >> 4)]));
-                s.push(char::from(HEX[usize::from(l & 0x0f)]));
-            }
-        }
-        _ => s.push_str("00"),
-    }
+    push_alpn_chars(&mut s, known.alpn().next());
     s.push('_');
     let ciphers = ciphers.as_mut_slice();
     if ciphers.is_empty() {
@@ -498,6 +597,57 @@ mod tests {
         let ch = ClientHello::parse(&msg[4..], false).unwrap();
         assert_eq!(ja4(&ch, Ja4Transport::Tcp), "t13d1516h2_8daaf6152771_e5627efa2ab1");
         assert_eq!(&ja4(&ch, Ja4Transport::Quic)[..1], "q");
+    }
+
+    /// A ServerHello from its parts (the body, without the handshake header).
+    fn server_hello(version: u16, cipher: u16, exts: &[(u16, Vec<u8>)]) -> Vec<u8> {
+        let mut b = version.to_be_bytes().to_vec();
+        b.extend_from_slice(&[0x22; 32]);
+        b.push(0);
+        b.extend_from_slice(&cipher.to_be_bytes());
+        b.push(0);
+        let block = ext_block(exts);
+        b.extend_from_slice(&(block.len() as u16).to_be_bytes());
+        b.extend_from_slice(&block);
+        b
+    }
+
+    /// JA4S.md's example `t130200_1301_a56c5b993250`: a TLS 1.3 ServerHello choosing
+    /// TLS_AES_128_GCM_SHA256 with supported_versions and key_share, no ALPN (the hash
+    /// is SHA-256 of `002b,0033`, checked with Python's hashlib). JA3S by hand from
+    /// Salesforce's definition (`771,4865,43-51`; MD5 checked with hashlib).
+    #[test]
+    fn ja4s_and_ja3s_of_the_spec_example() {
+        let b = server_hello(0x0303, 0x1301, &[(0x002b, vec![3, 4]), (0x0033, vec![0, 0x1d, 0, 0])]);
+        let sh = ServerHello::parse(&b, false).unwrap();
+        let fp = compute_server(&sh, Ja4Transport::Tcp);
+        assert_eq!(fp.ja4s, "t130200_1301_a56c5b993250");
+        assert_eq!(fp.ja3s, "771,4865,43-51");
+        assert_eq!(fp.ja3s_md5, ja3_md5("771,4865,43-51"));
+        assert_eq!(fp.ja3s_md5, "f4febc55ea12b31ae17cfb7e614afda8");
+        assert_eq!(server_fingerprints(&sh, Ja4Transport::Tcp), fp, "the memo gives what hashing does");
+        assert_eq!(server_fingerprints(&sh, Ja4Transport::Tcp), fp, "and on a hit");
+    }
+
+    /// TLS 1.2 with ALPN `h2` and renegotiation_info; no extensions at all; DTLS.
+    #[test]
+    fn ja4s_alpn_version_and_empty_extensions() {
+        let b = server_hello(0x0303, 0xc02f, &[(0xff01, vec![0]), alpn_ext(&["h2"])]);
+        let sh = ServerHello::parse(&b, false).unwrap();
+        let fp = compute_server(&sh, Ja4Transport::Tcp);
+        // The hash: SHA-256 of `ff01,0010` (hashlib), in the server's order.
+        assert_eq!(fp.ja4s, "t1202h2_c02f_87b1562aab70");
+        assert_eq!(fp.ja3s, "771,49199,65281-16");
+        let mut b = 0x0301u16.to_be_bytes().to_vec();
+        b.extend_from_slice(&[0; 32]);
+        b.extend_from_slice(&[0, 0x00, 0x2f, 0]);
+        let sh = ServerHello::parse(&b, false).unwrap();
+        let fp = compute_server(&sh, Ja4Transport::Tcp);
+        assert_eq!(fp.ja4s, "t100000_002f_000000000000");
+        assert_eq!(fp.ja3s, "769,47,");
+        let b = server_hello(0xfefd, 0xc02b, &[(0xff01, vec![0])]);
+        let fp = compute_server(&ServerHello::parse(&b, true).unwrap(), Ja4Transport::Dtls);
+        assert_eq!(&fp.ja4s[..13], "dd20100_c02b_");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Per-flow TLS state: the hellos' bounded reassembly, the results (`TlsInfo`) and the
 //! record tracker behind the timing markers (`TlsTimes`).
 
-use super::fingerprint::{fingerprints, Ja4Transport};
+use super::fingerprint::{fingerprints, server_fingerprints, Ja4Transport};
 use super::parser::{
     dtls_first_handshake_message, first_handshake_message, is_grease, ClientHello, HandshakeProgress, RecordHeader,
     RecordKind, ServerHello, DTLS_RECORD_HEADER_LEN, HANDSHAKE_CLIENT_HELLO, HANDSHAKE_SERVER_HELLO, RECORD_HEADER_LEN,
@@ -68,14 +68,20 @@ pub struct ServerHelloInfo {
     pub cipher_suite: u16,
     /// ALPN in the ServerHello (TLS ≤ 1.2; TLS 1.3 hides it in EncryptedExtensions).
     pub alpn: Option<String>,
+    /// Lowercase hex MD5 of the JA3S string (`fingerprint::ServerFingerprints`).
+    pub ja3s_md5: String,
+    pub ja4s: String,
 }
 
 impl ServerHelloInfo {
-    pub fn from_hello(sh: &ServerHello<'_>) -> Self {
+    pub fn from_hello(sh: &ServerHello<'_>, transport: Ja4Transport) -> Self {
+        let fp = server_fingerprints(sh, transport);
         ServerHelloInfo {
             version: sh.selected_version(),
             cipher_suite: sh.cipher_suite,
             alpn: sh.alpn().map(lossy_string),
+            ja3s_md5: fp.ja3s_md5,
+            ja4s: fp.ja4s,
         }
     }
 }
@@ -246,9 +252,8 @@ impl TlsState {
             let r = self.hello[d].on_data(data, cap, |kind, body| match (dir, kind) {
                 (Dir::ClientToServer, HANDSHAKE_CLIENT_HELLO) => ClientHello::parse(body, false)
                     .map(|ch| info.client = Some(ClientHelloInfo::from_hello(&ch, Ja4Transport::Tcp))),
-                (Dir::ServerToClient, HANDSHAKE_SERVER_HELLO) => {
-                    ServerHello::parse(body, false).map(|sh| info.server = Some(ServerHelloInfo::from_hello(&sh)))
-                }
+                (Dir::ServerToClient, HANDSHAKE_SERVER_HELLO) => ServerHello::parse(body, false)
+                    .map(|sh| info.server = Some(ServerHelloInfo::from_hello(&sh, Ja4Transport::Tcp))),
                 _ => None,
             });
             match r {
@@ -382,7 +387,7 @@ impl DtlsState {
                 Ok((HANDSHAKE_SERVER_HELLO, body)) if dir == Dir::ServerToClient => {
                     self.hello_done[d] = true;
                     match ServerHello::parse(body, true) {
-                        Some(sh) => self.info.server = Some(ServerHelloInfo::from_hello(&sh)),
+                        Some(sh) => self.info.server = Some(ServerHelloInfo::from_hello(&sh, Ja4Transport::Dtls)),
                         None => self.events.insert(Event::TlsHandshakeMalformed),
                     }
                 }

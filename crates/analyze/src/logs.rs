@@ -557,6 +557,18 @@ fn tcp_l7_cols() -> Vec<Run<Flow>> {
         col!("ja4s", Str, "", "l7", "JA4S fingerprint of the ServerHello", |f: &Flow| l7(f)
             .and_then(|x| x.ja4s())
             .map_or(Value::None, Value::Str)),
+        col!("tls_subject_cn", Str, "", "l7", "subject common name of the server's certificate (the chain's first; TLS ≤ 1.2, where it is in clear; Tstat's `s_tls_SCN`)", |f: &Flow| cert(f)
+            .and_then(|c| c.subject_cn.as_deref())
+            .map_or(Value::None, Value::Str)),
+        col!("tls_issuer_cn", Str, "", "l7", "issuer common name of the server's certificate", |f: &Flow| cert(f)
+            .and_then(|c| c.issuer_cn.as_deref())
+            .map_or(Value::None, Value::Str)),
+        col!("tls_sans", Strs, "", "l7", "DNS names of the server certificate's subjectAltName, in order", |f: &Flow| cert(f)
+            .map_or(Value::None, |c| Value::Strs(&c.sans))),
+        col!("tls_not_before", F64, "epoch ms", "l7", "notBefore of the server's certificate", |f: &Flow| cert(f)
+            .map_or(Value::None, |c| Value::F64(c.not_before as f64 * 1000.0))),
+        col!("tls_not_after", F64, "epoch ms", "l7", "notAfter of the server's certificate", |f: &Flow| cert(f)
+            .map_or(Value::None, |c| Value::F64(c.not_after as f64 * 1000.0))),
         col!(
             "c_last_handshakeT",
             F64,
@@ -627,6 +639,11 @@ fn tcp_l7_cols() -> Vec<Run<Flow>> {
             .map_or(Value::None, Value::Str)),
     ));
     v
+}
+
+/// The server's certificate of a TLS flow (TLS ≤ 1.2).
+fn cert(f: &Flow) -> Option<&tapstat_l7::tls::cert::CertInfo> {
+    l7(f)?.tls()?.cert.as_deref()
 }
 
 fn ssh_side(f: &Flow, dir: tapstat_l7::Dir) -> Option<&tapstat_l7::ssh::SshSide> {

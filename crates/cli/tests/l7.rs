@@ -606,3 +606,71 @@ fn hassh_agrees_with_ndpi() {
     // Apache SSHD).
     assert!(compared >= 2, "SSH flows compared: {compared}");
 }
+
+/// Flows where ndpiReader's `ja3s` differs from ours, each inspected in the packets
+/// (docs/METRICS.md, "JA3S"): (capture, client port, server port).
+const JA3S_DISAGREEMENTS: &[(&str, u16, u16)] = &[];
+
+/// JA3S against ndpiReader's `ja3s` for every TCP or UDP flow where both have one: the
+/// same MD5, but for the flows in `JA3S_DISAGREEMENTS`. Where nDPI has one and we have
+/// none the flow is counted and listed (TAPSTAT_L7_VERBOSE=1), not failed: nDPI reads
+/// a ServerHello we may stop before (a budget spent on a long first flight).
+#[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn ja3s_agrees_with_ndpi() {
+    let Some(corpus) = corpus() else { return };
+    let (mut agreed, mut theirs_only, mut excused) = (0usize, 0usize, 0usize);
+    let mut wrong = Vec::new();
+    for cap in dev_captures(&corpus) {
+        let name = cap.file_name().unwrap().to_string_lossy().to_string();
+        let Ok(csv) = std::fs::read_to_string(corpus.join("oracles").join(format!("{name}.ndpireader.csv"))) else {
+            continue;
+        };
+        let mut lines = csv.lines();
+        let Some(header) = lines.next() else { continue };
+        let cols: Vec<&str> = header.trim_start_matches('#').split(',').collect();
+        let at = |c: &str| cols.iter().position(|x| *x == c).unwrap_or_else(|| panic!("{name}: no column {c}"));
+        let (p, si, sp, di, dp, js) =
+            (at("protocol"), at("src_ip"), at("src_port"), at("dst_ip"), at("dst_port"), at("ja3s"));
+        let rows: Vec<Vec<&str>> = lines
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .filter(|f| f.len() > js && !f[js].is_empty() && (f[p] == "6" || f[p] == "17"))
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let out = tempdir(&format!("l7-ja3s-{name}"));
+        analyze(&cap, &out, 1, &[]);
+        let ours = ours(&out);
+        for f in rows {
+            let Some(k) = pair(f[p] == "6", (f[si], f[sp]), (f[di], f[dp])) else { continue };
+            let mine: BTreeSet<&str> = ours
+                .get(&k)
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r.get("ja3s").map(String::as_str))
+                .filter(|s| !s.is_empty() && *s != "-")
+                .collect();
+            let theirs = f[js].to_ascii_lowercase();
+            if mine.is_empty() {
+                theirs_only += 1;
+                if verbose() {
+                    println!("{name} {k:?}: nDPI {theirs}, tapstat none");
+                }
+            } else if mine.contains(theirs.as_str()) {
+                agreed += 1;
+            } else {
+                let ports = (k.1 .1, k.2 .1);
+                if JA3S_DISAGREEMENTS.iter().any(|d| d.0 == name && ((d.1, d.2) == ports || (d.2, d.1) == ports)) {
+                    excused += 1;
+                } else {
+                    wrong.push(format!("{name} {k:?}: nDPI {theirs}, tapstat {mine:?}"));
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&out);
+    }
+    println!("JA3S: {agreed} flows agree with nDPI, {excused} explained, {theirs_only} only nDPI has");
+    assert!(wrong.is_empty(), "JA3S differs from nDPI's:\n{}", wrong.join("\n"));
+    assert!(agreed >= 50, "JA3S flows compared: {agreed}");
+}

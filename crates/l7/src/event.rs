@@ -15,7 +15,7 @@ pub enum Event {
     TlsNotHandshake,
     /// A DTLS ClientHello fragmented over several records; not reassembled.
     DtlsFragmented,
-    /// A hello larger than the reassembly cap.
+    /// A hello, or the server's flight up to its certificate, larger than the reassembly cap.
     TlsReassemblyLimit,
     /// The record tracker gave up (too many records, or bytes that are not a record).
     TlsRecordTrackingStopped,

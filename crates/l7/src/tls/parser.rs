@@ -22,6 +22,9 @@ pub const CONTENT_HANDSHAKE: u8 = 22;
 pub const CONTENT_APPLICATION_DATA: u8 = 23;
 pub const CONTENT_HEARTBEAT: u8 = 24;
 
+/// The level of a warning alert (RFC 5246 §7.2).
+pub const ALERT_LEVEL_WARNING: u8 = 1;
+
 pub const HANDSHAKE_CLIENT_HELLO: u8 = 1;
 pub const HANDSHAKE_SERVER_HELLO: u8 = 2;
 
@@ -127,6 +130,19 @@ pub fn first_handshake_message<'a>(stream: &'a [u8], scratch: &'a mut Vec<u8>) -
         Err(None) => return HandshakeProgress::NeedMore { needed: RECORD_HEADER_LEN },
         Err(Some(e)) => return HandshakeProgress::GiveUp(e),
     };
+    if first.kind == RecordKind::Alert && first.length == 2 {
+        // A warning alert before the hello (a server's unrecognized_name, RFC 6066 §3,
+        // sent ahead of its ServerHello): skip it, as nDPI and tshark read on.
+        let skip = RECORD_HEADER_LEN + 2;
+        return match stream.get(RECORD_HEADER_LEN) {
+            None => HandshakeProgress::NeedMore { needed: skip },
+            Some(&ALERT_LEVEL_WARNING) => match first_handshake_message(&stream[skip.min(stream.len())..], scratch) {
+                HandshakeProgress::NeedMore { needed } => HandshakeProgress::NeedMore { needed: needed + skip },
+                other => other,
+            },
+            Some(_) => HandshakeProgress::GiveUp(Event::TlsNotHandshake),
+        };
+    }
     if first.kind != RecordKind::Handshake {
         return HandshakeProgress::GiveUp(Event::TlsNotHandshake);
     }
@@ -536,6 +552,24 @@ pub(crate) mod tests {
         }
         let HandshakeProgress::Done(_, body) = first_handshake_message(&stream, &mut scratch) else { panic!() };
         assert_eq!(ClientHello::parse(body, false).unwrap().server_name(), Some(&b"a.example.org"[..]));
+    }
+
+    /// ndpi__http_ipv6.pcap's servers answer a warning unrecognized_name alert, then the
+    /// ServerHello, in one segment: the hello is found behind the alert, whole or cut.
+    #[test]
+    fn warning_alert_before_the_hello() {
+        let mut stream = vec![21, 3, 3, 0, 2, 1, 112];
+        stream.extend_from_slice(&records(&client_hello(0x0303, &[0x1301], &[], false), 16384));
+        let mut s = Vec::new();
+        assert!(matches!(first_handshake_message(&stream, &mut s), HandshakeProgress::Done(1, _)));
+        for cut in 0..stream.len() {
+            match first_handshake_message(&stream[..cut], &mut s) {
+                HandshakeProgress::NeedMore { needed } => assert!(needed > cut && needed <= stream.len(), "{cut}"),
+                other => panic!("cut {cut}: {other:?}"),
+            }
+        }
+        stream[5] = 2;
+        assert!(matches!(first_handshake_message(&stream, &mut s), HandshakeProgress::GiveUp(Event::TlsNotHandshake)));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Per-flow TLS state: the hellos' bounded reassembly, the results (`TlsInfo`) and the
 //! record tracker behind the timing markers (`TlsTimes`).
 
+use super::cert::{CertInfo, CertProgress, CertReassembly};
 use super::fingerprint::{fingerprints, server_fingerprints, Ja4Transport};
 use super::parser::{
     dtls_first_handshake_message, first_handshake_message, is_grease, ClientHello, HandshakeProgress, RecordHeader,
@@ -91,6 +92,8 @@ impl ServerHelloInfo {
 pub struct TlsInfo {
     pub client: Option<ClientHelloInfo>,
     pub server: Option<ServerHelloInfo>,
+    /// The server's certificate (TLS ≤ 1.2 over TCP).
+    pub cert: Option<Box<CertInfo>>,
 }
 
 /// Tstat's TLS timing markers, per direction (index `Dir as usize`), in the packet time
@@ -234,6 +237,9 @@ pub struct TlsState {
     pub times: TlsTimes,
     hello: [HelloReassembly; 2],
     hello_done: [bool; 2],
+    /// The server's flight up to its first certificate.
+    cert: CertReassembly,
+    cert_done: bool,
     tracker: [RecordTracker; 2],
     /// The client's first Application Data record of a TLS 1.3 connection was seen: its
     /// Finished (see `track`).
@@ -270,7 +276,30 @@ impl TlsState {
                 }
             }
         }
+        if dir == Dir::ServerToClient && !self.cert_done {
+            self.on_cert_data(data, cap);
+        }
         self.track(dir, data, ts_ns)
+    }
+
+    /// Feeds the server's bytes to the certificate's reassembly, until the certificate
+    /// is read or cannot be: TLS 1.3 (or a ServerHello that did not parse) has none in
+    /// clear, so it stops as soon as the ServerHello says so.
+    fn on_cert_data(&mut self, data: &[u8], cap: usize) {
+        let clear = self.info.server.as_ref().map(|s| s.version <= 0x0303);
+        let progress = match clear {
+            Some(false) => CertProgress::NoCertificate,
+            None if self.hello_done[Dir::ServerToClient as usize] => CertProgress::NoCertificate,
+            _ => self.cert.on_data(data, cap),
+        };
+        match progress {
+            CertProgress::NeedMore => return,
+            CertProgress::NoCertificate => {}
+            CertProgress::Done(c) => self.info.cert = Some(Box::new(c)),
+            CertProgress::GiveUp(e) => self.events.insert(e),
+        }
+        self.cert_done = true;
+        self.cert = CertReassembly::default();
     }
 
     /// Follows the records for the timing markers. TLS 1.3 (RFC 8446 §5: encrypted
@@ -331,12 +360,14 @@ impl TlsState {
 
     /// True when neither direction has anything left to parse or track.
     pub fn is_done(&self) -> bool {
-        self.hello_done.iter().all(|&h| h) && self.tracker.iter().all(|t| t.stopped)
+        self.hello_done.iter().all(|&h| h) && self.cert_done && self.tracker.iter().all(|t| t.stopped)
     }
 
     /// True once this direction's hello is parsed (or given up) and its tracker stopped.
     pub fn dir_done(&self, dir: Dir) -> bool {
-        self.hello_done[dir as usize] && self.tracker[dir as usize].stopped
+        self.hello_done[dir as usize]
+            && self.tracker[dir as usize].stopped
+            && (dir == Dir::ClientToServer || self.cert_done)
     }
 
     /// Stops one direction (its budget is spent) and frees its buffer.
@@ -345,10 +376,21 @@ impl TlsState {
         self.hello_done[d] = true;
         self.hello[d].release();
         self.tracker[d].stopped = true;
+        if dir == Dir::ServerToClient {
+            self.cert_done = true;
+            self.cert = CertReassembly::default();
+        }
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.hello.iter().map(HelloReassembly::heap_bytes).sum()
+        self.hello.iter().map(HelloReassembly::heap_bytes).sum::<usize>()
+            + self.cert.heap_bytes()
+            + self.info.cert.as_ref().map_or(0, |c| {
+                size_of::<CertInfo>()
+                    + c.sans.capacity()
+                    + c.subject_cn.as_ref().map_or(0, String::capacity)
+                    + c.issuer_cn.as_ref().map_or(0, String::capacity)
+            })
     }
 }
 
@@ -488,6 +530,31 @@ mod tests {
             proptest::prop_assert_eq!(whole.info.client.as_ref().and_then(|c| c.sni.as_deref()), Some(name.as_str()));
             proptest::prop_assert_eq!(&whole.info, &split.info);
         }
+    }
+
+    /// The server's TLS 1.2 flight, cut into segments, gives the certificate and frees
+    /// its buffer; a TLS 1.3 ServerHello stops the search at once, buffering nothing.
+    #[test]
+    fn server_certificate_through_the_state() {
+        use super::super::cert::tests::{flight, CERT_DER};
+        let stream = records(&flight(&[CERT_DER]), 700);
+        let mut st = TlsState::default();
+        for c in stream.chunks(100) {
+            st.on_data(Dir::ServerToClient, c, 0, 16384);
+        }
+        assert_eq!(st.info.server.as_ref().map(|s| s.cipher_suite), Some(0xc02f));
+        let cert = st.info.cert.as_ref().expect("a certificate");
+        assert_eq!(cert.subject_cn.as_deref(), Some("server.example"));
+        assert!(st.cert_done && st.cert.heap_bytes() == 0);
+        assert!(st.dir_done(Dir::ServerToClient) == st.tracker[1].stopped);
+        // TLS 1.3: supported_versions says 0x0304.
+        let mut sh = vec![2, 0, 0, 46, 3, 3];
+        sh.extend_from_slice(&[0x22; 32]);
+        sh.extend_from_slice(&[0, 0x13, 0x01, 0, 0, 6, 0, 43, 0, 2, 3, 4]);
+        let mut st = TlsState::default();
+        st.on_data(Dir::ServerToClient, &records(&sh, 16384), 0, 16384);
+        assert!(st.cert_done && st.cert.heap_bytes() == 0 && st.info.cert.is_none());
+        assert_eq!(st.info.server.as_ref().map(|s| s.version), Some(0x0304));
     }
 
     #[test]

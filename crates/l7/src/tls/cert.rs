@@ -1,0 +1,349 @@
+//! The server's certificate of TLS ≤ 1.2, where the Certificate message travels in clear
+//! (RFC 5246 §7.4.2; TLS 1.3 encrypts it, RFC 8446 §4.4.2): the first certificate of the
+//! chain (the server's own, §7.4.2: "the sender's certificate MUST come first"), its
+//! subject and issuer common names, DNS subject alternative names and validity.
+//!
+//! `CertReassembly` joins the server's handshake records from the start of its stream
+//! until the first certificate is whole; `x509-parser` reads the DER.
+
+use x509_parser::prelude::{FromDer, GeneralName, X509Certificate, X509Name};
+
+use super::parser::{RecordHeader, RecordKind, RECORD_HEADER_LEN};
+use crate::cursor::lossy_string;
+use crate::event::Event;
+
+/// Handshake type of Certificate (RFC 5246 §7.4).
+pub const HANDSHAKE_CERTIFICATE: u8 = 11;
+/// Handshake types that may come before the Certificate in a server's flight:
+/// hello_request (0), server_hello (2) and hello_verify_request (3).
+const BEFORE_CERTIFICATE: [u8; 3] = [0, 2, 3];
+
+/// What the server's certificate says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CertInfo {
+    /// The subject's first commonName (Tstat's `s_tls_SCN`).
+    pub subject_cn: Option<String>,
+    /// The issuer's first commonName.
+    pub issuer_cn: Option<String>,
+    /// The dNSName entries of subjectAltName, in order, separated by NUL (one string
+    /// per record, as `Value::Strs` prints them); empty when none.
+    pub sans: String,
+    /// notBefore and notAfter, in seconds since the Unix epoch (negative before 1970).
+    pub not_before: i64,
+    pub not_after: i64,
+}
+
+/// A name's text with NUL (the list separator of `sans`) replaced.
+fn text(b: &[u8]) -> String {
+    let s = lossy_string(b);
+    if s.contains('\0') {
+        s.replace('\0', "\u{fffd}")
+    } else {
+        s
+    }
+}
+
+fn first_cn(name: &X509Name<'_>) -> Option<String> {
+    let a = name.iter_common_name().next()?;
+    // UTF8String, PrintableString and IA5String read as text; others (BMPString) lossily.
+    Some(match a.as_str() {
+        Ok(s) => text(s.as_bytes()),
+        Err(_) => text(a.as_slice()),
+    })
+}
+
+/// Parses one DER certificate; `None` when it is not one.
+pub fn parse_certificate(der: &[u8]) -> Option<CertInfo> {
+    let (_, cert) = X509Certificate::from_der(der).ok()?;
+    let mut sans = String::new();
+    if let Ok(Some(ext)) = cert.subject_alternative_name() {
+        for g in &ext.value.general_names {
+            if let GeneralName::DNSName(n) = g {
+                if !sans.is_empty() {
+                    sans.push('\0');
+                }
+                sans.push_str(&text(n.as_bytes()));
+            }
+        }
+    }
+    let v = cert.validity();
+    Some(CertInfo {
+        subject_cn: first_cn(cert.subject()),
+        issuer_cn: first_cn(cert.issuer()),
+        sans,
+        not_before: v.not_before.timestamp(),
+        not_after: v.not_after.timestamp(),
+    })
+}
+
+/// The first certificate of a Certificate message's body (RFC 5246 §7.4.2: a 3-byte
+/// length of the list, then each certificate with a 3-byte length); `Err(None)` when the
+/// bytes so far hold it not whole yet, `Err(Some(_))` when they cannot.
+fn first_certificate(body: &[u8], msg_len: usize) -> Result<&[u8], Option<Event>> {
+    let u24 = |b: &[u8]| u32::from_be_bytes([0, b[0], b[1], b[2]]) as usize;
+    let head = body.get(..6).ok_or(None)?;
+    let (list, len) = (u24(&head[..3]), u24(&head[3..]));
+    if len == 0 || 3 + list > msg_len || 3 + len > list {
+        return Err(Some(Event::TlsHandshakeMalformed));
+    }
+    body.get(6..6 + len).ok_or(None)
+}
+
+/// The answer of `CertReassembly::on_data`.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CertProgress {
+    /// Call again with the next bytes.
+    NeedMore,
+    /// The flight has no certificate (a resumed session's ChangeCipherSpec, an anonymous
+    /// or PSK key exchange): nothing to find.
+    NoCertificate,
+    /// The first certificate, parsed.
+    Done(CertInfo),
+    /// Give up, with what went wrong.
+    GiveUp(Event),
+}
+
+/// The server's handshake bytes (record payloads, headers removed) from the start of its
+/// stream until its first certificate is whole, within the reassembly cap.
+#[derive(Clone, Debug, Default)]
+pub struct CertReassembly {
+    buf: Vec<u8>,
+    header: [u8; RECORD_HEADER_LEN],
+    header_len: u8,
+    /// Bytes of the current record's body still to come.
+    left: u32,
+    /// Start of the first handshake message in `buf` not yet skipped.
+    pos: usize,
+    /// The current record is an alert to skip, not handshake bytes.
+    discard: bool,
+}
+
+impl CertReassembly {
+    /// Feeds in-order bytes of the server's stream.
+    pub fn on_data(&mut self, mut data: &[u8], cap: usize) -> CertProgress {
+        while !data.is_empty() {
+            if self.left > 0 {
+                let n = (self.left as usize).min(data.len());
+                if self.discard {
+                    self.left -= n as u32;
+                    data = &data[n..];
+                    continue;
+                }
+                if self.buf.len() + n > cap {
+                    return CertProgress::GiveUp(Event::TlsReassemblyLimit);
+                }
+                self.buf.extend_from_slice(&data[..n]);
+                self.left -= n as u32;
+                data = &data[n..];
+                continue;
+            }
+            let at = usize::from(self.header_len);
+            let n = (RECORD_HEADER_LEN - at).min(data.len());
+            self.header[at..at + n].copy_from_slice(&data[..n]);
+            self.header_len += n as u8;
+            data = &data[n..];
+            if usize::from(self.header_len) < RECORD_HEADER_LEN {
+                break;
+            }
+            self.header_len = 0;
+            match RecordHeader::parse(&self.header) {
+                Ok(h) if h.kind == RecordKind::Handshake => {
+                    self.left = u32::from(h.length);
+                    self.discard = false;
+                }
+                // A warning alert ahead of the ServerHello (see `first_handshake_message`).
+                Ok(h) if h.kind == RecordKind::Alert && h.length == 2 && self.buf.is_empty() => {
+                    self.left = 2;
+                    self.discard = true;
+                }
+                // ChangeCipherSpec (a resumed session) or an alert before any certificate.
+                Ok(_) => return self.scan().unwrap_or(CertProgress::NoCertificate),
+                Err(e) => return CertProgress::GiveUp(e.unwrap_or(Event::TlsNotHandshake)),
+            }
+        }
+        self.scan().unwrap_or(CertProgress::NeedMore)
+    }
+
+    /// Walks the whole messages in `buf`; `None` when it needs more bytes.
+    fn scan(&mut self) -> Option<CertProgress> {
+        loop {
+            let m = self.buf.get(self.pos..)?;
+            let h = m.get(..4)?;
+            let len = u32::from_be_bytes([0, h[1], h[2], h[3]]) as usize;
+            match h[0] {
+                HANDSHAKE_CERTIFICATE => {
+                    return Some(match first_certificate(&m[4..], len) {
+                        Ok(der) => match parse_certificate(der) {
+                            Some(c) => CertProgress::Done(c),
+                            None => CertProgress::GiveUp(Event::TlsHandshakeMalformed),
+                        },
+                        Err(Some(e)) => CertProgress::GiveUp(e),
+                        Err(None) => return None,
+                    });
+                }
+                t if BEFORE_CERTIFICATE.contains(&t) => {
+                    m.get(..4 + len)?;
+                    self.pos += 4 + len;
+                }
+                _ => return Some(CertProgress::NoCertificate),
+            }
+        }
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.buf.capacity()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A self-signed certificate made with `openssl req -x509 -newkey ec
+    /// -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/O=Tapstat Test/CN=server.example"
+    /// -addext "subjectAltName=DNS:server.example,DNS:*.server.example,IP:192.0.2.1"
+    /// -days 30 -outform der` (the IP entry is not a DNS name: not in `sans`).
+    pub(crate) const CERT_DER: &[u8] = include_bytes!("testdata/server.der");
+
+    /// `openssl x509 -inform der -noout -dates -in testdata/server.der`, as Unix times.
+    pub(crate) const NOT_BEFORE: i64 = include!("testdata/server.not_before");
+    pub(crate) const NOT_AFTER: i64 = include!("testdata/server.not_after");
+
+    /// A server flight: ServerHello, Certificate (the given chain), ServerHelloDone, as
+    /// handshake messages.
+    pub(crate) fn flight(chain: &[&[u8]]) -> Vec<u8> {
+        let mut sh = vec![3, 3];
+        sh.extend_from_slice(&[0x22; 32]);
+        sh.extend_from_slice(&[0, 0xc0, 0x2f, 0, 0, 0]);
+        let mut list = Vec::new();
+        for c in chain {
+            list.extend_from_slice(&(c.len() as u32).to_be_bytes()[1..]);
+            list.extend_from_slice(c);
+        }
+        let mut cert = (list.len() as u32).to_be_bytes()[1..].to_vec();
+        cert.extend_from_slice(&list);
+        let mut out = Vec::new();
+        for (t, body) in [(2u8, sh), (HANDSHAKE_CERTIFICATE, cert), (14, Vec::new())] {
+            out.push(t);
+            out.extend_from_slice(&(body.len() as u32).to_be_bytes()[1..]);
+            out.extend_from_slice(&body);
+        }
+        out
+    }
+
+    fn expected() -> CertInfo {
+        CertInfo {
+            subject_cn: Some("server.example".into()),
+            issuer_cn: Some("server.example".into()),
+            sans: "server.example\0*.server.example".into(),
+            not_before: NOT_BEFORE,
+            not_after: NOT_AFTER,
+        }
+    }
+
+    #[test]
+    fn parses_the_test_certificate() {
+        assert_eq!(parse_certificate(CERT_DER), Some(expected()));
+        assert_eq!(NOT_AFTER - NOT_BEFORE, 30 * 86400);
+    }
+
+    #[test]
+    fn flight_in_records_and_segments() {
+        let msgs = flight(&[CERT_DER, b"not a certificate at all"]);
+        for max_record in [16384, 300, 7] {
+            let stream = super::super::parser::tests::records(&msgs, max_record);
+            for seg in [1, 13, 500, stream.len()] {
+                let mut r = CertReassembly::default();
+                let mut got = CertProgress::NeedMore;
+                for chunk in stream.chunks(seg) {
+                    got = r.on_data(chunk, 16384);
+                    if got != CertProgress::NeedMore {
+                        break;
+                    }
+                }
+                assert_eq!(got, CertProgress::Done(expected()), "record {max_record} segment {seg}");
+            }
+        }
+    }
+
+    #[test]
+    fn warning_alert_before_the_flight() {
+        let mut stream = vec![21, 3, 3, 0, 2, 1, 112];
+        stream.extend_from_slice(&super::super::parser::tests::records(&flight(&[CERT_DER]), 1000));
+        for seg in [1, 6, stream.len()] {
+            let mut r = CertReassembly::default();
+            let got = stream.chunks(seg).map(|c| r.on_data(c, 16384)).find(|p| *p != CertProgress::NeedMore);
+            assert_eq!(got, Some(CertProgress::Done(expected())), "segment {seg}");
+        }
+    }
+
+    #[test]
+    fn no_certificate_limits_and_garbage() {
+        // A resumed session: ServerHello, then ChangeCipherSpec.
+        let mut stream = super::super::parser::tests::records(&flight(&[])[..44], 16384);
+        stream.extend_from_slice(&[20, 3, 3, 0, 1, 1]);
+        assert_eq!(CertReassembly::default().on_data(&stream, 16384), CertProgress::NoCertificate);
+        // ServerHelloDone right after the ServerHello (anonymous key exchange).
+        let mut m = flight(&[])[..44].to_vec();
+        m.extend_from_slice(&[14, 0, 0, 0]);
+        let stream = super::super::parser::tests::records(&m, 16384);
+        assert_eq!(CertReassembly::default().on_data(&stream, 16384), CertProgress::NoCertificate);
+        // A chain above the cap.
+        let stream = super::super::parser::tests::records(&flight(&[CERT_DER]), 16384);
+        assert_eq!(CertReassembly::default().on_data(&stream, 100), CertProgress::GiveUp(Event::TlsReassemblyLimit));
+        // A certificate whose DER is cut or flipped.
+        let mut bad = CERT_DER.to_vec();
+        bad[1] ^= 0x40;
+        let stream = super::super::parser::tests::records(&flight(&[&bad]), 16384);
+        assert_eq!(
+            CertReassembly::default().on_data(&stream, 16384),
+            CertProgress::GiveUp(Event::TlsHandshakeMalformed)
+        );
+        // An empty first certificate.
+        let stream = super::super::parser::tests::records(&flight(&[b""]), 16384);
+        assert_eq!(
+            CertReassembly::default().on_data(&stream, 16384),
+            CertProgress::GiveUp(Event::TlsHandshakeMalformed)
+        );
+    }
+
+    proptest::proptest! {
+        /// Any bytes, in any segments, never panic, and the buffer stays within the cap.
+        #[test]
+        fn garbage_never_panics(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..3000),
+            cuts in proptest::collection::vec(1usize..400, 0..20),
+            cap in 0usize..4000,
+        ) {
+            let mut r = CertReassembly::default();
+            let mut rest = &data[..];
+            for c in cuts {
+                let n = c.min(rest.len());
+                if r.on_data(&rest[..n], cap) != CertProgress::NeedMore {
+                    break;
+                }
+                rest = &rest[n..];
+            }
+            proptest::prop_assert!(r.buf.len() <= cap);
+        }
+
+        /// A real flight with bytes of the certificate changed at random and cut: a
+        /// result or a give-up, never a panic nor a request for more.
+        #[test]
+        fn mutated_certificate_never_panics(
+            flips in proptest::collection::vec((0usize..2000, proptest::prelude::any::<u8>()), 1..20),
+            cut in 0usize..2000,
+        ) {
+            let mut der = CERT_DER.to_vec();
+            for (at, b) in flips {
+                let n = der.len();
+                der[at % n] ^= b;
+            }
+            der.truncate(cut.max(1).min(der.len()));
+            let _ = parse_certificate(&der);
+            let stream = super::super::parser::tests::records(&flight(&[&der]), 1000);
+            let got = CertReassembly::default().on_data(&stream, 16384);
+            proptest::prop_assert!(got != CertProgress::NeedMore, "a whole flight gets an answer");
+        }
+    }
+}

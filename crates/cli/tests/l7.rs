@@ -674,3 +674,140 @@ fn ja3s_agrees_with_ndpi() {
     assert!(wrong.is_empty(), "JA3S differs from nDPI's:\n{}", wrong.join("\n"));
     assert!(agreed >= 50, "JA3S flows compared: {agreed}");
 }
+
+/// What `openssl x509` reads in one DER certificate: the subject's and issuer's first
+/// commonName, the DNS names of subjectAltName, notBefore and notAfter (Unix seconds).
+fn openssl_x509(der: &[u8], tmp: &std::path::Path) -> (String, String, Vec<String>, i64, i64) {
+    std::fs::write(tmp, der).expect("write the certificate");
+    let out = Command::new("openssl")
+        .args(["x509", "-inform", "der", "-noout", "-subject", "-issuer", "-nameopt", "multiline,utf8,-esc_msb"])
+        .args(["-dates", "-ext", "subjectAltName", "-in"])
+        .arg(tmp)
+        .output()
+        .expect("openssl runs");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (mut subject, mut issuer, mut sans, mut nb, mut na) = (String::new(), String::new(), Vec::new(), 0, 0);
+    let mut section = "";
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("notBefore=") {
+            nb = openssl_time(v);
+        } else if let Some(v) = line.strip_prefix("notAfter=") {
+            na = openssl_time(v);
+        } else if !line.starts_with(' ') {
+            section = if line.starts_with("subject=") {
+                "subject"
+            } else if line.starts_with("issuer=") {
+                "issuer"
+            } else if line.starts_with("X509v3 Subject Alternative Name") {
+                "san"
+            } else {
+                ""
+            };
+        } else if section == "san" {
+            sans.extend(line.trim().split(", ").filter_map(|e| e.strip_prefix("DNS:")).map(String::from));
+        } else if let Some((k, v)) = line.trim().split_once(" = ") {
+            let slot = if section == "subject" { &mut subject } else { &mut issuer };
+            if k.trim() == "commonName" && slot.is_empty() && !section.is_empty() {
+                *slot = v.to_string();
+            }
+        }
+    }
+    (subject, issuer, sans, nb, na)
+}
+
+/// `Nov 26 20:04:47 2026 GMT` as Unix seconds (days from the civil date, H. Hinnant's
+/// algorithm).
+fn openssl_time(s: &str) -> i64 {
+    let p: Vec<&str> = s.split_whitespace().collect();
+    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let m = months.iter().position(|x| *x == p[0]).expect("month") as i64 + 1;
+    let d: i64 = p[1].parse().expect("day");
+    let y: i64 = p[3].parse().expect("year");
+    let hms: Vec<i64> = p[2].split(':').map(|x| x.parse().expect("time")).collect();
+    let y2 = if m <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    days * 86400 + hms[0] * 3600 + hms[1] * 60 + hms[2]
+}
+
+/// The server certificate's fields against tshark (which finds the Certificate message
+/// and gives the first certificate's DER) and openssl (which reads it): for every TCP
+/// flow where tshark sees a certificate, tapstat's subject and issuer CN, SANs and
+/// validity are openssl's, or tapstat has none for a reason counted here (the flight
+/// was over the budget, or the handshake was cut). Needs tshark and openssl.
+#[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn certificates_agree_with_tshark_and_openssl() {
+    let Some(corpus) = corpus() else { return };
+    if !tshark_ready() {
+        return;
+    }
+    let tmp = tempdir("l7-cert-der");
+    let der_path = tmp.join("cert.der");
+    let (mut agreed, mut missing) = (0usize, Vec::new());
+    for cap in dev_captures(&corpus) {
+        let name = cap.file_name().unwrap().to_string_lossy().to_string();
+        let out = Command::new("tshark")
+            .arg("-r")
+            .arg(&cap)
+            .args(["-Y", "tls.handshake.certificate && tcp", "-T", "fields", "-E", "separator=\t"])
+            .args(["-E", "occurrence=l", "-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport"])
+            .args(["-e", "ip.dst", "-e", "ipv6.dst", "-e", "tcp.dstport"])
+            .args(["-E", "occurrence=f", "-e", "tls.handshake.certificate"])
+            .output()
+            .expect("tshark runs");
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let mut theirs: BTreeMap<Pair, Vec<u8>> = BTreeMap::new();
+        for line in text.lines() {
+            let f: Vec<&str> = line.split('\t').collect();
+            if f.len() < 7 || f[6].is_empty() {
+                continue;
+            }
+            let src = if f[1].is_empty() { f[0] } else { f[1] };
+            let dst = if f[4].is_empty() { f[3] } else { f[4] };
+            let Some(k) = pair(true, (src, f[2]), (dst, f[5])) else { continue };
+            let hex = f[6].replace(':', "");
+            let der: Vec<u8> =
+                (0..hex.len() / 2).filter_map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()).collect();
+            // The first certificate message of the flow.
+            theirs.entry(k).or_insert(der);
+        }
+        if theirs.is_empty() {
+            continue;
+        }
+        let dir = tempdir(&format!("l7-cert-{name}"));
+        analyze(&cap, &dir, 1, &[]);
+        let ours = ours(&dir);
+        for (k, der) in theirs {
+            let (subject, issuer, sans, nb, na) = openssl_x509(&der, &der_path);
+            let Some(r) = ours.get(&k).into_iter().flatten().find(|r| r["tls_not_before"] != "-") else {
+                missing.push(format!("{name} {k:?}"));
+                continue;
+            };
+            let none = |s: &str| if s == "-" { String::new() } else { s.to_string() };
+            assert_eq!(none(&r["tls_subject_cn"]), subject, "{name} {k:?}");
+            assert_eq!(none(&r["tls_issuer_cn"]), issuer, "{name} {k:?}");
+            let mine: Vec<String> = r["tls_sans"]
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .split(',')
+                .filter(|s| !s.is_empty() && *s != "-")
+                .map(String::from)
+                .collect();
+            assert_eq!(mine, sans, "{name} {k:?}");
+            let ms = |s: &str| s.parse::<f64>().expect("a time") as i64 / 1000;
+            assert_eq!((ms(&r["tls_not_before"]), ms(&r["tls_not_after"])), (nb, na), "{name} {k:?}");
+            agreed += 1;
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    println!("certificates: {agreed} agree with tshark and openssl, {} tapstat has not:", missing.len());
+    for m in &missing {
+        println!("  {m}");
+    }
+    assert!(agreed >= 50, "certificates compared: {agreed}");
+    assert!(missing.len() * 20 <= agreed, "more than 5% of the certificates missed");
+}

@@ -227,11 +227,14 @@ impl L7Flow {
     }
 
     /// Bytes of `dir`'s TCP stream were lost before its next payload (a hole the engine
-    /// saw in the sequence space). HTTP resynchronises at the next head; the others are
-    /// not told.
+    /// saw in the sequence space). HTTP resynchronises at the next head; TLS stops
+    /// looking for the server's certificate (the bytes after a hole would be read as
+    /// its continuation); the others are not told.
     pub fn on_gap(&mut self, dir: Dir) {
-        if let State::Http(s) = &mut self.state {
-            s.on_gap(dir);
+        match &mut self.state {
+            State::Http(s) => s.on_gap(dir),
+            State::Tls(s) | State::Tunnel(_, s) => s.on_gap(dir),
+            _ => {}
         }
     }
 

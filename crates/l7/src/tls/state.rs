@@ -358,6 +358,15 @@ impl TlsState {
         seen
     }
 
+    /// Bytes of `dir` were lost: the server's certificate, if still sought, cannot be
+    /// reassembled (the engine does not wait for the hole to fill).
+    pub fn on_gap(&mut self, dir: Dir) {
+        if dir == Dir::ServerToClient && !self.cert_done {
+            self.cert_done = true;
+            self.cert = CertReassembly::default();
+        }
+    }
+
     /// True when neither direction has anything left to parse or track.
     pub fn is_done(&self) -> bool {
         self.hello_done.iter().all(|&h| h) && self.cert_done && self.tracker.iter().all(|t| t.stopped)
@@ -547,6 +556,14 @@ mod tests {
         assert_eq!(cert.subject_cn.as_deref(), Some("server.example"));
         assert!(st.cert_done && st.cert.heap_bytes() == 0);
         assert!(st.dir_done(Dir::ServerToClient) == st.tracker[1].stopped);
+        // A hole in the server's stream before the certificate is whole: no certificate,
+        // and nothing read from the bytes after it.
+        let mut st = TlsState::default();
+        st.on_data(Dir::ServerToClient, &stream[..300], 0, 16384);
+        st.on_gap(Dir::ServerToClient);
+        st.on_data(Dir::ServerToClient, &stream[400..], 0, 16384);
+        assert!(st.cert_done && st.info.cert.is_none() && st.cert.heap_bytes() == 0);
+        assert!(!st.events.contains(Event::TlsHandshakeMalformed));
         // TLS 1.3: supported_versions says 0x0304.
         let mut sh = vec![2, 0, 0, 46, 3, 3];
         sh.extend_from_slice(&[0x22; 32]);

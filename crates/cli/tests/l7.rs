@@ -733,6 +733,19 @@ fn openssl_time(s: &str) -> i64 {
     days * 86400 + hms[0] * 3600 + hms[1] * 60 + hms[2]
 }
 
+/// Flows where tshark finds a certificate and tapstat reports none, each inspected
+/// (docs/METRICS.md, "TLS certificates"): (capture, a port of the flow, why).
+const CERT_MISSING: &[(&str, u16, &str)] = &[
+    ("ndpi__gnutella.pcap", 50300, "TLS after a GNUTELLA CONNECT/0.6 exchange: not TLS from the start"),
+    ("ndpi__gnutella.pcap", 50316, "the same"),
+    ("ndpi__gnutella.pcap", 50318, "the same"),
+    ("ndpi__gnutella.pcap", 50319, "the same"),
+    ("ndpi__imap-starttls.pcap", 49640, "TLS after IMAP STARTTLS: the flow is imap"),
+    ("ndpi__openvpn.pcap", 39772, "TLS inside OpenVPN's framing: the flow is openvpn"),
+    ("ndpi__teams.pcap", 60562, "the server's segment 1441..2881 comes after 2881..4321: a hole in the certificate"),
+    ("ndpi__teams.pcap", 60563, "the same"),
+];
+
 /// The server certificate's fields against tshark (which finds the Certificate message
 /// and gives the first certificate's DER) and openssl (which reads it): for every TCP
 /// flow where tshark sees a certificate, tapstat's subject and issuer CN, SANs and
@@ -742,7 +755,7 @@ fn openssl_time(s: &str) -> i64 {
 #[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
 fn certificates_agree_with_tshark_and_openssl() {
     let Some(corpus) = corpus() else { return };
-    if !tshark_ready() {
+    if !tshark_ready() || !openssl_ready() {
         return;
     }
     let tmp = tempdir("l7-cert-der");
@@ -784,7 +797,10 @@ fn certificates_agree_with_tshark_and_openssl() {
         for (k, der) in theirs {
             let (subject, issuer, sans, nb, na) = openssl_x509(&der, &der_path);
             let Some(r) = ours.get(&k).into_iter().flatten().find(|r| r["tls_not_before"] != "-") else {
-                missing.push(format!("{name} {k:?}"));
+                let ports = [k.1 .1, k.2 .1];
+                if !CERT_MISSING.iter().any(|m| m.0 == name && ports.contains(&m.1)) {
+                    missing.push(format!("{name} {k:?}"));
+                }
                 continue;
             };
             let none = |s: &str| if s == "-" { String::new() } else { s.to_string() };
@@ -804,10 +820,8 @@ fn certificates_agree_with_tshark_and_openssl() {
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
-    println!("certificates: {agreed} agree with tshark and openssl, {} tapstat has not:", missing.len());
-    for m in &missing {
-        println!("  {m}");
-    }
-    assert!(agreed >= 50, "certificates compared: {agreed}");
-    assert!(missing.len() * 20 <= agreed, "more than 5% of the certificates missed");
+    println!("certificates: {agreed} agree with tshark and openssl, {} explained misses", CERT_MISSING.len());
+    assert!(missing.is_empty(), "certificates tapstat misses:\n{}", missing.join("\n"));
+    // 240 TCP flows of the dev corpus show a certificate to tshark.
+    assert!(agreed >= 200, "certificates compared: {agreed}");
 }

@@ -108,6 +108,17 @@ pub fn tshark_ready() -> bool {
     false
 }
 
+/// Is the openssl command there? `false` (with the reason printed) where it is not,
+/// unless `TAPSTAT_REQUIRE_OPENSSL=1`, in which case its absence fails the test.
+pub fn openssl_ready() -> bool {
+    if Command::new("openssl").arg("version").output().is_ok_and(|o| o.status.success()) {
+        return true;
+    }
+    assert!(std::env::var("TAPSTAT_REQUIRE_OPENSSL").as_deref() != Ok("1"), "TAPSTAT_REQUIRE_OPENSSL=1 but no openssl");
+    eprintln!("skipped: openssl is not installed");
+    false
+}
+
 pub fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary.json")).expect("json")
 }

@@ -271,18 +271,8 @@ fn bytes(n: u64) -> String {
 }
 
 fn utc(t: u64) -> String {
-    // Civil date from days since the epoch (Howard Hinnant's algorithm).
-    let (days, secs) = ((t / 86_400) as i64, t % 86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", secs / 3600, secs % 3600 / 60, secs % 60)
+    let (y, m, d, hh, mm, ss) = tapstat_record::civil(t);
+    format!("{y:04}-{m:02}-{d:02} {hh:02}:{mm:02}:{ss:02}")
 }
 
 /// Horizontal bars: one per (label, value), with `value_text` written after each.

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{analyze, corpus, read_log, tempdir, L7_LOGS, LOGS};
+use common::{analyze, corpus, python_has, read_log, ready, tempdir, L7_LOGS, LOGS};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::path::Path;
@@ -19,16 +19,11 @@ fn key_of(seed: u8) -> [u8; 32] {
 }
 
 fn yacryptopan_ready() -> bool {
-    let ok = Command::new("python3").args(["-c", "import yacryptopan"]).output().is_ok_and(|o| o.status.success());
-    if ok {
-        return true;
-    }
-    assert!(
-        std::env::var("TAPSTAT_REQUIRE_PYTHON").as_deref() != Ok("1"),
-        "TAPSTAT_REQUIRE_PYTHON=1 but python3 with yacryptopan is missing (pip install yacryptopan)"
-    );
-    eprintln!("skipped: python3 with yacryptopan is missing (pip install yacryptopan)");
-    false
+    ready(
+        python_has("yacryptopan"),
+        "TAPSTAT_REQUIRE_PYTHON",
+        "python3 with yacryptopan is missing (pip install yacryptopan)",
+    )
 }
 
 /// xorshift64: random addresses without a dependency.

@@ -5,22 +5,17 @@
 
 mod common;
 
-use common::{analyze, corpus, tempdir};
+use common::{analyze, corpus, python_has, ready, tempdir};
 use std::process::Command;
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/community_id_check.py");
 
 fn communityid_ready() -> bool {
-    let ok = Command::new("python3").args(["-c", "import communityid"]).output().is_ok_and(|o| o.status.success());
-    if ok {
-        return true;
-    }
-    assert!(
-        std::env::var("TAPSTAT_REQUIRE_PYTHON").as_deref() != Ok("1"),
-        "TAPSTAT_REQUIRE_PYTHON=1 but python3 with communityid is missing (pip install communityid)"
-    );
-    eprintln!("skipped: python3 with communityid is missing (pip install communityid)");
-    false
+    ready(
+        python_has("communityid"),
+        "TAPSTAT_REQUIRE_PYTHON",
+        "python3 with communityid is missing (pip install communityid)",
+    )
 }
 
 #[test]

@@ -9,7 +9,7 @@ mod common;
 
 use common::tapstat;
 #[cfg(feature = "parquet")]
-use common::{analyze, corpus, dev_captures, tempdir};
+use common::{analyze, corpus, dev_captures, python_has, ready, tempdir};
 #[cfg(feature = "parquet")]
 use std::path::PathBuf;
 #[cfg(feature = "parquet")]
@@ -20,16 +20,11 @@ const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/parquet_check.p
 
 #[cfg(feature = "parquet")]
 fn python_ready() -> bool {
-    let ok = Command::new("python3").args(["-c", "import pyarrow, duckdb"]).output().is_ok_and(|o| o.status.success());
-    if ok {
-        return true;
-    }
-    assert!(
-        std::env::var("TAPSTAT_REQUIRE_PYTHON").as_deref() != Ok("1"),
-        "TAPSTAT_REQUIRE_PYTHON=1 but python3 with pyarrow and duckdb is missing (pip install pyarrow duckdb)"
-    );
-    eprintln!("skipped: python3 with pyarrow and duckdb is missing (pip install pyarrow duckdb)");
-    false
+    ready(
+        python_has("pyarrow, duckdb"),
+        "TAPSTAT_REQUIRE_PYTHON",
+        "python3 with pyarrow and duckdb is missing (pip install pyarrow duckdb)",
+    )
 }
 
 #[test]

@@ -832,19 +832,8 @@ pub fn interval_name(secs: u64, period_ns: u64) -> String {
 
 /// Tstat's directory name of an interval starting at `secs` (UTC): `YYYY_MM_DD_HH_MM.out`.
 pub fn interval_dir_name(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}_{m:02}_{d:02}_{:02}_{:02}.out", rem / 3600, rem % 3600 / 60)
+    let (y, m, d, hh, mm, _) = tapstat_record::civil(secs);
+    format!("{y:04}_{m:02}_{d:02}_{hh:02}_{mm:02}.out")
 }
 
 /// The writer thread of a live run (and of a file run with `--rotate`): blocks from

@@ -20,6 +20,23 @@
 
 use std::net::IpAddr;
 
+/// The UTC civil time of `secs` after the epoch: (year, month 1-12, day 1-31, hour,
+/// minute, second). Howard Hinnant's `civil_from_days`: what directory names of
+/// intervals and the report's dates are made of, without a date crate.
+pub fn civil(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
+    let (days, rem) = ((secs / 86_400) as i64, (secs % 86_400) as u32);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
 pub mod tsv;
 
 /// The version of the schema's layout as programs see it (`tapstat schema --format
@@ -350,6 +367,14 @@ pub fn render_markdown(logs: &[LogDoc]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil(0), (1970, 1, 1, 0, 0, 0));
+        assert_eq!(civil(1_470_104_340), (2016, 8, 2, 2, 19, 0));
+        assert_eq!(civil(951_782_400 + 86_399), (2000, 2, 29, 23, 59, 59));
+        assert_eq!(civil(4_102_444_800), (2100, 1, 1, 0, 0, 0));
+    }
 
     struct R {
         n: u64,

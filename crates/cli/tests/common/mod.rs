@@ -123,33 +123,38 @@ pub fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary.json")).expect("json")
 }
 
+/// Is an external tool a test needs there (`found`)? `false`, with `missing` printed as
+/// the reason the test is skipped, where it is not, unless the environment sets `var`
+/// to 1 (as .ci/run does after installing it), in which case its absence fails the test.
+pub fn ready(found: bool, var: &str, missing: &str) -> bool {
+    if found {
+        return true;
+    }
+    assert!(std::env::var(var).as_deref() != Ok("1"), "{var}=1 but {missing}");
+    eprintln!("skipped: {missing}");
+    false
+}
+
+/// Does python3 import `modules` (a comma-separated list)?
+pub fn python_has(modules: &str) -> bool {
+    Command::new("python3").args(["-c", &format!("import {modules}")]).output().is_ok_and(|o| o.status.success())
+}
+
 /// Are python3, pandas and DuckDB there? `false` (with the reason printed) where they
 /// are not, unless `TAPSTAT_REQUIRE_PYTHON=1`, in which case their absence fails the test.
 pub fn python_ready() -> bool {
-    let ok = Command::new("python3").args(["-c", "import pandas, duckdb"]).output().is_ok_and(|o| o.status.success());
-    if ok {
-        return true;
-    }
-    assert!(
-        std::env::var("TAPSTAT_REQUIRE_PYTHON").as_deref() != Ok("1"),
-        "TAPSTAT_REQUIRE_PYTHON=1 but python3 with pandas and duckdb is missing (pip install pandas duckdb)"
-    );
-    eprintln!("skipped: python3 with pandas and duckdb is missing (pip install pandas duckdb)");
-    false
+    ready(
+        python_has("pandas, duckdb"),
+        "TAPSTAT_REQUIRE_PYTHON",
+        "python3 with pandas and duckdb is missing (pip install pandas duckdb)",
+    )
 }
 
 /// Is chromium installed? `false` (with the reason printed) where it is not, unless
 /// `TAPSTAT_REQUIRE_CHROMIUM=1`, in which case its absence fails the test.
 pub fn chromium_ready() -> bool {
-    if Command::new("chromium").arg("--version").output().is_ok_and(|o| o.status.success()) {
-        return true;
-    }
-    assert!(
-        std::env::var("TAPSTAT_REQUIRE_CHROMIUM").as_deref() != Ok("1"),
-        "TAPSTAT_REQUIRE_CHROMIUM=1 but no chromium (apt-get install chromium)"
-    );
-    eprintln!("skipped: chromium is not installed (apt-get install chromium)");
-    false
+    let ok = Command::new("chromium").arg("--version").output().is_ok_and(|o| o.status.success());
+    ready(ok, "TAPSTAT_REQUIRE_CHROMIUM", "chromium is not installed (apt-get install chromium)")
 }
 
 /// The list columns (`list`, `strings`) of each log, from `tapstat schema --format json`.

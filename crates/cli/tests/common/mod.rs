@@ -111,12 +111,11 @@ pub fn tshark_ready() -> bool {
 /// Is the openssl command there? `false` (with the reason printed) where it is not,
 /// unless `TAPSTAT_REQUIRE_OPENSSL=1`, in which case its absence fails the test.
 pub fn openssl_ready() -> bool {
-    if Command::new("openssl").arg("version").output().is_ok_and(|o| o.status.success()) {
-        return true;
-    }
-    assert!(std::env::var("TAPSTAT_REQUIRE_OPENSSL").as_deref() != Ok("1"), "TAPSTAT_REQUIRE_OPENSSL=1 but no openssl");
-    eprintln!("skipped: openssl is not installed");
-    false
+    ready(
+        Command::new("openssl").arg("version").output().is_ok_and(|o| o.status.success()),
+        "TAPSTAT_REQUIRE_OPENSSL",
+        "openssl is not installed",
+    )
 }
 
 pub fn summary(dir: &Path) -> serde_json::Value {

@@ -172,7 +172,7 @@ fn memoized(memo: bool, build_key: impl FnOnce(&mut Vec<u8>), compute: impl FnOn
 
 /// A fast non-cryptographic hash (FxHash's step over 8-byte words): the memo compares
 /// whole keys, so the hash only spreads them over the slots.
-fn hash_bytes(b: &[u8]) -> u64 {
+pub(crate) fn hash_bytes(b: &[u8]) -> u64 {
     const K: u64 = 0x517c_c1b7_2722_0a95;
     let step = |h: u64, w: u64| (h.rotate_left(5) ^ w).wrapping_mul(K);
     let mut h = step(0, b.len() as u64);

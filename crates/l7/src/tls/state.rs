@@ -574,6 +574,32 @@ mod tests {
         assert_eq!(st.info.server.as_ref().map(|s| s.version), Some(0x0304));
     }
 
+    proptest::proptest! {
+        /// A TLS 1.2 server flight in records of any size, cut into segments anywhere,
+        /// gives the same hello and certificate as whole, and frees its buffer.
+        #[test]
+        fn server_flight_split_anywhere_equals_whole(
+            record in 1usize..2000,
+            cuts in proptest::collection::vec(1usize..600, 0..30),
+        ) {
+            use super::super::cert::tests::{flight, CERT_DER};
+            let stream = records(&flight(&[CERT_DER]), record);
+            let mut whole = TlsState::default();
+            whole.on_data(Dir::ServerToClient, &stream, 0, 16384);
+            let mut split = TlsState::default();
+            let mut rest = &stream[..];
+            for c in cuts {
+                let n = c.min(rest.len());
+                split.on_data(Dir::ServerToClient, &rest[..n], 0, 16384);
+                rest = &rest[n..];
+            }
+            split.on_data(Dir::ServerToClient, rest, 0, 16384);
+            proptest::prop_assert!(whole.info.cert.is_some());
+            proptest::prop_assert_eq!(&whole.info, &split.info);
+            proptest::prop_assert_eq!(split.cert.heap_bytes(), 0);
+        }
+    }
+
     #[test]
     fn cap_gives_up() {
         let stream = hello_stream(16384);

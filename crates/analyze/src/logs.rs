@@ -447,6 +447,9 @@ fn stats_cols() -> Vec<Run<Flow>> {
 /// from the addresses the record shows (anonymized under `--anonymize`: the ID of the
 /// real addresses would let anyone test a guess of them).
 fn community(f: &Flow, proto: u8) -> Value<'static> {
+    if !crate::community_id::enabled() {
+        return Value::None;
+    }
     let end = |i: usize| (tapstat_flow::ip_of(f.ip_version, f.shown_ip(i)), f.dir[i].port);
     Value::Inline(crate::community_id::community_id(0, proto, end(0), end(1)))
 }
@@ -823,7 +826,7 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
         Str,
         "",
         "state",
-        "Community ID v1 of the 5-tuple (seed 0: `1:` and base64 of SHA-1), the id Zeek, Suricata and Wireshark give the same flow (of the anonymized addresses under --anonymize)",
+        "Community ID v1 of the 5-tuple (seed 0: `1:` and base64 of SHA-1), the id Zeek, Suricata and Wireshark give the same flow (of the anonymized addresses under --anonymize); empty without --community-id",
         |f: &Flow| community(f, 6)
     )));
     v.push(unanalysed_cols());
@@ -936,7 +939,7 @@ pub static UDP: LazyLock<Log<Flow>> = LazyLock::new(|| {
         Str,
         "",
         "state",
-        "Community ID v1 of the 5-tuple (seed 0: `1:` and base64 of SHA-1), the id Zeek, Suricata and Wireshark give the same flow (of the anonymized addresses under --anonymize)",
+        "Community ID v1 of the 5-tuple (seed 0: `1:` and base64 of SHA-1), the id Zeek, Suricata and Wireshark give the same flow (of the anonymized addresses under --anonymize); empty without --community-id",
         |f: &Flow| community(f, 17)
     )));
     v.push(unanalysed_cols());

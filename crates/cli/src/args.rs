@@ -240,6 +240,11 @@ pub struct RunArgs {
     /// bytes and packets, RTT, flows per application. `off` (or 0) for none [1..=1e9]
     #[arg(long, value_name = "S|off", default_value = "300", allow_hyphen_values = true, value_parser = histo_secs)]
     pub histo_interval: u64,
+    /// Write the `community_id` column (Community ID v1, seed 0) of TCP and UDP records,
+    /// the flow id Zeek, Suricata and Wireshark compute alike, to join their records
+    /// with tapstat's. Off by default, as in Suricata: one SHA-1 per record
+    #[arg(long)]
+    pub community_id: bool,
     /// Application layer: classification (`app`), TLS/QUIC server names and
     /// fingerprints, HTTP and DNS transactions (log_http_complete, log_dns_complete),
     /// DNS names of the servers (`fqdn`)
@@ -497,6 +502,7 @@ impl RunArgs {
     }
 
     pub fn engine_config(&self) -> EngineConfig {
+        tapstat_analyze::community_id::enable(self.community_id);
         let workers =
             self.workers.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
         EngineConfig {

@@ -163,8 +163,8 @@ fn anonymized_output_holds_no_original_address_and_keeps_prefixes() {
     for name in CAPTURES {
         let cap = corpus.join(name);
         let (plain, anon) = (work.join(format!("{name}.plain")), work.join(format!("{name}.anon")));
-        analyze(&cap, &plain, 1, &["--periodic", "1"]);
-        analyze(&cap, &anon, 1, &["--periodic", "1", "--anonymize", keyfile.to_str().unwrap()]);
+        analyze(&cap, &plain, 1, &["--periodic", "1", "--community-id"]);
+        analyze(&cap, &anon, 1, &["--periodic", "1", "--community-id", "--anonymize", keyfile.to_str().unwrap()]);
         let originals = addresses(&plain);
         assert!(originals.len() > 3, "{name}: too few addresses to check ({})", originals.len());
         // No original address anywhere (a token that happens to be the image of another

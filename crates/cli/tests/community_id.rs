@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{analyze, corpus, python_has, ready, tempdir};
+use common::{analyze, corpus, python_has, read_log, ready, tempdir};
 use std::process::Command;
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/community_id_check.py");
@@ -29,7 +29,7 @@ fn community_ids_match_the_reference_implementation() {
     let mut outs = Vec::new();
     for (i, c) in caps.iter().enumerate() {
         let out = tempdir(&format!("community-id-{i}"));
-        analyze(&corpus.join(c), &out, 2, &[]);
+        analyze(&corpus.join(c), &out, 2, &["--community-id"]);
         outs.push(out);
     }
     let o = Command::new("python3").arg(SCRIPT).args(&outs).output().expect("python3 runs");
@@ -41,4 +41,17 @@ fn community_ids_match_the_reference_implementation() {
     for out in outs {
         let _ = std::fs::remove_dir_all(out);
     }
+}
+
+/// Without `--community-id` (the default) the column is there and empty.
+#[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn community_id_is_empty_unless_asked_for() {
+    let Some(corpus) = corpus() else { return };
+    let out = tempdir("community-id-off");
+    analyze(&corpus.join("ndpi__1kxun.pcap"), &out, 1, &[]);
+    let rows: Vec<_> = ["log_tcp_complete", "log_udp_complete"].iter().flat_map(|l| read_log(&out, l)).collect();
+    assert!(rows.len() > 100, "{} records", rows.len());
+    assert!(rows.iter().all(|r| r["community_id"] == "-"), "community_id written without --community-id");
+    let _ = std::fs::remove_dir_all(out);
 }

@@ -32,6 +32,22 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// `f` until it succeeds, for up to a minute: a broker answers "not leader for
+/// partition" while a partition's leader is being elected (seen in CI after a run).
+fn retry<T>(what: &str, mut f: impl FnMut() -> rdkafka::error::KafkaResult<T>) -> T {
+    let t0 = Instant::now();
+    loop {
+        match f() {
+            Ok(v) => return v,
+            Err(e) if t0.elapsed() < Duration::from_secs(60) => {
+                eprintln!("{what}: {e}, again");
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+}
+
 /// Every message of `topics`, by topic: (key, value), each partition's in order (a key
 /// is in one partition, so a key's messages keep their order). One consumer, partitions
 /// assigned (its group commits nothing).
@@ -45,9 +61,9 @@ fn consume_all(brokers: &str, topics: &[String]) -> BTreeMap<String, Vec<(String
     let mut tpl = TopicPartitionList::new();
     let mut ends: BTreeMap<(String, i32), i64> = BTreeMap::new();
     for topic in topics {
-        let md = c.fetch_metadata(Some(topic), Duration::from_secs(10)).unwrap();
+        let md = retry("metadata", || c.fetch_metadata(Some(topic), Duration::from_secs(10)));
         for p in md.topics()[0].partitions() {
-            let (low, high) = c.fetch_watermarks(topic, p.id(), Duration::from_secs(10)).unwrap();
+            let (low, high) = retry("watermarks", || c.fetch_watermarks(topic, p.id(), Duration::from_secs(10)));
             if high > low {
                 tpl.add_partition_offset(topic, p.id(), Offset::Beginning).unwrap();
                 ends.insert((topic.clone(), p.id()), high);

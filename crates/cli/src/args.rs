@@ -240,6 +240,10 @@ pub struct RunArgs {
     /// bytes and packets, RTT, flows per application. `off` (or 0) for none [1..=1e9]
     #[arg(long, value_name = "S|off", default_value = "300", allow_hyphen_values = true, value_parser = histo_secs)]
     pub histo_interval: u64,
+    /// Read the server certificate of TLS <= 1.2 (tls_subject_cn, tls_issuer_cn, tls_sans,
+    /// tls_not_before, tls_not_after): `off` spares the reassembly and X.509 parsing
+    #[arg(long, value_enum, default_value = "on")]
+    pub tls_certs: OnOff,
     /// Write the `community_id` column (Community ID v1, seed 0) of TCP and UDP records,
     /// the flow id Zeek, Suricata and Wireshark compute alike, to join their records
     /// with tapstat's. Off by default, as in Suricata: one SHA-1 per record
@@ -538,6 +542,7 @@ impl RunArgs {
                 histo_ns: self.histo_interval * 1_000_000_000,
                 l7: (self.l7 == OnOff::On).then(|| tapstat_l7::L7Config {
                     budget: self.l7_budget,
+                    tls_certs: self.tls_certs == OnOff::On,
                     url_privacy: match self.http_url {
                         UrlArg::Full => tapstat_l7::UrlPrivacy::Full,
                         UrlArg::Path => tapstat_l7::UrlPrivacy::PathOnly,

@@ -825,3 +825,31 @@ fn certificates_agree_with_tshark_and_openssl() {
     // 240 TCP flows of the dev corpus show a certificate to tshark.
     assert!(agreed >= 200, "certificates compared: {agreed}");
 }
+
+/// `--tls-certs off` leaves the certificate columns empty and every other column as
+/// the default run writes it.
+#[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn tls_certs_off_empties_the_certificate_columns_only() {
+    let Some(corpus) = corpus() else { return };
+    let cap = corpus.join("ndpi__netflix.pcap");
+    let (on, off) = (tempdir("l7-certs-on"), tempdir("l7-certs-off"));
+    analyze(&cap, &on, 1, &[]);
+    analyze(&cap, &off, 1, &["--tls-certs", "off"]);
+    const CERT: [&str; 5] = ["tls_subject_cn", "tls_issuer_cn", "tls_sans", "tls_not_before", "tls_not_after"];
+    let (a, b) = (read_log(&on, "log_tcp_complete"), read_log(&off, "log_tcp_complete"));
+    assert_eq!(a.len(), b.len());
+    let with_cert = a.iter().filter(|r| r["tls_subject_cn"] != "-").count();
+    assert!(with_cert > 5, "{with_cert} flows with a certificate in the default run");
+    for (x, y) in a.iter().zip(&b) {
+        for (col, v) in y {
+            if CERT.contains(&col.as_str()) {
+                assert_eq!(v, "-", "{col} with --tls-certs off");
+            } else {
+                assert_eq!(v, &x[col], "{col}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(on);
+    let _ = std::fs::remove_dir_all(off);
+}

@@ -201,7 +201,7 @@ impl L7Flow {
                 self.done = true;
                 State::Idle
             }
-            (App::Tls, Transport::Tcp) => State::Tls(Box::default()),
+            (App::Tls, Transport::Tcp) => State::Tls(Box::new(TlsState::new(cfg.tls_certs))),
             (App::Dtls, Transport::Udp) => State::Dtls(Box::default()),
             (App::Quic, Transport::Udp) => State::Quic(Box::default()),
             (App::Http, Transport::Tcp) => State::Http(Box::default()),

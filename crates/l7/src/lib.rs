@@ -95,6 +95,10 @@ pub struct L7Config {
     /// to the port table.
     pub probe_packets: u8,
     pub url_privacy: UrlPrivacy,
+    /// Read the server certificate of TLS ≤ 1.2 over TCP (the `tls_subject_cn`,
+    /// `tls_issuer_cn`, `tls_sans` and validity columns): the server's flight is
+    /// reassembled up to it and parsed once per distinct certificate.
+    pub tls_certs: bool,
     pub max_http_transactions: u32,
     pub max_dns_transactions: u32,
 }
@@ -106,6 +110,7 @@ impl Default for L7Config {
             reassembly_cap: 16 * 1024,
             probe_packets: 8,
             url_privacy: UrlPrivacy::Full,
+            tls_certs: true,
             max_http_transactions: 64,
             max_dns_transactions: 1024,
         }

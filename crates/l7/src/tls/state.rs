@@ -250,6 +250,12 @@ pub struct TlsState {
 }
 
 impl TlsState {
+    /// A TLS state whose server certificate is read (`certs`) or never sought
+    /// (`--tls-certs off`: no reassembly of the server's flight, no X.509 parsing).
+    pub fn new(certs: bool) -> TlsState {
+        TlsState { cert_done: !certs, ..TlsState::default() }
+    }
+
     /// Feeds in-order payload of one direction; returns the record kinds that start in it.
     pub fn on_data(&mut self, dir: Dir, data: &[u8], ts_ns: u64, cap: usize) -> Records {
         let d = dir as usize;

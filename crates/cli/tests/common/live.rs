@@ -156,8 +156,26 @@ pub fn capture_from(tag: &str, file: &Path, pps: u32, source: &[&str], workers: 
         .expect("tcpreplay starts");
     let s = wait_timeout(&mut replay, Duration::from_secs(120), "tcpreplay");
     assert!(s.success(), "tcpreplay failed");
-    // Let the last block time out of the kernel ring (10 ms) and through the buffer.
-    std::thread::sleep(Duration::from_millis(500));
+    // Let the last block time out of the kernel ring (10 ms) and through the buffer: wait
+    // until the frames received (stats.jsonl, every 200 ms) stop growing for half a
+    // second. A fixed pause was too short on a loaded machine: the run was stopped with
+    // frames still in the ring, and flows came out short.
+    let received = || -> u64 {
+        let text = std::fs::read_to_string(out.join("stats.jsonl")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["rx_packets"].as_u64())
+            .sum()
+    };
+    let (t0, mut last) = (Instant::now(), u64::MAX);
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = received();
+        if now == last || t0.elapsed() > Duration::from_secs(30) {
+            break;
+        }
+        last = now;
+    }
     run(Command::new("kill").args(["-INT", &tap.id().to_string()]));
     let s = wait_timeout(&mut tap, Duration::from_secs(60), "tapstat -i after SIGINT");
     let mut err = String::new();

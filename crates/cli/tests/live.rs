@@ -176,16 +176,28 @@ fn metrics_sighup_rotation_and_user() {
         .unwrap();
     assert!(wait_timeout(&mut replay, Duration::from_secs(60), "tcpreplay").success());
     std::thread::sleep(Duration::from_millis(400));
-    let scrape = ns
-        .cmd(&[
-            "bash",
-            "-c",
-            "exec 3<>/dev/tcp/127.0.0.1/9464 && printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&scrape.stdout).to_string();
-    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    // A loaded machine may leave the exporter a moment to answer: a few tries.
+    let scrape = || {
+        let o = ns
+            .cmd(&[
+                "bash",
+                "-c",
+                "exec 3<>/dev/tcp/127.0.0.1/9464 && printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3",
+            ])
+            .output()
+            .unwrap();
+        (String::from_utf8_lossy(&o.stdout).to_string(), String::from_utf8_lossy(&o.stderr).to_string())
+    };
+    let mut tries = 0;
+    let text = loop {
+        let (text, err) = scrape();
+        tries += 1;
+        if text.starts_with("HTTP/1.1 200 OK") {
+            break text;
+        }
+        assert!(tries < 10, "no answer from --metrics after {tries} tries: {text}{err}");
+        std::thread::sleep(Duration::from_millis(500));
+    };
     let body = text.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
     let rx: u64 = body
         .lines()

@@ -147,17 +147,30 @@ impl Flows {
         dirs.extend(sub);
         for d in &dirs {
             for log in FLOW_LOGS {
-                for (name, jsonl) in [(log.to_string(), false), (format!("{log}.jsonl"), true)] {
-                    let p = d.join(&name);
-                    if p.is_file() {
-                        // Line by line: a day's logs need not fit in memory.
+                for (ext, jsonl) in [("", false), (".jsonl", true)] {
+                    // As written, or through --compress's zstd or gzip (a live run's
+                    // files hold a frame or member per flush: both decoders read on).
+                    for comp in ["", ".zst", ".gz"] {
+                        let p = d.join(format!("{log}{ext}{comp}"));
+                        if !p.is_file() {
+                            continue;
+                        }
                         let file = std::fs::File::open(&p).with_context(|| format!("reading {}", p.display()))?;
-                        let lines = std::io::BufRead::lines(std::io::BufReader::new(file)).map_while(Result::ok);
+                        let reader: Box<dyn std::io::Read> = match comp {
+                            ".zst" => Box::new(
+                                zstd::stream::read::Decoder::new(file)
+                                    .with_context(|| format!("reading {}", p.display()))?,
+                            ),
+                            ".gz" => Box::new(flate2::read::MultiGzDecoder::new(file)),
+                            _ => Box::new(file),
+                        };
+                        // Line by line: a day's logs need not fit in memory.
+                        let lines = std::io::BufRead::lines(std::io::BufReader::new(reader)).map_while(Result::ok);
                         f.add_log(lines, jsonl);
                         f.read.push(p.strip_prefix(dir).unwrap_or(&p).display().to_string());
                     }
                 }
-                for ext in [".zst", ".gz", ".jsonl.zst", ".jsonl.gz", ".parquet"] {
+                for ext in [".parquet"] {
                     let p = d.join(format!("{log}{ext}"));
                     if p.exists() {
                         f.skipped.push(p.strip_prefix(dir).unwrap_or(&p).display().to_string());

@@ -173,3 +173,37 @@ fn the_report_renders_in_chromium_without_errors_and_shows_the_plots() {
     assert!(blue2 * 1000 < total, "{blue2} blue pixels without the plots");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Logs written with `--compress zstd|gzip` (TSV or JSON lines) give the report of the
+/// uncompressed logs: only the names of the files read differ.
+#[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn compressed_logs_give_the_same_report() {
+    let Some(corpus) = corpus() else { return };
+    let cap = corpus.join("ndpi__1kxun.pcap");
+    let report = |tag: &str, extra: &[&str]| {
+        let d = tempdir(tag);
+        analyze(&cap, &d, 1, &[&["--histo-interval", "60"], extra].concat());
+        let o = tapstat(&["report", d.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let html = std::fs::read_to_string(d.join("report.html")).expect("report.html");
+        let _ = std::fs::remove_dir_all(&d);
+        // The list of files read, and the directory's name, are the only differences.
+        let at = html.find("flow record(s) in ").expect("the records' note") + "flow record(s) in ".len();
+        let end = at + html[at..].find('<').unwrap();
+        (
+            html[..at].replace(d.to_str().unwrap(), "DIR") + &html[end..].replace(d.to_str().unwrap(), "DIR"),
+            html[at..end].to_string(),
+        )
+    };
+    let (plain, files) = report("rep-plain", &[]);
+    assert!(files.contains("log_tcp_complete"), "{files}");
+    for (tag, extra, ext) in [
+        ("rep-zst", &["--compress", "zstd"][..], "log_tcp_complete.zst"),
+        ("rep-gz", &["--compress", "gzip", "--format", "jsonl"][..], "log_tcp_complete.jsonl.gz"),
+    ] {
+        let (html, files) = report(tag, extra);
+        assert!(files.contains(ext), "{tag}: read {files}");
+        assert!(html == plain, "{tag}: the report differs from the uncompressed logs'");
+    }
+}

@@ -170,11 +170,9 @@ impl Flows {
                         f.read.push(p.strip_prefix(dir).unwrap_or(&p).display().to_string());
                     }
                 }
-                for ext in [".parquet"] {
-                    let p = d.join(format!("{log}{ext}"));
-                    if p.exists() {
-                        f.skipped.push(p.strip_prefix(dir).unwrap_or(&p).display().to_string());
-                    }
+                let p = d.join(format!("{log}.parquet"));
+                if p.exists() {
+                    f.skipped.push(p.strip_prefix(dir).unwrap_or(&p).display().to_string());
                 }
             }
         }

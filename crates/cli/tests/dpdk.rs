@@ -17,7 +17,7 @@
 
 mod common;
 
-use common::live::{capture_from, flows, live_ready, reference, wait_timeout};
+use common::live::{capture_from, flows, live_ready, received, reference, wait_timeout};
 use common::{bin, corpus, record_set, summary, tempdir, LOGS};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -26,15 +26,6 @@ use std::time::Duration;
 /// EAL arguments for a machine without hugepages or NICs. No telemetry socket, so
 /// that tests running side by side do not compete for its path.
 const EAL: &str = "--no-huge --no-pci --no-shconf -m 512 --no-telemetry --log-level=warning";
-
-/// Rx packets of every worker so far, from stats.jsonl.
-fn received(out: &Path) -> u64 {
-    let text = std::fs::read_to_string(out.join("stats.jsonl")).unwrap_or_default();
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .map(|v| v["rx_packets"].as_u64().unwrap_or(0))
-        .sum()
-}
 
 /// `tapstat --dpdk '<EAL> --vdev=net_pcap0,rx_pcap=FILE'` with 1 worker, which ends
 /// by itself at the end of the file; returns the output directory.

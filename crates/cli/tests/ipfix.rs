@@ -16,7 +16,7 @@
 //! `TAPSTAT_REQUIRE_NFDUMP=1`.
 
 mod common;
-use common::live::{live_ready, wait_timeout, Netns};
+use common::live::{live_ready, wait_started, wait_timeout, Netns};
 use common::*;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
@@ -773,12 +773,7 @@ fn live_export_equals_the_logs_in_nfdump() {
         "7",
     ];
     let mut tap = ns.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tapstat starts");
-    let t0 = Instant::now();
-    while !out.join("stats.jsonl").exists() {
-        assert!(tap.try_wait().unwrap().is_none(), "tapstat -i exited early");
-        assert!(t0.elapsed() < Duration::from_secs(30), "tapstat -i did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_started(&mut tap, &out);
     let mut replay = ns
         .cmd(&["tcpreplay", "-q", "-i", "va", "--pps", "2000", file.to_str().unwrap()])
         .stdout(Stdio::null())

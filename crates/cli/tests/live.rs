@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::live::{capture, flows, have, live_ready, reference, run, wait_timeout, Netns};
+use common::live::{capture, flows, have, live_ready, reference, run, wait_started, wait_timeout, Netns};
 use common::{bin, corpus, read_log, summary, tempdir, LOGS};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -164,12 +164,7 @@ fn metrics_sighup_rotation_and_user() {
         "nobody",
     ];
     let mut tap = ns.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tapstat starts");
-    let t0 = Instant::now();
-    while !out.join("stats.jsonl").exists() {
-        assert!(tap.try_wait().unwrap().is_none(), "tapstat -i exited early");
-        assert!(t0.elapsed() < Duration::from_secs(30), "tapstat -i did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_started(&mut tap, &out);
     let mut replay = ns
         .cmd(&["tcpreplay", "-q", "-i", "va", "--pps", "2000", file.to_str().unwrap()])
         .stdout(Stdio::null())

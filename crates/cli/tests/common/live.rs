@@ -136,17 +136,7 @@ pub fn capture_from(tag: &str, file: &Path, pps: u32, source: &[&str], workers: 
     args.extend_from_slice(&NO_TIMEOUTS);
     args.extend_from_slice(extra);
     let mut tap = ns.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tapstat starts");
-    // The sockets are open (and queue frames) once the stats file exists.
-    let t0 = Instant::now();
-    while !out.join("stats.jsonl").exists() {
-        if let Some(s) = tap.try_wait().expect("waitable") {
-            let mut err = String::new();
-            let _ = std::io::Read::read_to_string(tap.stderr.as_mut().unwrap(), &mut err);
-            panic!("tapstat -i exited early ({s}): {err}");
-        }
-        assert!(t0.elapsed() < Duration::from_secs(30), "tapstat -i did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_started(&mut tap, &out);
     let pps = pps.to_string();
     let mut replay = ns
         .cmd(&["tcpreplay", "-q", "-i", "va", "--pps", &pps, file.to_str().unwrap()])
@@ -160,17 +150,10 @@ pub fn capture_from(tag: &str, file: &Path, pps: u32, source: &[&str], workers: 
     // until the frames received (stats.jsonl, every 200 ms) stop growing for half a
     // second. A fixed pause was too short on a loaded machine: the run was stopped with
     // frames still in the ring, and flows came out short.
-    let received = || -> u64 {
-        let text = std::fs::read_to_string(out.join("stats.jsonl")).unwrap_or_default();
-        text.lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter_map(|v| v["rx_packets"].as_u64())
-            .sum()
-    };
     let (t0, mut last) = (Instant::now(), u64::MAX);
     loop {
         std::thread::sleep(Duration::from_millis(500));
-        let now = received();
+        let now = received(&out);
         if now == last || t0.elapsed() > Duration::from_secs(30) {
             break;
         }
@@ -182,6 +165,31 @@ pub fn capture_from(tag: &str, file: &Path, pps: u32, source: &[&str], workers: 
     let _ = std::io::Read::read_to_string(tap.stderr.as_mut().unwrap(), &mut err);
     assert!(s.success(), "tapstat -i failed: {err}");
     out
+}
+
+/// Waits until live tapstat `tap` writing to `out` has its sockets open (and queuing
+/// frames): once its stats file exists. Panics with its stderr if it exits first.
+pub fn wait_started(tap: &mut Child, out: &Path) {
+    let t0 = Instant::now();
+    while !out.join("stats.jsonl").exists() {
+        if let Some(s) = tap.try_wait().expect("waitable") {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(tap.stderr.as_mut().unwrap(), &mut err);
+            panic!("tapstat exited early ({s}): {err}");
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "tapstat did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Frames received by every worker so far (the `rx_packets` of stats.jsonl's lines:
+/// one per worker per interval).
+pub fn received(out: &Path) -> u64 {
+    let text = std::fs::read_to_string(out.join("stats.jsonl")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["rx_packets"].as_u64())
+        .sum()
 }
 
 /// The flows of a log as a multiset of (endpoints, packets and bytes each way).

@@ -327,6 +327,29 @@ pub fn compute_server(sh: &ServerHello<'_>, transport: Ja4Transport) -> ServerFi
     server_fingerprints_with(sh, transport, false)
 }
 
+/// JA4's and JA4S's hash of a list of 16-bit values: the first 12 hex digits of the
+/// SHA-256 of their comma-separated 4-digit hex, or twelve zeros for an empty list;
+/// memoized under `kind` (see [`memoized`]).
+fn push_list_hash(s: &mut String, list: &[u16], kind: MemoKind, memo: bool) {
+    if list.is_empty() {
+        s.push_str("000000000000");
+        return;
+    }
+    let digest = memoized(
+        memo,
+        |key| {
+            key.push(kind as u8);
+            push_u16s(key, list);
+        },
+        || {
+            let mut h = TextHasher::new();
+            h.hex4_list(list);
+            h.finish_truncated()
+        },
+    );
+    push_hex(s, &digest[..6]);
+}
+
 fn server_fingerprints_with(sh: &ServerHello<'_>, transport: Ja4Transport, memo: bool) -> ServerFingerprints {
     // Servers send no GREASE (RFC 8701 §3 only lets them echo none); JA3S and JA4S keep
     // every extension as sent.
@@ -357,23 +380,7 @@ fn server_fingerprints_with(sh: &ServerHello<'_>, transport: Ja4Transport, memo:
     s.push('_');
     push_hex(&mut s, &sh.cipher_suite.to_be_bytes());
     s.push('_');
-    if exts.is_empty() {
-        s.push_str("000000000000");
-    } else {
-        let digest = memoized(
-            memo,
-            |key| {
-                key.push(MemoKind::Ja4sExtensions as u8);
-                push_u16s(key, exts);
-            },
-            || {
-                let mut h = TextHasher::new();
-                h.hex4_list(exts);
-                h.finish_truncated()
-            },
-        );
-        push_hex(&mut s, &digest[..6]);
-    }
+    push_list_hash(&mut s, exts, MemoKind::Ja4sExtensions, memo);
     ServerFingerprints { ja3s_md5: md5_hex(&ja3s, memo), ja3s, ja4s: s }
 }
 
@@ -499,24 +506,8 @@ fn ja4_with(ch: &ClientHello<'_>, known: &KnownExtensions<'_>, transport: Ja4Tra
     push_alpn_chars(&mut s, known.alpn().next());
     s.push('_');
     let ciphers = ciphers.as_mut_slice();
-    if ciphers.is_empty() {
-        s.push_str("000000000000");
-    } else {
-        ciphers.sort_unstable();
-        let digest = memoized(
-            memo,
-            |key| {
-                key.push(MemoKind::Ja4Ciphers as u8);
-                push_u16s(key, ciphers);
-            },
-            || {
-                let mut h = TextHasher::new();
-                h.hex4_list(ciphers);
-                h.finish_truncated()
-            },
-        );
-        push_hex(&mut s, &digest[..6]);
-    }
+    ciphers.sort_unstable();
+    push_list_hash(&mut s, ciphers, MemoKind::Ja4Ciphers, memo);
     s.push('_');
     let exts = exts.as_mut_slice();
     if exts.is_empty() {

@@ -21,9 +21,10 @@
 //! µs and written in ms.
 //!
 //! Direction: without internal networks (`-N`, `--internal`) every count is
-//! [`Direction::All`]; with them, a packet counts in the traffic class of its source
-//! and destination ([`Histo::direction`]: in, out, local, ext) and a flow's record in
-//! its class from client to server ([`Flow::class`], looked up when the flow started).
+//! [`Direction::All`]; with them, a packet counts in the traffic class of its sender
+//! and receiver ([`Histo::direction`]: in, out, local, ext) and a flow's record in its
+//! class from client to server ([`Flow::class`]); both from what the flow looked up
+//! when it started, not per packet.
 
 use crate::flow::{Flow, Kind};
 use hashbrown::HashMap;
@@ -379,13 +380,14 @@ impl Histo {
         self.interval_ns
     }
 
-    /// The direction of a packet from `src` to `dst` (IP version `v`): its traffic
-    /// class under the internal networks, or `all` without them.
+    /// The direction of the packets side `di` of flow `f` sends: the flow's class for
+    /// that side under the internal networks (looked up once, when the flow started),
+    /// or `all` without them.
     #[inline]
-    pub fn direction(&self, v: u8, src: u128, dst: u128) -> Direction {
+    pub fn direction(&self, f: &Flow, di: usize) -> Direction {
         match self.nets {
             None => Direction::All,
-            Some(n) => crate::nets::class_of(Some(n), v, src, dst).into(),
+            Some(_) => f.class_of_dir(di).into(),
         }
     }
 
@@ -412,14 +414,15 @@ impl Histo {
         &mut self.cur
     }
 
-    /// Counts a packet accounted at input clock `now_ns`.
+    /// Counts `n` packets of direction `dir` with headers `d`, accounted at input clock
+    /// `now_ns` (`n` > 1: a held-tails record's counted-only packets, which carry the
+    /// headers of the packet that stands for them).
     #[inline]
-    pub fn packet(&mut self, now_ns: u64, d: &Decoded) {
-        let dir = self.direction(d.ip_version, d.src, d.dst);
+    pub fn packets(&mut self, now_ns: u64, d: &Decoded, dir: Direction, n: u64) {
         let c = self.at(now_ns).dir(dir);
-        c.ip_len[len_bin(d.ip_len)] += 1;
-        c.ttl[d.ttl as usize] += 1;
-        c.proto[d.proto as usize] += 1;
+        c.ip_len[len_bin(d.ip_len)] += n;
+        c.ttl[d.ttl as usize] += n;
+        c.proto[d.proto as usize] += n;
     }
 
     /// Counts the record of flow `f`, due at `due_ns` ([`crate::FlowSink::at`]).
@@ -544,10 +547,10 @@ mod tests {
         let d = Decoded { ip_len: 40, ttl: 64, proto: 6, ..Default::default() };
         let mut a = Histo::new(60 * s, None);
         let mut b = Histo::new(60 * s, None);
-        a.packet(61 * s, &d);
-        a.packet(130 * s, &d);
-        b.packet(62 * s, &d);
-        b.packet(59 * s, &d);
+        a.packets(61 * s, &d, Direction::All, 1);
+        a.packets(130 * s, &d, Direction::All, 1);
+        b.packets(62 * s, &d, Direction::All, 1);
+        b.packets(59 * s, &d, Direction::All, 1);
         a.merge(&b);
         let rows: Vec<(u64, &str, String, u64)> = a
             .rows()
@@ -574,7 +577,7 @@ mod tests {
         let other = Decoded { l4: tapstat_decode::L4::Other, proto: 47, ..Default::default() };
         let g = Flow::new(&other, true, 10 * s, None, false);
         let mut h = Histo::new(60 * s, None);
-        h.packet(10 * s, &tcp);
+        h.packets(10 * s, &tcp, Direction::All, 1);
         // Due after the boundary (a timeout): counted in the next interval.
         h.flow(61 * s, &f);
         h.flow(30 * s, &g);

@@ -489,9 +489,6 @@ impl Tracker {
             self.periodic(out);
             self.dirty = true;
         }
-        if let Some(h) = self.histo.as_deref_mut() {
-            h.packet(p.now_ns, p.dec);
-        }
         if !p.dns_learnt && !p.unanalysed {
             self.learn_dns_at(p.dec, p.payload, p.ts_ns);
         }
@@ -559,6 +556,9 @@ impl Tracker {
             self.pool.unfold(f);
         }
         let di = f.dir_of(p.src_is_lo);
+        if let Some(h) = self.histo.as_deref_mut() {
+            h.packets(p.now_ns, p.dec, h.direction(f, di), n as u64);
+        }
         if p.unanalysed {
             f.count_unanalysed(n, p.wire_len as u64, p.ts_ns, di);
             self.table.touch(id, now);
@@ -1235,12 +1235,13 @@ mod tests {
     }
 
     /// `on_tails` (a held-tails record) counts as that many counted-only packets would,
-    /// with one flow lookup: the flow's and the tracker's counts agree.
+    /// with one flow lookup: the flow's and the tracker's counts and the link histograms
+    /// agree.
     #[test]
     fn tails_count_as_their_packets_would() {
         let h = tapstat_flow::FlowHasher::new(1);
         let run = |at_once: bool| {
-            let mut t = Tracker::new(TrackerConfig::default());
+            let mut t = Tracker::new(TrackerConfig { histo_ns: 60 * S, ..TrackerConfig::default() });
             let mut out = Vec::new();
             for (ts, d) in handshake(1, 100) {
                 t.on_packet(&packet(&h, ts * S, ts * S, &d, &[]), &mut |f: &Flow| out.push(f.clone()));
@@ -1261,6 +1262,7 @@ mod tests {
             t.finish(4 * S, false, &mut |f: &Flow| out.push(f.clone()));
             assert_eq!(out.len(), 1);
             let f = &out[0];
+            let histo = t.take_histo().expect("histograms").rows();
             (
                 f.dir[0].pkts_all,
                 f.dir[0].pkts_unanalysed,
@@ -1269,11 +1271,15 @@ mod tests {
                 f.last_ns,
                 t.stats.packets,
                 t.stats.wire_bytes,
+                histo,
             )
         };
         let once = run(true);
         assert_eq!(once, run(false));
         assert_eq!((once.0, once.1, once.5), (5, 3, 6));
+        // The link histograms count the held packets too.
+        let ttl: u64 = once.7.iter().filter(|r| r.family.name() == "ttl").map(|r| r.count).sum();
+        assert_eq!(ttl, 6);
     }
 
     #[test]

@@ -179,13 +179,6 @@ pub fn is_internal(nets: Option<&Nets>, ip_version: u8, raw: u128) -> bool {
     nets.is_none_or(|n| n.contains_raw(ip_version, raw))
 }
 
-/// The class of traffic between two addresses as flows keep them, under `nets` (none:
-/// every address internal, so every pair is `local`). For a packet of a flow, prefer
-/// [`crate::Flow::class_of_dir`], which reads what the flow already looked up.
-pub fn class_of(nets: Option<&Nets>, ip_version: u8, src: u128, dst: u128) -> Class {
-    Class::of(is_internal(nets, ip_version, src), is_internal(nets, ip_version, dst))
-}
-
 fn find<T: Ord + Copy>(ranges: &[(T, T)], x: T) -> bool {
     // The last range starting at or before x.
     let i = ranges.partition_point(|r| r.0 <= x);
@@ -304,8 +297,8 @@ mod tests {
     #[test]
     fn no_networks_means_everything_internal() {
         assert!(is_internal(None, 4, 0x0808_0808));
-        assert_eq!(class_of(None, 6, 1, 2), Class::Local);
-        assert_eq!(class_of(Some(&Nets::default()), 4, 1, 2), Class::Ext);
+        assert!(is_internal(None, 6, 1));
+        assert!(!is_internal(Some(&Nets::default()), 4, 1));
     }
 
     #[test]

@@ -28,6 +28,33 @@ fn pair(tcp: bool, a: (&str, &str), b: (&str, &str)) -> Option<Pair> {
     Some(if a <= b { (tcp, a, b) } else { (tcp, b, a) })
 }
 
+/// A capture's ndpiReader CSV oracle (`oracles/<capture>.ndpireader.csv`): its lines
+/// and the position of each column named in its `#` header.
+struct NdpiCsv {
+    name: String,
+    text: String,
+    cols: Vec<String>,
+}
+
+impl NdpiCsv {
+    /// `None` where the capture has no such oracle or it is empty.
+    fn read(corpus: &std::path::Path, name: &str) -> Option<NdpiCsv> {
+        let text = std::fs::read_to_string(corpus.join("oracles").join(format!("{name}.ndpireader.csv"))).ok()?;
+        let cols = text.lines().next()?.trim_start_matches('#').split(',').map(str::to_string).collect();
+        Some(NdpiCsv { name: name.to_string(), text, cols })
+    }
+
+    /// The position of column `c` (a missing column fails the test, naming the capture).
+    fn at(&self, c: &str) -> usize {
+        self.cols.iter().position(|x| x == c).unwrap_or_else(|| panic!("{}: no column {c}", self.name))
+    }
+
+    /// The data lines, split at commas.
+    fn rows(&self) -> impl Iterator<Item = Vec<&str>> {
+        self.text.lines().skip(1).map(|l| l.split(',').collect())
+    }
+}
+
 fn verbose() -> bool {
     std::env::var("TAPSTAT_L7_VERBOSE").as_deref() == Ok("1")
 }
@@ -195,16 +222,11 @@ fn precision_and_recall_against_ndpi() {
     let right = |cap: &str, id: u32| DISAGREEMENTS.iter().find(|d| d.0 == cap && d.1 == id).map(|d| d.4);
     for cap in dev_captures(&corpus) {
         let name = cap.file_name().unwrap().to_string_lossy().to_string();
-        let Ok(csv) = std::fs::read_to_string(corpus.join("oracles").join(format!("{name}.ndpireader.csv"))) else {
-            continue;
-        };
+        let Some(csv) = NdpiCsv::read(&corpus, &name) else { continue };
         let out = tempdir(&format!("l7-ndpi-{name}"));
         analyze(&cap, &out, 1, &[]);
         let ours = ours(&out);
-        let mut lines = csv.lines();
-        let Some(header) = lines.next() else { continue };
-        let cols: Vec<&str> = header.trim_start_matches('#').split(',').collect();
-        let at = |c: &str| cols.iter().position(|x| *x == c).unwrap_or_else(|| panic!("{name}: no column {c}"));
+        let at = |c: &str| csv.at(c);
         let (id, p, si, sp, di, dp, np) = (
             at("flow_id"),
             at("protocol"),
@@ -214,8 +236,7 @@ fn precision_and_recall_against_ndpi() {
             at("dst_port"),
             at("ndpi_proto"),
         );
-        for line in lines {
-            let f: Vec<&str> = line.split(',').collect();
+        for f in csv.rows() {
             let tcp = match f[p] {
                 "6" => true,
                 "17" => false,
@@ -568,13 +589,8 @@ fn hassh_agrees_with_ndpi() {
     let mut compared = 0;
     for cap in dev_captures(&corpus) {
         let name = cap.file_name().unwrap().to_string_lossy().to_string();
-        let Ok(csv) = std::fs::read_to_string(corpus.join("oracles").join(format!("{name}.ndpireader.csv"))) else {
-            continue;
-        };
-        let mut lines = csv.lines();
-        let Some(header) = lines.next() else { continue };
-        let cols: Vec<&str> = header.trim_start_matches('#').split(',').collect();
-        let at = |c: &str| cols.iter().position(|x| *x == c).unwrap_or_else(|| panic!("{name}: no column {c}"));
+        let Some(csv) = NdpiCsv::read(&corpus, &name) else { continue };
+        let at = |c: &str| csv.at(c);
         let (si, sp, di, dp, hc, hs) = (
             at("src_ip"),
             at("src_port"),
@@ -583,8 +599,7 @@ fn hassh_agrees_with_ndpi() {
             at("ssh_client_hassh"),
             at("ssh_server_hassh"),
         );
-        let rows: Vec<Vec<&str>> =
-            lines.map(|l| l.split(',').collect::<Vec<_>>()).filter(|f| f.len() > hs && !f[hc].is_empty()).collect();
+        let rows: Vec<Vec<&str>> = csv.rows().filter(|f| f.len() > hs && !f[hc].is_empty()).collect();
         if rows.is_empty() {
             continue;
         }
@@ -623,19 +638,12 @@ fn ja3s_agrees_with_ndpi() {
     let mut wrong = Vec::new();
     for cap in dev_captures(&corpus) {
         let name = cap.file_name().unwrap().to_string_lossy().to_string();
-        let Ok(csv) = std::fs::read_to_string(corpus.join("oracles").join(format!("{name}.ndpireader.csv"))) else {
-            continue;
-        };
-        let mut lines = csv.lines();
-        let Some(header) = lines.next() else { continue };
-        let cols: Vec<&str> = header.trim_start_matches('#').split(',').collect();
-        let at = |c: &str| cols.iter().position(|x| *x == c).unwrap_or_else(|| panic!("{name}: no column {c}"));
+        let Some(csv) = NdpiCsv::read(&corpus, &name) else { continue };
+        let at = |c: &str| csv.at(c);
         let (p, si, sp, di, dp, js) =
             (at("protocol"), at("src_ip"), at("src_port"), at("dst_ip"), at("dst_port"), at("ja3s"));
-        let rows: Vec<Vec<&str>> = lines
-            .map(|l| l.split(',').collect::<Vec<_>>())
-            .filter(|f| f.len() > js && !f[js].is_empty() && (f[p] == "6" || f[p] == "17"))
-            .collect();
+        let rows: Vec<Vec<&str>> =
+            csv.rows().filter(|f| f.len() > js && !f[js].is_empty() && (f[p] == "6" || f[p] == "17")).collect();
         if rows.is_empty() {
             continue;
         }

@@ -355,6 +355,9 @@ pub struct Histo {
     /// The internal networks (`-N`, `--internal`): counts by in/out/local/ext
     /// direction; without them every count is `all`.
     nets: Option<&'static crate::nets::Nets>,
+    /// Intervals before this one were handed over ([`Histo::take_before`]): a count
+    /// due earlier goes to this one (a start; 0 until something was handed over).
+    open_from: u64,
 }
 
 /// One row of the output.
@@ -373,7 +376,44 @@ impl Histo {
     /// Histograms every `interval_ns` (> 0) of packet time, by direction under `nets`
     /// where given.
     pub fn new(interval_ns: u64, nets: Option<&'static crate::nets::Nets>) -> Histo {
-        Histo { interval_ns: interval_ns.max(1), cur_start: 0, cur: Interval::default(), past: BTreeMap::new(), nets }
+        Histo {
+            interval_ns: interval_ns.max(1),
+            cur_start: 0,
+            cur: Interval::default(),
+            past: BTreeMap::new(),
+            nets,
+            open_from: 0,
+        }
+    }
+
+    /// Whether nothing was counted.
+    pub fn is_empty(&self) -> bool {
+        self.cur.is_empty() && self.past.values().all(Interval::is_empty)
+    }
+
+    /// Takes out every interval that ended by `ns` (those that start before the
+    /// interval of `ns`), as histograms of their own, for a live run to write them
+    /// while it runs. The caller knows that nothing more is due in them (see
+    /// docs/ARCHITECTURE.md, "Link histograms"); should a count come for one anyway,
+    /// it is counted in the first interval still here, so that no interval is ever
+    /// written twice.
+    pub fn take_before(&mut self, ns: u64) -> Histo {
+        let open = self.start_of(ns).max(self.open_from);
+        let mut done = Histo::new(self.interval_ns, self.nets);
+        done.open_from = self.open_from;
+        let keep = self.past.split_off(&open);
+        done.past = std::mem::replace(&mut self.past, keep);
+        done.past.retain(|_, iv| !iv.is_empty());
+        if self.cur_start < open {
+            let cur = std::mem::take(&mut self.cur);
+            if !cur.is_empty() {
+                done.past.insert(self.cur_start, cur);
+            }
+            self.cur = self.past.remove(&open).unwrap_or_default();
+            self.cur_start = open;
+        }
+        self.open_from = open;
+        done
     }
 
     pub fn interval_ns(&self) -> u64 {
@@ -403,7 +443,7 @@ impl Histo {
         if ns.wrapping_sub(self.cur_start) < self.interval_ns {
             return &mut self.cur;
         }
-        let start = self.start_of(ns);
+        let start = self.start_of(ns.max(self.open_from));
         if start != self.cur_start {
             let old = std::mem::replace(&mut self.cur, self.past.remove(&start).unwrap_or_default());
             if !old.is_empty() {
@@ -429,7 +469,7 @@ impl Histo {
     pub fn flow(&mut self, due_ns: u64, f: &Flow) {
         // A flow: client to server, from what the flow looked up when it started.
         let dir = if self.nets.is_some() { f.class().into() } else { Direction::All };
-        let start = self.start_of(due_ns);
+        let start = self.start_of(due_ns.max(self.open_from));
         let iv = if start == self.cur_start { &mut self.cur } else { self.past.entry(start).or_default() };
         let c = iv.dir(dir);
         let app = match f.kind {
@@ -461,7 +501,8 @@ impl Histo {
             if iv.is_empty() {
                 continue;
             }
-            let mine = if *start == self.cur_start { &mut self.cur } else { self.past.entry(*start).or_default() };
+            let start = (*start).max(self.open_from);
+            let mine = if start == self.cur_start { &mut self.cur } else { self.past.entry(start).or_default() };
             mine.merge(iv);
         }
     }
@@ -492,7 +533,12 @@ impl Histo {
     /// The rows as TSV (with the header line): bins are numbers or names made of
     /// `[a-z0-9_.-]`, so nothing needs escaping.
     pub fn to_tsv(&self) -> String {
-        let mut s = String::from(Self::TSV_HEADER);
+        String::from(Self::TSV_HEADER) + &self.tsv_rows()
+    }
+
+    /// The rows as TSV lines, without the header.
+    pub fn tsv_rows(&self) -> String {
+        let mut s = String::new();
         for r in self.rows() {
             let _ = writeln!(s, "{}\t{}\t{}\t{}\t{}", r.time_s, r.family.name(), r.direction.name(), r.bin, r.count);
         }

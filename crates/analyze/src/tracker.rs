@@ -655,6 +655,28 @@ impl Tracker {
         });
     }
 
+    /// The tracker's clock: the latest packet time it accounted (or was moved to).
+    pub fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+
+    /// The intervals of the link histograms (`--histo-interval`) that ended by the
+    /// clock, moved to `now_ns` first if later, for a live run to write while it runs
+    /// (none without histograms). Every flow expired by then is ended first (records
+    /// to `out`), a scan of the whole table, so the intervals handed over are
+    /// complete: a packet to come is at or after the clock, and so is the time a
+    /// record still to come is due (a flow left in the table has not expired by
+    /// now, so it expires after it; a reused or evicted one ends at a later clock).
+    /// Once per interval: the scan costs what the collector's incremental scans do
+    /// over one pass of the table.
+    pub fn take_histo_before_now(&mut self, now_ns: u64, out: &mut impl FlowSink) -> Option<Histo> {
+        self.histo.as_ref()?;
+        self.now_ns = self.now_ns.max(now_ns);
+        self.collect(usize::MAX, out);
+        let now = self.now_ns;
+        self.histo.as_deref_mut().map(|h| h.take_before(now))
+    }
+
     /// The link histograms (`--histo-interval`), taken after [`Tracker::finish`] for
     /// the run's merge ([`Histo::merge`]).
     pub fn take_histo(&mut self) -> Option<Box<Histo>> {

@@ -267,12 +267,23 @@ pub fn run_live(
         rxs.push(rx);
     }
     let (free_tx, free_rx) = crossbeam_channel::bounded::<Vec<u8>>(16 * n);
+    // Link histograms: each worker hands the intervals it has closed to the writer,
+    // which writes an interval once every worker has passed its end.
+    let histo_ns = cfg.tracker.histo_ns;
+    let (histo_tx, histo_rx) = match histo_ns {
+        0 => (None, None),
+        _ => {
+            let (tx, rx) = crossbeam_channel::unbounded::<HistoReport>();
+            (Some(tx), Some(rx))
+        }
+    };
     let writer = {
         // A write error (a full disk) ends the capture at once: analyzing traffic
         // whose records can no longer be written helps nobody. The writer sets `stop`.
         let mut w = Writer::new(cfg, names.clone(), headers.clone(), out, stop.clone(), Some(live.flush));
         w.reopen = live.reopen;
         w.reopen_stats = reopen_stats.clone();
+        w.histo = histo_rx.map(|rx| HistoWriter::new(rx, n, cfg));
         std::thread::Builder::new()
             .name("tapstat-writer".into())
             .spawn(move || w.run(rxs, free_tx))
@@ -356,6 +367,13 @@ pub fn run_live(
             dns_in,
             dns: DnsShare::default(),
             shunt_out,
+            histo: histo_tx.as_ref().map(|tx| HistoFeed {
+                tx: tx.clone(),
+                worker: w,
+                interval_ns: histo_ns,
+                next_ns: 0,
+                slack_ns: (live.flush.as_nanos() as u64).max(1),
+            }),
         };
         ana_threads.push(
             std::thread::Builder::new()
@@ -365,6 +383,7 @@ pub fn run_live(
         );
     }
     drop(txs);
+    drop(histo_tx);
     ready.wait();
     let mut ready_err = None;
     if let Some(f) = live.on_ready.take() {
@@ -705,6 +724,32 @@ struct Analysis {
     dns: DnsShare,
     /// Where the flows this worker shunts go: its acquisition thread (`--shunt`).
     shunt_out: Option<rtrb::Producer<u64>>,
+    /// Where the intervals of the link histograms this worker has closed go
+    /// (`--histo-interval`).
+    histo: Option<HistoFeed>,
+}
+
+/// A worker's link histograms on their way to the writer, an interval at a time.
+struct HistoFeed {
+    tx: crossbeam_channel::Sender<HistoReport>,
+    worker: usize,
+    interval_ns: u64,
+    /// The worker reports again once its clock reaches this (the end of the interval
+    /// of its last report).
+    next_ns: u64,
+    /// A worker without packets follows the others' clock this far behind (the
+    /// `--flush` period): the packets it has yet to receive are not older.
+    slack_ns: u64,
+}
+
+/// What a worker tells the writer about the link histograms.
+pub(crate) struct HistoReport {
+    worker: usize,
+    /// The worker's clock: nothing more will be due before it (`u64::MAX`: the
+    /// worker has ended, and `closed` holds all it had left).
+    mark_ns: u64,
+    /// The intervals the worker has closed, ended by `mark_ns`.
+    closed: tapstat_analyze::histo::Histo,
 }
 
 /// DNS answers handed to other workers, and those dropped at a full ring.
@@ -778,6 +823,12 @@ impl Analysis {
                 self.gauges.flows.store(self.work.tracker.live_flows() as u64, Ordering::Relaxed);
                 self.gauges.evictions.store(self.work.tracker.stats.evictions, Ordering::Relaxed);
                 self.global_clock.fetch_max(self.dispatch.clock.now(), Ordering::Relaxed);
+                // Past the end of an interval of the link histograms: hand over the
+                // intervals that ended (one comparison a burst, the work once an
+                // interval).
+                if self.histo.as_ref().is_some_and(|h| self.work.tracker.now_ns() >= h.next_ns) {
+                    self.report_histo(0);
+                }
                 continue;
             }
             if closed {
@@ -788,6 +839,14 @@ impl Analysis {
             let g = self.global_clock.load(Ordering::Relaxed);
             if g > 0 {
                 self.work.rout.follow(g);
+                // Nor does it hold back the link histograms: it follows the others'
+                // clock, a flush period behind, and ends the flows expired by then.
+                if let Some(h) = &self.histo {
+                    let at = g.saturating_sub(h.slack_ns);
+                    if at >= h.next_ns {
+                        self.report_histo(at);
+                    }
+                }
             }
             idle += 1;
             if self.poll && idle < 1000 {
@@ -800,8 +859,24 @@ impl Analysis {
         // Every worker expires its flows against the latest clock of all of them.
         self.final_clock.fetch_max(end, Ordering::SeqCst);
         self.end_barrier.wait();
-        let wr = self.work.finish(self.final_clock.load(Ordering::SeqCst), self.stop.load(Ordering::SeqCst));
+        let mut wr = self.work.finish(self.final_clock.load(Ordering::SeqCst), self.stop.load(Ordering::SeqCst));
+        if let (Some(h), Some(rest)) = (&self.histo, wr.histo.take()) {
+            // The writer only goes away on an I/O error, which it reports itself.
+            let _ = h.tx.send(HistoReport { worker: h.worker, mark_ns: u64::MAX, closed: *rest });
+        }
         (r, wr, thread_cpu_s(), self.dns, self.cons.delays().clone())
+    }
+
+    /// Hands the writer the intervals of the link histograms that ended by the
+    /// worker's clock, moved to `at` first if later (a worker without packets).
+    #[cold]
+    fn report_histo(&mut self, at: u64) {
+        let Some(h) = self.histo.as_mut() else { return };
+        let Some(closed) = self.work.tracker.take_histo_before_now(at, &mut self.work.rout) else { return };
+        let mark_ns = self.work.tracker.now_ns();
+        h.next_ns = (mark_ns / h.interval_ns).saturating_add(1).saturating_mul(h.interval_ns);
+        // The writer only goes away on an I/O error, which it reports itself.
+        let _ = h.tx.send(HistoReport { worker: h.worker, mark_ns, closed });
     }
 }
 
@@ -864,6 +939,89 @@ pub(crate) struct Writer {
     /// no block came for a while (compressed files end a frame, standard output is
     /// flushed; see [`OutputDir::flush`]).
     flush: Option<Duration>,
+    /// Live runs with link histograms: the intervals every worker has closed.
+    histo: Option<HistoWriter>,
+}
+
+/// The writer's side of a live run's link histograms: what the workers closed, merged,
+/// written an interval at a time (histograms.tsv, or JSON lines with `-o -`) once
+/// every worker has reported a clock past the interval's end. Intervals go out in
+/// order, each once and whole, so the file ends as a file run's would.
+pub(crate) struct HistoWriter {
+    rx: crossbeam_channel::Receiver<HistoReport>,
+    /// Each worker's last clock (0: none yet; `u64::MAX`: ended).
+    marks: Vec<u64>,
+    /// Intervals closed by some workers, not yet written.
+    acc: Option<tapstat_analyze::histo::Histo>,
+    path: PathBuf,
+    stdout: bool,
+    /// histograms.tsv, created at the first write (after any privilege drop, as the
+    /// logs' owner would).
+    file: Option<std::fs::File>,
+}
+
+impl HistoWriter {
+    pub(crate) fn new(rx: crossbeam_channel::Receiver<HistoReport>, workers: usize, cfg: &EngineConfig) -> Self {
+        HistoWriter {
+            rx,
+            marks: vec![0; workers],
+            acc: None,
+            path: cfg.out_dir.join("histograms.tsv"),
+            stdout: cfg.stdout,
+            file: None,
+        }
+    }
+
+    /// Takes in a worker's report, then writes what every worker has closed.
+    fn add(&mut self, r: HistoReport, single: Option<&mut OutputDir>) -> Result<(), SinkError> {
+        if let Some(m) = self.marks.get_mut(r.worker) {
+            *m = (*m).max(r.mark_ns);
+        }
+        match &mut self.acc {
+            Some(a) => a.merge(&r.closed),
+            None => self.acc = Some(r.closed),
+        }
+        let upto = self.marks.iter().copied().min().unwrap_or(0);
+        self.write(upto, single)
+    }
+
+    /// Writes the intervals that ended by `upto`.
+    fn write(&mut self, upto: u64, single: Option<&mut OutputDir>) -> Result<(), SinkError> {
+        use std::io::Write;
+        let done = match &mut self.acc {
+            Some(a) if upto > 0 => a.take_before(upto),
+            _ => return Ok(()),
+        };
+        if self.stdout {
+            if done.is_empty() {
+                return Ok(());
+            }
+            return single.map_or(Ok(()), |o| o.append_tagged(done.to_jsonl().as_bytes()));
+        }
+        let rows = done.tsv_rows();
+        let f = self.file()?;
+        f.write_all(rows.as_bytes()).map_err(|source| SinkError { path: self.path.clone(), source })
+    }
+
+    fn file(&mut self) -> Result<&mut std::fs::File, SinkError> {
+        use std::io::Write;
+        if self.file.is_none() {
+            let e = |source| SinkError { path: self.path.clone(), source };
+            let mut f = tapstat_sink::create_fresh(&self.path).map_err(e)?;
+            f.write_all(tapstat_analyze::histo::Histo::TSV_HEADER.as_bytes()).map_err(e)?;
+            self.file = Some(f);
+        }
+        Ok(self.file.as_mut().expect("opened above"))
+    }
+
+    /// At the end: everything left, and the file even without rows.
+    fn finish(&mut self, single: Option<&mut OutputDir>) -> Result<(), SinkError> {
+        self.write(u64::MAX, single)?;
+        if !self.stdout {
+            self.file()?;
+        }
+        Ok(())
+    }
 }
 
 impl Writer {
@@ -892,6 +1050,7 @@ impl Writer {
             warnings: Vec::new(),
             stop,
             flush,
+            histo: None,
         }
     }
 
@@ -915,7 +1074,9 @@ impl Writer {
         let mut live: Vec<bool> = vec![true; rxs.len()];
         let tick = self.flush.map_or(Duration::from_millis(200), |f| f.min(Duration::from_millis(200)));
         let mut flushed = Instant::now();
-        while live.iter().any(|l| *l) {
+        let histo_rx = self.histo.as_ref().map(|h| h.rx.clone());
+        let mut histo_live = histo_rx.is_some();
+        while live.iter().any(|l| *l) || histo_live {
             if self.reopen.swap(false, Ordering::SeqCst) && !out.stopped() {
                 if let Err(e) = self.reopen_all() {
                     out.fail(e, &self.stop);
@@ -929,40 +1090,60 @@ impl Writer {
                     idx.push(w);
                 }
             }
+            if let (Some(rx), true) = (&histo_rx, histo_live) {
+                sel.recv(rx);
+                idx.push(usize::MAX);
+            }
             let got = sel.select_timeout(tick);
             let quiet = got.is_err();
-            if let Ok(op) = got {
-                let w = idx[op.index()];
-                let r = match op.recv(&rxs[w]) {
-                    // After a failure, what comes is counted, not written.
-                    Ok((i, b)) if out.stopped() => {
-                        if i != ROTATE {
-                            out.lose(tapstat_sink::records_in(&self.headers[i], &b));
+            match got {
+                Ok(op) if idx[op.index()] == usize::MAX => {
+                    let rx = histo_rx.as_ref().expect("selected above");
+                    match op.recv(rx) {
+                        Ok(r) if !out.stopped() => {
+                            let h = self.histo.as_mut().expect("with its receiver");
+                            if let Err(e) = h.add(r, self.single.as_mut()) {
+                                out.fail(e, &self.stop);
+                            }
                         }
-                        Ok(())
+                        Ok(_) => {}
+                        Err(_) => histo_live = false,
                     }
-                    Ok((ROTATE, b)) => {
-                        let mut s = [0u8; 8];
-                        s.copy_from_slice(&b[..8]);
-                        self.enter(w, u64::from_le_bytes(s))
-                    }
-                    Ok((i, mut b)) => {
-                        let r = self.append(w, i, &b);
-                        if r.is_err() {
-                            out.lose(tapstat_sink::records_in(&self.headers[i], &b));
-                        }
-                        b.clear();
-                        let _ = free.try_send(b);
-                        r
-                    }
-                    Err(_) => {
-                        live[w] = false;
-                        Ok(())
-                    }
-                };
-                if let Err(e) = r {
-                    out.fail(e, &self.stop);
                 }
+                Ok(op) => {
+                    let w = idx[op.index()];
+                    let r = match op.recv(&rxs[w]) {
+                        // After a failure, what comes is counted, not written.
+                        Ok((i, b)) if out.stopped() => {
+                            if i != ROTATE {
+                                out.lose(tapstat_sink::records_in(&self.headers[i], &b));
+                            }
+                            Ok(())
+                        }
+                        Ok((ROTATE, b)) => {
+                            let mut s = [0u8; 8];
+                            s.copy_from_slice(&b[..8]);
+                            self.enter(w, u64::from_le_bytes(s))
+                        }
+                        Ok((i, mut b)) => {
+                            let r = self.append(w, i, &b);
+                            if r.is_err() {
+                                out.lose(tapstat_sink::records_in(&self.headers[i], &b));
+                            }
+                            b.clear();
+                            let _ = free.try_send(b);
+                            r
+                        }
+                        Err(_) => {
+                            live[w] = false;
+                            Ok(())
+                        }
+                    };
+                    if let Err(e) = r {
+                        out.fail(e, &self.stop);
+                    }
+                }
+                Err(_) => {}
             }
             // Quiet, or a --flush since the last time: make what was written readable.
             if self.flush.is_some_and(|f| quiet || flushed.elapsed() >= f) && !out.stopped() {
@@ -970,6 +1151,11 @@ impl Writer {
                     out.fail(e, &self.stop);
                 }
                 flushed = Instant::now();
+            }
+        }
+        if let (Some(h), false) = (self.histo.as_mut(), out.stopped()) {
+            if let Err(e) = h.finish(self.single.as_mut()) {
+                out.fail(e, &self.stop);
             }
         }
         if !out.stopped() {

@@ -619,6 +619,18 @@ impl OutputDir {
         r.map_err(|source| SinkError { path: path.clone(), source })
     }
 
+    /// Writes `lines`, whole JSON lines that carry their own `log` tag, to standard
+    /// output as they are (a live run's link histograms with `-o -`); nothing for a
+    /// directory.
+    pub fn append_tagged(&mut self, lines: &[u8]) -> Result<(), SinkError> {
+        if !self.is_stdout() {
+            return Ok(());
+        }
+        let (path, w) = &mut self.files[0];
+        self.dirty[0] = true;
+        w.write_all(lines).map_err(|source| SinkError { path: path.clone(), source })
+    }
+
     /// The records in a block of log file `i` (lines, or rows for Parquet).
     pub fn records_in(&self, i: usize, block: &[u8]) -> u64 {
         match self.columnar.get(i) {

@@ -643,4 +643,53 @@ mod tests {
         assert_eq!(rows, want);
         assert!(h.to_jsonl().lines().all(|l| l.starts_with("{\"log\":\"histograms\",\"time\":")));
     }
+
+    /// Intervals taken out as they close and written in turn make the rows of the
+    /// whole: each interval once, in order; a count that comes late for a closed
+    /// interval goes to the first open one instead of writing that interval again.
+    #[test]
+    fn intervals_taken_as_they_close_add_up_to_the_whole() {
+        let s = 1_000_000_000;
+        let d = Decoded { ip_len: 40, ttl: 64, proto: 6, ..Default::default() };
+        let tcp = Decoded { l4: tapstat_decode::L4::Tcp, proto: 6, sport: 40000, dport: 443, ..Default::default() };
+        let f = Flow::new(&tcp, true, 10 * s, None, false);
+        let feed = |h: &mut Histo, from: u64, to: u64| {
+            for t in from..to {
+                h.packets(t * s, &d, Direction::All, 1);
+                if t % 7 == 0 {
+                    h.flow(t * s + 1, &f);
+                }
+            }
+        };
+        let (mut whole, mut a, mut b) = (Histo::new(10 * s, None), Histo::new(10 * s, None), Histo::new(10 * s, None));
+        feed(&mut whole, 0, 95);
+        // Two workers share the packets; each hands over what ended by its clock,
+        // and the writer merges and writes what ended by both clocks.
+        let mut writer = Histo::new(10 * s, None);
+        let mut out = String::from(Histo::TSV_HEADER);
+        for (lo, hi) in [(0, 25), (25, 47), (47, 95)] {
+            let mid = (lo + hi) / 2;
+            feed(&mut a, lo, mid);
+            feed(&mut b, mid, hi);
+            writer.merge(&a.take_before(hi * s));
+            writer.merge(&b.take_before(hi * s));
+            out += &writer.take_before(hi * s).tsv_rows();
+        }
+        writer.merge(&a);
+        writer.merge(&b);
+        out += &writer.take_before(u64::MAX).tsv_rows();
+        assert_eq!(out, whole.to_tsv());
+        assert!(whole.to_tsv().lines().count() > 30);
+
+        // A packet due in an interval already handed over counts in the first open one.
+        let mut h = Histo::new(10 * s, None);
+        h.packets(5 * s, &d, Direction::All, 1);
+        let early = h.take_before(23 * s);
+        assert_eq!(early.rows().iter().map(|r| r.time_s).collect::<Vec<_>>(), vec![0, 0, 0]);
+        assert!(h.is_empty());
+        h.packets(3 * s, &d, Direction::All, 1);
+        h.flow(4 * s, &f);
+        assert!(h.rows().iter().all(|r| r.time_s == 20), "{:?}", h.rows());
+        assert_eq!(h.rows().len(), 8);
+    }
 }

@@ -1304,6 +1304,48 @@ mod tests {
         assert_eq!(ttl, 6);
     }
 
+    /// A live run's histograms, taken an interval at a time as the clock passes their
+    /// ends, are the whole run's: the scan before each hand-over ends the flows whose
+    /// record is due in the intervals handed over.
+    #[test]
+    fn histograms_taken_as_the_clock_passes_are_the_whole_runs() {
+        let h = tapstat_flow::FlowHasher::new(1);
+        // No incremental collection: only the scan before a hand-over ends flow 0.
+        let gc = tapstat_flow::GcConfig { period_ns: u64::MAX / 2, steps: 1 };
+        let cfg = TrackerConfig { histo_ns: 60 * S, tcp_idle_ns: 10 * S, gc, ..TrackerConfig::default() };
+        // Flow 0 at 1 s, idle past its timeout at 11 s; then one flow a minute.
+        let mut pkts = handshake(1, 100);
+        for k in 1..5u16 {
+            for (t, d) in handshake(60 * u64::from(k) + 30, 100) {
+                let port = 40000 + k;
+                pkts.push((t, if d.sport == 80 { Decoded { dport: port, ..d } } else { Decoded { sport: port, ..d } }));
+            }
+        }
+        let run = |take: bool| {
+            let mut t = Tracker::new(cfg);
+            let (mut out, mut rows, mut records_by_take) = (Vec::new(), Vec::new(), None);
+            for (ts, d) in &pkts {
+                t.on_packet(&packet(&h, ts * S, ts * S, d, &[]), &mut |f: &Flow| out.push(f.first_ns));
+                if take && t.now_ns() >= 100 * S && records_by_take.is_none() {
+                    let got = t.take_histo_before_now(0, &mut |f: &Flow| out.push(f.first_ns)).expect("histograms");
+                    records_by_take = Some(out.clone());
+                    rows.extend(got.rows());
+                }
+            }
+            t.finish(5 * 60 * S, false, &mut |f: &Flow| out.push(f.first_ns));
+            rows.extend(t.take_histo().expect("histograms").rows());
+            (rows, records_by_take.unwrap_or_default(), out.len())
+        };
+        let (whole, _, n) = run(false);
+        let (taken, by_take, n2) = run(true);
+        assert_eq!((n, n2), (5, 5));
+        assert_eq!(taken, whole);
+        // At 150 s, [0, 60 s) and [60 s, 120 s) were handed over: flow 0 (due at 11 s)
+        // had been ended for it.
+        assert!(by_take.contains(&S), "{by_take:?}");
+        assert!(whole.iter().any(|r| r.time_s == 0 && r.family == crate::histo::Family::App));
+    }
+
     #[test]
     fn a_new_syn_after_a_close_starts_a_new_flow() {
         let mut p = handshake(1, 100);

@@ -231,3 +231,51 @@ fn with_internal_networks_the_directions_split_the_histograms_as_the_records_do(
     eprintln!("classes seen: {seen:?}");
     assert!(seen.len() >= 2, "the captures gave only the classes {seen:?}");
 }
+
+/// A capture replayed through the live path (`tapstat bench --speed`) writes the
+/// histograms of the offline run, byte for byte, with 1 and 2 workers; with 2 workers
+/// and a slow replay, intervals are in histograms.tsv before the replay ends (a live
+/// run writes each interval once every worker has passed its end).
+#[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn a_replay_through_the_live_path_writes_the_offline_histograms() {
+    let Some(corpus) = corpus() else { return };
+    // 500 frames over 102 s of packet time.
+    let file = corpus.join("ndpi__android.pcap");
+    let d = tempdir("h-replay");
+    let off = d.join("offline");
+    analyze(&file, &off, 1, &["--histo-interval", "1"]);
+    let want = std::fs::read_to_string(off.join("histograms.tsv")).expect("histograms.tsv");
+    assert!(rows(&off).iter().map(|r| r.0).collect::<std::collections::BTreeSet<_>>().len() > 20);
+    let bench = |w: &str, speed: &str, out: &Path| {
+        let mut c = Command::new(bin());
+        c.args(["bench", "-r", file.to_str().unwrap(), "--speed", speed, "-w", w, "-q", "-o"]);
+        c.args([out.to_str().unwrap(), "--force", "--", "--hash-seed", "7", "--histo-interval", "1"]);
+        c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
+        c
+    };
+    let fast = d.join("fast");
+    let o = bench("1", "200", &fast).output().expect("tapstat runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read_to_string(fast.join("histograms.tsv")).expect("histograms.tsv"), want, "1 worker");
+    // 2 workers at 20x: about 5 s; rows appear while it runs.
+    let slow = d.join("slow");
+    let mut child = bench("2", "20", &slow).spawn().expect("tapstat runs");
+    let t0 = std::time::Instant::now();
+    let mut early = String::new();
+    while child.try_wait().expect("waitable").is_none() && t0.elapsed() < std::time::Duration::from_secs(120) {
+        let now = std::fs::read_to_string(slow.join("histograms.tsv")).unwrap_or_default();
+        if now.lines().count() > 1 && early.is_empty() {
+            // Whole lines (a read may meet a write half done).
+            early = now[..now.rfind('\n').map_or(0, |i| i + 1)].to_string();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let s = child.wait().expect("waitable");
+    assert!(s.success());
+    let got = std::fs::read_to_string(slow.join("histograms.tsv")).expect("histograms.tsv");
+    assert_eq!(got, want, "2 workers");
+    assert!(early.lines().count() > 1 && early.len() < got.len(), "nothing written before the end: {early:?}");
+    assert!(want.starts_with(&early));
+    let _ = std::fs::remove_dir_all(&d);
+}

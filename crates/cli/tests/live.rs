@@ -325,6 +325,66 @@ fn records_reach_the_disk_while_the_capture_runs() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// The link histograms of a live capture reach histograms.tsv interval by interval
+/// while the capture runs, with two workers (before, they were written only when the
+/// run stopped): rows of the early intervals are on disk before the capture is
+/// stopped, and the final file begins with them and counts every packet once.
+#[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn histograms_reach_the_disk_while_the_capture_runs() {
+    if !live_ready() {
+        return;
+    }
+    let Some(c) = corpus() else { return };
+    let file = c.join(FILES[0]);
+    let ns = Netns::new("histo");
+    let out = tempdir("live-histo");
+    let mut args = vec![bin(), "-i", "vb", "-o", out.to_str().unwrap(), "-q", "-w", "2", "--hash-seed", "7"];
+    args.extend(["--buffer", "4MiB", "--kernel-ring", "4MiB", "--flush", "300ms", "--histo-interval", "1"]);
+    let mut tap = ns.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tapstat starts");
+    wait_started(&mut tap, &out);
+    // 1723 frames at 500 pps: about 3.5 s, so several whole 1 s intervals.
+    let mut replay = ns
+        .cmd(&["tcpreplay", "-q", "-i", "va", "--pps", "500", file.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_timeout(&mut replay, Duration::from_secs(60), "tcpreplay").success());
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(tap.try_wait().unwrap().is_none(), "tapstat -i is still capturing");
+    let read = || std::fs::read_to_string(out.join("histograms.tsv")).unwrap_or_default();
+    let early = read();
+    // Whole lines (a read may meet a write half done).
+    let early = early[..early.rfind('\n').map_or(0, |i| i + 1)].to_string();
+    run(Command::new("kill").args(["-INT", &tap.id().to_string()]));
+    let s = wait_timeout(&mut tap, Duration::from_secs(60), "tapstat -i after SIGINT");
+    assert!(s.success(), "tapstat -i failed");
+    let fin = read();
+    let intervals = |t: &str| {
+        t.lines()
+            .skip(1)
+            .map(|l| l.split('\t').next().unwrap_or("").to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    let packets = |t: &str| -> u64 {
+        t.lines()
+            .filter(|l| l.split('\t').nth(1) == Some("ip_len"))
+            .map(|l| l.rsplit('\t').next().unwrap().parse::<u64>().unwrap())
+            .sum()
+    };
+    assert!(early.starts_with("time\thistogram\tdirection\tbin\tcount\n"), "{early:?}");
+    assert!(intervals(&early).len() >= 2, "intervals written while the capture ran: {:?}", intervals(&early));
+    assert!(packets(&early) > 0);
+    // Written once: the final file goes on from what was there, adding later intervals.
+    assert!(fin.starts_with(&early) && fin.len() > early.len(), "early:\n{early}\nfinal:\n{fin}");
+    assert!(intervals(&fin)
+        .iter()
+        .all(|t| !intervals(&early).contains(t) || fin[early.len()..].lines().all(|l| !l.starts_with(t.as_str()))));
+    let sm = summary(&out);
+    assert_eq!(packets(&fin), sm["packets"].as_u64().unwrap() - sm["non_ip"].as_u64().unwrap_or(0), "{}", sm["live"]);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// DN-Hunter across live workers (issue 14, item 2): a DNS answer reaches only the
 /// worker the kernel gave its flow to, yet the connections it names land on every
 /// worker. The answers a worker learns are handed to the others and flows are named by

@@ -234,10 +234,12 @@ pub struct RunArgs {
     /// what it did in the interval (log_tcp_periodic, log_udp_periodic) [0.001..=1e10]
     #[arg(long, value_name = "S", allow_hyphen_values = true, value_parser = periodic_secs)]
     pub periodic: Option<f64>,
-    /// Link histograms every S whole seconds of packet time, written at the end as
-    /// histograms.tsv (time, histogram, direction, bin, count; with -o -, JSON lines
-    /// tagged "histograms"): IP length, TTL, IP protocol, server ports, flow durations,
-    /// bytes and packets, RTT, flows per application. `off` (or 0) for none [1..=1e9]
+    /// Link histograms every S whole seconds of packet time in histograms.tsv (time,
+    /// histogram, direction, bin, count; with -o -, JSON lines tagged "histograms"):
+    /// IP length, TTL, IP protocol, server ports, flow durations, bytes and packets,
+    /// RTT, flows per application. Written at the end of a file run; a live capture
+    /// appends each interval once every worker has passed its end. `off` (or 0) for
+    /// none [1..=1e9]
     #[arg(long, value_name = "S|off", default_value = "300", allow_hyphen_values = true, value_parser = histo_secs)]
     pub histo_interval: u64,
     /// Read the server certificate of TLS <= 1.2 (tls_subject_cn, tls_issuer_cn, tls_sans,

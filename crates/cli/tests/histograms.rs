@@ -258,9 +258,11 @@ fn a_replay_through_the_live_path_writes_the_offline_histograms() {
     let o = bench("1", "200", &fast).output().expect("tapstat runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(std::fs::read_to_string(fast.join("histograms.tsv")).expect("histograms.tsv"), want, "1 worker");
-    // 2 workers at 20x: about 5 s; rows appear while it runs.
+    // 2 workers at 20x: about 5 s; rows appear while it runs. A quiet worker follows
+    // the other --flush (3 s of packet time, 150 ms of wall time) behind, far more than
+    // the replay's bursts (1 ms of wall time).
     let slow = d.join("slow");
-    let mut child = bench("2", "20", &slow).spawn().expect("tapstat runs");
+    let mut child = bench("2", "20", &slow).args(["--flush", "3s"]).spawn().expect("tapstat runs");
     let t0 = std::time::Instant::now();
     let mut early = String::new();
     while child.try_wait().expect("waitable").is_none() && t0.elapsed() < std::time::Duration::from_secs(120) {

@@ -372,7 +372,7 @@ pub fn run_live(
                 worker: w,
                 interval_ns: histo_ns,
                 next_ns: 0,
-                slack_ns: (live.flush.as_nanos() as u64).max(1),
+                slack_ns: (live.flush.as_nanos() as u64).max(histo_ns),
             }),
         };
         ana_threads.push(
@@ -737,8 +737,10 @@ struct HistoFeed {
     /// The worker reports again once its clock reaches this (the end of the interval
     /// of its last report).
     next_ns: u64,
-    /// A worker without packets follows the others' clock this far behind (the
-    /// `--flush` period): the packets it has yet to receive are not older.
+    /// A worker without packets follows the others' clock this far behind (one
+    /// interval, or the `--flush` period if longer): the packets it has yet to receive
+    /// are not older (its queue is empty; workers' clocks differ by what their queues
+    /// hold, and a replay's by its bursts).
     slack_ns: u64,
 }
 
@@ -840,7 +842,7 @@ impl Analysis {
             if g > 0 {
                 self.work.rout.follow(g);
                 // Nor does it hold back the link histograms: it follows the others'
-                // clock, a flush period behind, and ends the flows expired by then.
+                // clock, an interval behind, and ends the flows expired by then.
                 if let Some(h) = &self.histo {
                     let at = g.saturating_sub(h.slack_ns);
                     if at >= h.next_ns {

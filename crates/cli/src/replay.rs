@@ -112,7 +112,8 @@ fn replay(a: &RunArgs, file: &Arc<ReplayFile>, pace: Pace, stop: &Arc<AtomicBool
     tapstat_analyze::shunt::Shunt::new(&a.live.shunt).map_err(anyhow::Error::msg)?;
     let mut cfg = a.engine_config();
     cfg.workers = a.workers().map_err(anyhow::Error::msg)?;
-    let _claim = crate::outdir::claim(&cfg.out_dir, a.force)?;
+    // With -o - there is no directory to claim (as for -i).
+    let _claim = (!cfg.stdout).then(|| crate::outdir::claim(&cfg.out_dir, a.force)).transpose()?;
     let live = crate::live::live_config(a);
     // A poll hands out at most two periods' worth of frames (--period, also for the
     // other policies, which poll more often): the asked rate, without bursts.

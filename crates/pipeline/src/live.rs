@@ -312,10 +312,13 @@ pub fn run_live(
     let mut ana_threads = Vec::with_capacity(n);
     for ((w, src), (dns_out, dns_in)) in sources.into_iter().enumerate().zip(dns_out.into_iter().zip(dns_in)) {
         let link = src.link();
+        // What the source has yet to hand out starts no earlier than this (a replay
+        // knows; a network source does not: `u64::MAX`).
+        let pending = Arc::new(AtomicU64::new(src.pending_from_ns().unwrap_or(u64::MAX)));
         let (prod, cons) = packet_buffer_sampled(live.buffer_bytes, cfg.time_sample);
         gauges[w].buffer_cap.store(prod.capacity(), Ordering::Relaxed);
-        let (g, stop2, ready2, progress2, policy) =
-            (gauges[w].clone(), stop.clone(), ready.clone(), progress.clone(), live.acquire);
+        let (g, stop2, ready2, progress2, policy, pending2) =
+            (gauges[w].clone(), stop.clone(), ready.clone(), progress.clone(), live.acquire, pending.clone());
         let shunting = !cfg.tracker.shunt.is_empty();
         let shunt_idle = cfg.tracker.tcp_idle_ns.min(cfg.tracker.udp_idle_ns);
         let ctl = match live.overload.policy {
@@ -334,7 +337,9 @@ pub fn run_live(
         acq_threads.push(
             std::thread::Builder::new()
                 .name(format!("tapstat-a{w}"))
-                .spawn(move || acquire_loop(src, prod, ctl, shunt_in, policy, &g, &stop2, &ready2, &progress2))
+                .spawn(move || {
+                    acquire_loop(src, prod, ctl, shunt_in, policy, &g, &stop2, &ready2, &progress2, &pending2)
+                })
                 .expect("spawning a thread succeeds"),
         );
         let mut tracker = Tracker::new(cfg.tracker);
@@ -373,6 +378,7 @@ pub fn run_live(
                 interval_ns: histo_ns,
                 next_ns: 0,
                 slack_ns: (live.flush.as_nanos() as u64).max(histo_ns),
+                pending,
             }),
         };
         ana_threads.push(
@@ -555,7 +561,9 @@ fn acquire_loop(
     stop: &AtomicBool,
     ready: &Barrier,
     progress: &Progress,
+    pending: &AtomicU64,
 ) -> AcqResult {
+    let knows_pending = src.pending_from_ns().is_some();
     let mut warning = None;
     let mut pacer = Pacer::new(policy, &mut warning);
     ready.wait();
@@ -647,6 +655,11 @@ fn acquire_loop(
             last_poll_ns = now;
         }
         prod.publish();
+        if knows_pending {
+            // After the frames are published: an analysis thread that reads this, then
+            // finds its buffer empty, has had every frame before it.
+            pending.store(src.pending_from_ns().unwrap_or(u64::MAX), Ordering::Release);
+        }
         if k > 0 {
             let now = wall_ns();
             offered_ns = Some((offered_ns.map_or(now, |(a, _)| a), now));
@@ -740,8 +753,12 @@ struct HistoFeed {
     /// A worker without packets follows the others' clock this far behind (one
     /// interval, or the `--flush` period if longer): the packets it has yet to receive
     /// are not older (its queue is empty; workers' clocks differ by what their queues
-    /// hold, and a replay's by its bursts).
+    /// and their sources' rings hold).
     slack_ns: u64,
+    /// And no further than the time of the next frame its source has yet to hand out,
+    /// where the source knows it (a replay: whatever the speed-up and however late
+    /// its acquisition thread runs).
+    pending: Arc<AtomicU64>,
 }
 
 /// What a worker tells the writer about the link histograms.
@@ -776,6 +793,8 @@ impl Analysis {
                 flushed = Instant::now();
             }
             let closed = self.cons.closed();
+            // Before the read: if it finds nothing, every frame before this was read.
+            let pending = self.histo.as_ref().map_or(u64::MAX, |h| h.pending.load(Ordering::Acquire));
             // The answers the other workers learnt so far, before this worker's next
             // packets: a client's connection follows the answer by at least the time
             // the answer takes to reach it and the SYN to come back, while the two
@@ -844,7 +863,7 @@ impl Analysis {
                 // Nor does it hold back the link histograms: it follows the others'
                 // clock, an interval behind, and ends the flows expired by then.
                 if let Some(h) = &self.histo {
-                    let at = g.saturating_sub(h.slack_ns);
+                    let at = g.saturating_sub(h.slack_ns).min(pending);
                     if at >= h.next_ns {
                         self.report_histo(at);
                     }

@@ -102,4 +102,11 @@ pub trait LiveSource: Send {
     fn ended(&self) -> bool {
         false
     }
+    /// The earliest timestamp a frame the source has yet to hand out can carry, if the
+    /// source knows it (a replayed file: its next frame's; `u64::MAX` when it has no
+    /// more). A live worker whose queue is empty follows the other workers' clock no
+    /// further (the link histograms' hand-over). A network source does not know.
+    fn pending_from_ns(&self) -> Option<u64> {
+        None
+    }
 }

@@ -263,6 +263,10 @@ impl LiveSource for ReplaySource {
     fn ended(&self) -> bool {
         self.next >= self.mine.len()
     }
+
+    fn pending_from_ns(&self) -> Option<u64> {
+        Some(self.mine.get(self.next).map_or(u64::MAX, |&i| self.file.frames[i as usize].ts_ns))
+    }
 }
 
 /// The worker (of `n`) of a frame: [`frame_flow`]'s hash scaled to `n`, as a NIC's

@@ -1013,10 +1013,11 @@ impl HistoWriter {
             Some(a) if upto > 0 => a.take_before(upto),
             _ => return Ok(()),
         };
+        if done.is_empty() {
+            // Not even the file: it is created at the first rows or at the end.
+            return Ok(());
+        }
         if self.stdout {
-            if done.is_empty() {
-                return Ok(());
-            }
             return single.map_or(Ok(()), |o| o.append_tagged(done.to_jsonl().as_bytes()));
         }
         let rows = done.tsv_rows();

@@ -76,14 +76,15 @@ pub fn p2p_t(f: &Flow) -> u32 {
     }
 }
 
-/// `http_t`: 2 when the flow's first HTTP request is a POST, 1 for any other method,
-/// 0 for a flow that is not HTTP.
+/// `http_t`: Tstat's content class of the flow's first HTTP request
+/// (`tapstat_l7::http::site`: 1 GET, 2 POST, 15 Netflix, ...); 1 for HTTP whose request
+/// was not parsed; 0 for a flow that is not HTTP.
 pub fn http_t(f: &Flow) -> u32 {
     if payload_app(f) != Some(App::Http) {
         return 0;
     }
     match f.l7.as_ref().and_then(|x| x.http()) {
-        Some(h) if h.first_post => 2,
+        Some(h) if h.first_class > 0 => u32::from(h.first_class),
         _ => 1,
     }
 }

@@ -154,7 +154,7 @@ const TCP_COLUMNS: &[Column] = &[
     col("s_iscrypto", Count, 100.0),
     col("con_t", Count, 98.0),
     col("p2p_t", Count, 100.0),
-    col("http_t", Count, 98.9),
+    col("http_t", Count, 99.5),
     // Issue 3: the anomaly classes.
     col("c_pkts_rto", Count, 95.8),
     col("c_pkts_fs", Count, 97.9),

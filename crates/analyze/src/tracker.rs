@@ -866,8 +866,9 @@ fn close(
     out.at(due);
     name_late(&mut f, ctx.late);
     if let (Some(a), Some(l7)) = (ctx.anon, f.l7.as_mut()) {
-        // `http_hostname`, the SNIs: names the peers chose, which may be addresses.
-        l7.rewrite_names(|x| a.host(x, ctx.nets));
+        // `http_hostname`, the SNIs: names the peers chose, which may be addresses;
+        // the certificate's common names, which may hold some.
+        l7.rewrite_names(|x| a.host(x, ctx.nets), |x| a.text(x, ctx.nets));
     }
     let c = &mut stats.classes[f.class().index()];
     c.flows += 1;
@@ -988,11 +989,17 @@ fn anonymize_http(
     if let Some(h) = r.host.as_deref().and_then(|h| a.host(h, nets)) {
         r.host = Some(h);
     }
-    if let Some(u) = r.url.as_deref().and_then(|u| a.url(u, nets)) {
-        r.url = Some(u);
+    // A target or Referer whose authority is an address, then any address in the rest
+    // (a query's `?ip=...`, a path), and in the User-Agent.
+    for u in [&mut r.url, &mut r.referer] {
+        if let Some(v) = u.as_deref().and_then(|v| a.url(v, nets)) {
+            *u = Some(v);
+        }
     }
-    if let Some(u) = r.referer.as_deref().and_then(|u| a.url(u, nets)) {
-        r.referer = Some(u);
+    for t in [&mut r.url, &mut r.referer, &mut r.user_agent] {
+        if let Some(v) = t.as_deref().and_then(|v| a.text(v, nets)) {
+            *t = Some(v);
+        }
     }
 }
 

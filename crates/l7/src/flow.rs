@@ -379,8 +379,13 @@ impl L7Flow {
 
     /// The names a record writes that the peers chose (the first request's Host, the
     /// SNI of a TLS, DTLS or QUIC ClientHello), rewritten by `f` where it returns a new
-    /// one: `--anonymize` uses it for names that are addresses.
-    pub fn rewrite_names(&mut self, mut f: impl FnMut(&str) -> Option<String>) {
+    /// one, and the certificate's common names by `text`: `--anonymize` uses them for
+    /// names that are, or hold, addresses.
+    pub fn rewrite_names(
+        &mut self,
+        mut f: impl FnMut(&str) -> Option<String>,
+        mut text: impl FnMut(&str) -> Option<String>,
+    ) {
         let mut one = |s: &mut Option<String>| {
             if let Some(n) = s.as_deref().and_then(&mut f) {
                 *s = Some(n);
@@ -395,8 +400,16 @@ impl L7Flow {
             State::Quic(s) => Some(&mut s.info.tls),
             _ => None,
         };
-        if let Some(c) = tls.and_then(|t| t.client.as_mut()) {
+        let Some(t) = tls else { return };
+        if let Some(c) = t.client.as_mut() {
             one(&mut c.sni);
+        }
+        if let Some(c) = t.cert.as_mut() {
+            for cn in [&mut c.subject_cn, &mut c.issuer_cn] {
+                if let Some(n) = cn.as_deref().and_then(&mut text) {
+                    *cn = Some(n);
+                }
+            }
         }
     }
 

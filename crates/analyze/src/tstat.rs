@@ -63,9 +63,11 @@ pub fn con_t(f: &Flow) -> u32 {
     }
 }
 
-/// IPP2P's code for a BitTorrent handshake (`IPP2P_BIT * 100 + 1`, as its
-/// `search_bittorrent` returns it).
-pub const P2P_BITTORRENT: u32 = 51201;
+/// IPP2P's code for a BitTorrent handshake as Tstat writes it: `search_bittorrent`
+/// returns `IPP2P_BIT * 100` for `\x13BitTorrent protocol`, and Tstat's ipp2p.h numbers
+/// its protocols in sequence (`IPP2P_BIT` is 9; the netfilter module's bit mask, 512,
+/// is not Tstat's).
+pub const P2P_BITTORRENT: u32 = 900;
 
 /// `p2p_t`: [`P2P_BITTORRENT`] when the payload showed BitTorrent, else 0.
 pub fn p2p_t(f: &Flow) -> u32 {

@@ -560,18 +560,9 @@ fn tcp_l7_cols() -> Vec<Run<Flow>> {
         col!("ja4s", Str, "", "l7", "JA4S fingerprint of the ServerHello", |f: &Flow| l7(f)
             .and_then(|x| x.ja4s())
             .map_or(Value::None, Value::Str)),
-        col!("tls_subject_cn", Str, "", "l7", "subject common name of the server's certificate (the chain's first; TLS ≤ 1.2, where it is in clear; Tstat's `s_tls_SCN`)", |f: &Flow| cert(f)
-            .and_then(|c| c.subject_cn.as_deref())
-            .map_or(Value::None, Value::Str)),
-        col!("tls_issuer_cn", Str, "", "l7", "issuer common name of the server's certificate", |f: &Flow| cert(f)
-            .and_then(|c| c.issuer_cn.as_deref())
-            .map_or(Value::None, Value::Str)),
-        col!("tls_sans", Strs, "", "l7", "DNS names of the server certificate's subjectAltName, in order", |f: &Flow| cert(f)
-            .map_or(Value::None, |c| Value::Strs(&c.sans))),
-        col!("tls_not_before", F64, "epoch ms", "l7", "notBefore of the server's certificate", |f: &Flow| cert(f)
-            .map_or(Value::None, |c| Value::F64(c.not_before as f64 * 1000.0))),
-        col!("tls_not_after", F64, "epoch ms", "l7", "notAfter of the server's certificate", |f: &Flow| cert(f)
-            .map_or(Value::None, |c| Value::F64(c.not_after as f64 * 1000.0))),
+    ));
+    v.push(cert_run());
+    v.push(run!(Flow;
         col!(
             "c_last_handshakeT",
             F64,
@@ -713,7 +704,27 @@ fn udp_l7_cols() -> Vec<Run<Flow>> {
             .and_then(|x| x.ja4s())
             .map_or(Value::None, Value::Str)),
     ));
+    // DTLS ≤ 1.2 sends the server's certificate in the clear, as TLS ≤ 1.2 does.
+    v.push(cert_run());
     v
+}
+
+/// The server certificate's columns (TLS ≤ 1.2 over TCP, DTLS ≤ 1.2 over UDP).
+fn cert_run() -> Run<Flow> {
+    run!(Flow;
+        col!("tls_subject_cn", Str, "", "l7", "subject common name of the server's certificate (the chain's first; TLS and DTLS ≤ 1.2, where it is in clear; Tstat's `s_tls_SCN`)", |f: &Flow| cert(f)
+            .and_then(|c| c.subject_cn.as_deref())
+            .map_or(Value::None, Value::Str)),
+        col!("tls_issuer_cn", Str, "", "l7", "issuer common name of the server's certificate", |f: &Flow| cert(f)
+            .and_then(|c| c.issuer_cn.as_deref())
+            .map_or(Value::None, Value::Str)),
+        col!("tls_sans", Strs, "", "l7", "DNS names of the server certificate's subjectAltName, in order", |f: &Flow| cert(f)
+            .map_or(Value::None, |c| Value::Strs(&c.sans))),
+        col!("tls_not_before", F64, "epoch ms", "l7", "notBefore of the server's certificate", |f: &Flow| cert(f)
+            .map_or(Value::None, |c| Value::F64(c.not_before as f64 * 1000.0))),
+        col!("tls_not_after", F64, "epoch ms", "l7", "notAfter of the server's certificate", |f: &Flow| cert(f)
+            .map_or(Value::None, |c| Value::F64(c.not_after as f64 * 1000.0)))
+    )
 }
 
 /// `log_tcp_complete` (three-way handshake seen) and `log_tcp_nocomplete` (the rest)

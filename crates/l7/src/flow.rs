@@ -202,7 +202,7 @@ impl L7Flow {
                 State::Idle
             }
             (App::Tls, Transport::Tcp) => State::Tls(Box::new(TlsState::new(cfg.tls_certs))),
-            (App::Dtls, Transport::Udp) => State::Dtls(Box::default()),
+            (App::Dtls, Transport::Udp) => State::Dtls(Box::new(DtlsState::new(cfg.tls_certs))),
             (App::Quic, Transport::Udp) => State::Quic(Box::default()),
             (App::Http, Transport::Tcp) => State::Http(Box::default()),
             (App::Ssh, Transport::Tcp) => State::Ssh(Box::default()),
@@ -532,7 +532,7 @@ impl L7Flow {
         use std::mem::size_of;
         match &self.state {
             State::Tls(s) => size_of::<TlsState>() + s.heap_bytes(),
-            State::Dtls(_) => size_of::<DtlsState>(),
+            State::Dtls(s) => size_of::<DtlsState>() + s.heap_bytes(),
             State::Quic(s) => size_of::<QuicState>() + s.heap_bytes(),
             State::Http(s) => size_of::<HttpState>() + s.heap_bytes(),
             State::Tunnel(h, t) => size_of::<HttpState>() + h.heap_bytes() + size_of::<TlsState>() + t.heap_bytes(),

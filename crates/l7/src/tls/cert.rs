@@ -33,6 +33,16 @@ pub struct CertInfo {
     pub not_after: i64,
 }
 
+impl CertInfo {
+    /// Heap bytes of a boxed `CertInfo`: the box and its strings.
+    pub fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<CertInfo>()
+            + self.sans.capacity()
+            + self.subject_cn.as_ref().map_or(0, String::capacity)
+            + self.issuer_cn.as_ref().map_or(0, String::capacity)
+    }
+}
+
 /// A name's text with NUL (the list separator of `sans`) replaced.
 fn text(b: &[u8]) -> String {
     let s = lossy_string(b);
@@ -233,6 +243,74 @@ impl CertReassembly {
                 _ => return Some(CertProgress::NoCertificate),
             }
         }
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.buf.capacity()
+    }
+}
+
+/// The server's DTLS Certificate message (RFC 6347 §4.2.3: a handshake message carries
+/// its message_seq, fragment_offset and fragment_length, and may be cut over records and
+/// datagrams), put together from in-order fragments within the cap; a fragment after a
+/// gap is left (a retransmission may bring the missing bytes).
+#[derive(Clone, Debug, Default)]
+pub struct DtlsCertReassembly {
+    buf: Vec<u8>,
+    seq: Option<u16>,
+}
+
+/// Bytes of a DTLS handshake message header: type, length, message_seq,
+/// fragment_offset, fragment_length.
+const DTLS_HANDSHAKE_HEADER_LEN: usize = 12;
+
+impl DtlsCertReassembly {
+    /// Feeds the payload of one plaintext handshake record of the server.
+    pub fn on_record(&mut self, mut payload: &[u8], cap: usize) -> CertProgress {
+        let u24 = |b: &[u8]| u32::from_be_bytes([0, b[0], b[1], b[2]]) as usize;
+        while !payload.is_empty() {
+            let Some(h) = payload.get(..DTLS_HANDSHAKE_HEADER_LEN) else {
+                return CertProgress::GiveUp(Event::TlsHandshakeMalformed);
+            };
+            let (kind, len, seq, offset, frag_len) =
+                (h[0], u24(&h[1..4]), u16::from_be_bytes([h[4], h[5]]), u24(&h[6..9]), u24(&h[9..12]));
+            let Some(frag) = payload.get(DTLS_HANDSHAKE_HEADER_LEN..DTLS_HANDSHAKE_HEADER_LEN + frag_len) else {
+                return CertProgress::GiveUp(Event::TlsHandshakeMalformed);
+            };
+            payload = &payload[DTLS_HANDSHAKE_HEADER_LEN + frag_len..];
+            match kind {
+                HANDSHAKE_CERTIFICATE => {
+                    if len > cap {
+                        return CertProgress::GiveUp(Event::TlsReassemblyLimit);
+                    }
+                    if offset + frag_len > len {
+                        return CertProgress::GiveUp(Event::TlsHandshakeMalformed);
+                    }
+                    if self.seq != Some(seq) {
+                        self.seq = Some(seq);
+                        self.buf.clear();
+                    }
+                    let have = self.buf.len();
+                    if offset <= have && offset + frag_len > have {
+                        self.buf.extend_from_slice(&frag[have - offset..]);
+                    }
+                    if self.buf.len() == len {
+                        return match first_certificate(&self.buf, len) {
+                            Ok(der) => match parse_certificate_memo(der) {
+                                Some(c) => CertProgress::Done(c),
+                                None => CertProgress::GiveUp(Event::TlsHandshakeMalformed),
+                            },
+                            Err(e) => CertProgress::GiveUp(e.unwrap_or(Event::TlsHandshakeMalformed)),
+                        };
+                    }
+                }
+                // ServerHello, HelloVerifyRequest (3) and their retransmissions.
+                t if BEFORE_CERTIFICATE.contains(&t) => {}
+                // A ServerKeyExchange, ServerHelloDone...: a flight without a certificate.
+                _ => return CertProgress::NoCertificate,
+            }
+        }
+        CertProgress::NeedMore
     }
 
     pub fn heap_bytes(&self) -> usize {

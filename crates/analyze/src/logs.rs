@@ -718,6 +718,8 @@ fn cert_run() -> Run<Flow> {
         col!("tls_issuer_cn", Str, "", "l7", "issuer common name of the server's certificate", |f: &Flow| cert(f)
             .and_then(|c| c.issuer_cn.as_deref())
             .map_or(Value::None, Value::Str)),
+        col!("tls_issuer", Str, "", "l7", "issuer of the server's certificate, its whole name as RFC 4514 writes it (`CN=R3,O=Let's Encrypt,C=US`; what `openssl x509 -issuer -nameopt RFC2253,-esc_msb` prints)", |f: &Flow| cert(f)
+            .map_or(Value::None, |c| Value::Str(&c.issuer))),
         col!("tls_sans", Strs, "", "l7", "DNS names of the server certificate's subjectAltName, in order", |f: &Flow| cert(f)
             .map_or(Value::None, |c| Value::Strs(&c.sans))),
         col!("tls_not_before", F64, "epoch ms", "l7", "notBefore of the server's certificate", |f: &Flow| cert(f)

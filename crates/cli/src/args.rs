@@ -241,7 +241,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "S|off", default_value = "300", allow_hyphen_values = true, value_parser = histo_secs)]
     pub histo_interval: u64,
     /// Read the server certificate of TLS and DTLS <= 1.2 (tls_subject_cn, tls_issuer_cn,
-    /// tls_sans, tls_not_before, tls_not_after): `off` spares the reassembly and X.509
+    /// tls_issuer, tls_sans, tls_not_before, tls_not_after): `off` spares the reassembly and X.509
     /// parsing
     #[arg(long, value_enum, default_value = "on")]
     pub tls_certs: OnOff,

@@ -723,6 +723,18 @@ fn openssl_x509(der: &[u8], tmp: &std::path::Path) -> (String, String, Vec<Strin
     (subject, issuer, sans, nb, na)
 }
 
+/// The issuer of one DER certificate as `openssl x509 -issuer -nameopt RFC2253,-esc_msb`
+/// writes it (RFC 4514, UTF-8).
+fn openssl_issuer_rfc4514(tmp: &std::path::Path) -> String {
+    let out = Command::new("openssl")
+        .args(["x509", "-inform", "der", "-noout", "-issuer", "-nameopt", "RFC2253,-esc_msb", "-in"])
+        .arg(tmp)
+        .output()
+        .expect("openssl runs");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    text.trim_end_matches('\n').strip_prefix("issuer=").unwrap_or(&text).to_string()
+}
+
 /// `Nov 26 20:04:47 2026 GMT` as Unix seconds (days from the civil date, H. Hinnant's
 /// algorithm).
 fn openssl_time(s: &str) -> i64 {
@@ -848,6 +860,11 @@ fn compare_certificates(corpus: &std::path::Path, tcp: bool) -> (usize, Vec<Stri
             let none = |s: &str| if s == "-" { String::new() } else { s.to_string() };
             assert_eq!(none(&r["tls_subject_cn"]), subject, "{name} {k:?}");
             assert_eq!(none(&r["tls_issuer_cn"]), issuer, "{name} {k:?}");
+            assert_eq!(
+                tapstat_record::tsv::unescape(&r["tls_issuer"]),
+                openssl_issuer_rfc4514(&der_path),
+                "{name} {k:?}"
+            );
             let mine: Vec<String> = r["tls_sans"]
                 .trim_start_matches('[')
                 .trim_end_matches(']')
@@ -876,7 +893,8 @@ fn tls_certs_off_empties_the_certificate_columns_only() {
     let (on, off) = (tempdir("l7-certs-on"), tempdir("l7-certs-off"));
     analyze(&cap, &on, 1, &[]);
     analyze(&cap, &off, 1, &["--tls-certs", "off"]);
-    const CERT: [&str; 5] = ["tls_subject_cn", "tls_issuer_cn", "tls_sans", "tls_not_before", "tls_not_after"];
+    const CERT: [&str; 6] =
+        ["tls_subject_cn", "tls_issuer_cn", "tls_issuer", "tls_sans", "tls_not_before", "tls_not_after"];
     let (a, b) = (read_log(&on, "log_tcp_complete"), read_log(&off, "log_tcp_complete"));
     assert_eq!(a.len(), b.len());
     let with_cert = a.iter().filter(|r| r["tls_subject_cn"] != "-").count();

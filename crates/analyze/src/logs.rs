@@ -447,7 +447,7 @@ fn stats_cols() -> Vec<Run<Flow>> {
 /// from the addresses the record shows (anonymized under `--anonymize`: the ID of the
 /// real addresses would let anyone test a guess of them).
 fn community(f: &Flow, proto: u8) -> Value<'static> {
-    if !crate::community_id::enabled() {
+    if !f.community_id {
         return Value::None;
     }
     let end = |i: usize| (tapstat_flow::ip_of(f.ip_version, f.shown_ip(i)), f.dir[i].port);

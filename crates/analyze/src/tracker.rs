@@ -167,6 +167,9 @@ pub struct TrackerConfig {
     pub nets: Option<&'static crate::nets::Nets>,
     /// Anonymize the addresses of every record (`--anonymize`).
     pub anon: Option<crate::anon::AnonConfig>,
+    /// Write the `community_id` column (`--community-id`): marked on each flow as it
+    /// starts ([`Flow::community_id`]), so the column's getter needs nothing else.
+    pub community_id: bool,
 }
 
 /// The TCP sets computed and written: the core set alone (volumes, sequence
@@ -204,6 +207,7 @@ impl Default for TrackerConfig {
             shunt: crate::shunt::Shunt::default(),
             nets: None,
             anon: None,
+            community_id: false,
         }
     }
 }
@@ -518,6 +522,7 @@ impl Tracker {
                 let full = (self.cfg.tcp_sets == TcpSets::Full).then(|| self.pool.take_first());
                 let mut f = Flow::new(p.dec, p.src_is_lo, p.ts_ns, full, self.cfg.l7.is_some());
                 f.flow_id = FlowId::new(&p.key, p.ts_ns);
+                f.community_id = self.cfg.community_id;
                 if self.cfg.nets.is_some() || self.anon.is_some() {
                     endpoints(&mut f, self.cfg.nets, self.anon.as_ref(), &p.key, p.ts_ns);
                 }

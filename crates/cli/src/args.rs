@@ -507,7 +507,6 @@ impl RunArgs {
     }
 
     pub fn engine_config(&self) -> EngineConfig {
-        tapstat_analyze::community_id::enable(self.community_id);
         let workers =
             self.workers.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
         EngineConfig {
@@ -568,6 +567,7 @@ impl RunArgs {
                     key: k.0,
                     scope: tapstat_analyze::anon::Scope::parse(&self.anonymize_only).unwrap_or_default(),
                 }),
+                community_id: self.community_id,
             },
             hash_seed: self.hash_seed,
             flow_hash: match self.flow_hash {

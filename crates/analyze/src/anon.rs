@@ -230,6 +230,40 @@ impl Anonymizer {
         })
     }
 
+    /// Free text (a URL's path and query, a User-Agent, a certificate's common name)
+    /// with every address written in it anonymized under the scope; none when it holds
+    /// none. An address is a dotted quad or an IPv6 literal standing alone: not inside a
+    /// longer run of letters, digits, dots or colons (`v1.2.3.4.5` and `1.2.3.4a` are
+    /// left; `ip=10.0.0.1&x`, `[2001:db8::1]`, `(192.0.2.7)` are taken). A version
+    /// number spelled like an address (`Agent/1.2.3.4`) is taken too: on the side of
+    /// hiding.
+    pub fn text(&self, s: &str, nets: Option<&crate::nets::Nets>) -> Option<String> {
+        let b = s.as_bytes();
+        let word = |c: u8| c.is_ascii_alphanumeric() || c == b'.' || c == b':';
+        let mut out = String::new();
+        let (mut last, mut i) = (0, 0);
+        while i < b.len() {
+            if !word(b[i]) || (i > 0 && word(b[i - 1])) {
+                i += 1;
+                continue;
+            }
+            let end = i + b[i..].iter().position(|&c| !word(c)).unwrap_or(b.len() - i);
+            // A sentence's full stop or colon after an address is not part of it.
+            let tok = s[i..end].trim_end_matches(['.', ':']);
+            if let Ok(a) = tok.parse::<IpAddr>() {
+                out.push_str(&s[last..i]);
+                out.push_str(&self.answer(a, nets).to_string());
+                last = i + tok.len();
+            }
+            i = end;
+        }
+        if last == 0 {
+            return None;
+        }
+        out.push_str(&s[last..]);
+        Some(out)
+    }
+
     /// A DNS name that spells an address (`4.3.2.1.in-addr.arpa`, the nibbles of
     /// `ip6.arpa`: reverse lookups), with the address anonymized under the scope; none
     /// for any other name.
@@ -394,6 +428,32 @@ mod tests {
             let b6 = (a6 & (u128::MAX << 70)) | (b6 & !(u128::MAX << 70));
             assert_eq!(common(pan.v6(a6), pan.v6(b6)), common(a6, b6));
         }
+    }
+
+    #[test]
+    fn addresses_in_free_text_are_anonymized_and_nothing_else() {
+        let a = Anonymizer::new(&AnonConfig { key: SAMPLE_KEY, scope: Scope::All });
+        let (v4, v6) = ("135.242.180.132", a.ip("2001:db8::1".parse().unwrap()).to_string());
+        let cases: Vec<(&str, Option<String>)> = vec![
+            ("/cgi?ip=128.11.68.132&x=1", Some(format!("/cgi?ip={v4}&x=1"))),
+            ("seen from 128.11.68.132.", Some(format!("seen from {v4}."))),
+            ("peer [2001:db8::1]:443 (128.11.68.132)", Some(format!("peer [{v6}]:443 ({v4})"))),
+            ("2001:db8::1", Some(v6.clone())),
+            ("Agent/128.11.68.132", Some(format!("Agent/{v4}"))),
+            ("128.11.68.132/24", Some(format!("{v4}/24"))),
+            // Not addresses: longer runs of digits and dots, versions, times, names.
+            ("Mozilla/5.0 (X11; Linux x86_64) Chrome/120.0.6099.109 Safari/537.36", None),
+            ("AppleCoreMedia/1.0.0.14C92 v1.2.3.4.5 1.2.3.4a 12:30:45 std::vector", None),
+            ("www.example.com", None),
+            ("", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(a.text(text, None), want, "{text:?}");
+        }
+        let only_ext = Anonymizer::new(&AnonConfig { key: SAMPLE_KEY, scope: Scope::External });
+        let mut nets = crate::nets::Nets::default();
+        nets.add_str("128.11.0.0/16").unwrap();
+        assert_eq!(only_ext.text("at 128.11.68.132", Some(&nets)).as_deref(), Some("at 128.11.68.132"));
     }
 
     #[test]

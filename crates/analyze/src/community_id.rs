@@ -11,25 +11,7 @@
 use base64::Engine as _;
 use sha1::{Digest, Sha1};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use tapstat_record::InlineStr;
-
-/// `--community-id`: whether records carry the ID. Off by default, as in Suricata: a
-/// SHA-1 per record is 2.5% of a worker's instructions on mix-small (docs/BENCHMARKS.md).
-/// Process-wide because the logs' column getters see only the flow; set once, before
-/// the workers start.
-static ENABLED: AtomicBool = AtomicBool::new(false);
-
-/// Turns the `community_id` column on or off for this process.
-pub fn enable(on: bool) {
-    ENABLED.store(on, Ordering::Relaxed);
-}
-
-/// Whether the `community_id` column is written (else it is empty).
-#[inline]
-pub fn enabled() -> bool {
-    ENABLED.load(Ordering::Relaxed)
-}
 
 /// The Community ID of a TCP (6) or UDP (17) flow between `a` and `b`, with `seed`
 /// (0 is the default every tool uses).

@@ -364,6 +364,8 @@ pub struct Flow {
     pub client_is_lo: bool,
     /// A `--shunt` rule matched: later packets were only counted (see [`crate::shunt`]).
     pub shunted: bool,
+    /// `--community-id`: the record writes the flow's Community ID.
+    pub community_id: bool,
     pub tunnel: Tunnel,
     pub first_ns: u64,
     pub last_ns: u64,
@@ -432,6 +434,7 @@ impl Flow {
             client_rule: rule,
             client_is_lo: src_is_lo == src_is_client,
             shunted: false,
+            community_id: false,
             tunnel: d.tunnel,
             first_ns: ts_ns,
             last_ns: ts_ns,

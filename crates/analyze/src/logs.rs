@@ -447,7 +447,7 @@ fn stats_cols() -> Vec<Run<Flow>> {
 /// from the addresses the record shows (anonymized under `--anonymize`: the ID of the
 /// real addresses would let anyone test a guess of them).
 fn community(f: &Flow, proto: u8) -> Value<'static> {
-    if !crate::community_id::enabled() {
+    if !f.community_id {
         return Value::None;
     }
     let end = |i: usize| (tapstat_flow::ip_of(f.ip_version, f.shown_ip(i)), f.dir[i].port);
@@ -560,18 +560,9 @@ fn tcp_l7_cols() -> Vec<Run<Flow>> {
         col!("ja4s", Str, "", "l7", "JA4S fingerprint of the ServerHello", |f: &Flow| l7(f)
             .and_then(|x| x.ja4s())
             .map_or(Value::None, Value::Str)),
-        col!("tls_subject_cn", Str, "", "l7", "subject common name of the server's certificate (the chain's first; TLS ≤ 1.2, where it is in clear; Tstat's `s_tls_SCN`)", |f: &Flow| cert(f)
-            .and_then(|c| c.subject_cn.as_deref())
-            .map_or(Value::None, Value::Str)),
-        col!("tls_issuer_cn", Str, "", "l7", "issuer common name of the server's certificate", |f: &Flow| cert(f)
-            .and_then(|c| c.issuer_cn.as_deref())
-            .map_or(Value::None, Value::Str)),
-        col!("tls_sans", Strs, "", "l7", "DNS names of the server certificate's subjectAltName, in order", |f: &Flow| cert(f)
-            .map_or(Value::None, |c| Value::Strs(&c.sans))),
-        col!("tls_not_before", F64, "epoch ms", "l7", "notBefore of the server's certificate", |f: &Flow| cert(f)
-            .map_or(Value::None, |c| Value::F64(c.not_before as f64 * 1000.0))),
-        col!("tls_not_after", F64, "epoch ms", "l7", "notAfter of the server's certificate", |f: &Flow| cert(f)
-            .map_or(Value::None, |c| Value::F64(c.not_after as f64 * 1000.0))),
+    ));
+    v.push(cert_run());
+    v.push(run!(Flow;
         col!(
             "c_last_handshakeT",
             F64,
@@ -713,7 +704,29 @@ fn udp_l7_cols() -> Vec<Run<Flow>> {
             .and_then(|x| x.ja4s())
             .map_or(Value::None, Value::Str)),
     ));
+    // DTLS ≤ 1.2 sends the server's certificate in the clear, as TLS ≤ 1.2 does.
+    v.push(cert_run());
     v
+}
+
+/// The server certificate's columns (TLS ≤ 1.2 over TCP, DTLS ≤ 1.2 over UDP).
+fn cert_run() -> Run<Flow> {
+    run!(Flow;
+        col!("tls_subject_cn", Str, "", "l7", "subject common name of the server's certificate (the chain's first; TLS and DTLS ≤ 1.2, where it is in clear; Tstat's `s_tls_SCN`)", |f: &Flow| cert(f)
+            .and_then(|c| c.subject_cn.as_deref())
+            .map_or(Value::None, Value::Str)),
+        col!("tls_issuer_cn", Str, "", "l7", "issuer common name of the server's certificate", |f: &Flow| cert(f)
+            .and_then(|c| c.issuer_cn.as_deref())
+            .map_or(Value::None, Value::Str)),
+        col!("tls_issuer", Str, "", "l7", "issuer of the server's certificate, its whole name as RFC 4514 writes it (`CN=R3,O=Let's Encrypt,C=US`; what `openssl x509 -issuer -nameopt RFC2253,-esc_msb` prints)", |f: &Flow| cert(f)
+            .map_or(Value::None, |c| Value::Str(&c.issuer))),
+        col!("tls_sans", Strs, "", "l7", "DNS names of the server certificate's subjectAltName, in order", |f: &Flow| cert(f)
+            .map_or(Value::None, |c| Value::Strs(&c.sans))),
+        col!("tls_not_before", F64, "epoch ms", "l7", "notBefore of the server's certificate", |f: &Flow| cert(f)
+            .map_or(Value::None, |c| Value::F64(c.not_before as f64 * 1000.0))),
+        col!("tls_not_after", F64, "epoch ms", "l7", "notAfter of the server's certificate", |f: &Flow| cert(f)
+            .map_or(Value::None, |c| Value::F64(c.not_after as f64 * 1000.0)))
+    )
 }
 
 /// `log_tcp_complete` (three-way handshake seen) and `log_tcp_nocomplete` (the rest)
@@ -753,8 +766,8 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
         col!("c_iscrypto", U64, "", "core", ISCRYPTO_C, |f: &Flow| Value::U64(f.iscrypto[0] as u64)),
         col!("s_iscrypto", U64, "", "core", ISCRYPTO_S, |f: &Flow| Value::U64(f.iscrypto[1] as u64)),
         col!("con_t", U64, "", "core", "Tstat's connection type, a bit mask from the payload: 1 HTTP, 2 RTSP, 4 RTP, 16 RTCP, 1024 SMTP, 2048 POP3, 4096 IMAP, 8192 TLS, 32768 SSH, 131072 MSE (Tstat's heuristic for BitTorrent's Message Stream Encryption: no protocol recognised, the client's first data segment 96 to 608 bytes (a Diffie-Hellman key and its padding) not starting with text, and data from the server); 0 none. Needs the application layer (0 without it)", |f: &Flow| Value::U64(crate::tstat::con_t(f) as u64)),
-        col!("p2p_t", U64, "", "core", "Tstat's P2P type (IPP2P's codes): 9 BitTorrent (its handshake seen), 0 none; Tstat's other IPP2P protocols (eDonkey, Kazaa, Gnutella, DirectConnect...) are not recognised", |f: &Flow| Value::U64(crate::tstat::p2p_t(f) as u64)),
-        col!("http_t", U64, "", "core", "Tstat's HTTP content type of the flow's first request: 1 GET (and other methods but POST), 2 POST; 0 not HTTP. Tstat's finer classes (video and social sites, by URL) are not made: see docs/METRICS.md", |f: &Flow| Value::U64(crate::tstat::http_t(f) as u64)),
+        col!("p2p_t", U64, "", "core", "Tstat's P2P type (IPP2P's codes as Tstat numbers them): 900 BitTorrent (its handshake seen), 0 none; Tstat's other IPP2P protocols (eDonkey, Kazaa, Gnutella, DirectConnect...) are not recognised", |f: &Flow| Value::U64(crate::tstat::p2p_t(f) as u64)),
+        col!("http_t", U64, "", "core", "Tstat's HTTP content class of the flow's first request, by its request line: 1 GET (and other methods but POST), 2 POST, 3 MSN over HTTP, 4 RTMPT, 5 YouTube video, 15 Netflix Open Connect request, 22 YouTube 204 probe, 24 YouTube watch page, 25 YouTube embed, 27 Dropbox LAN-sync poll; 0 not HTTP. Tstat's site-specific classes (Facebook, Wikipedia, file lockers, ...) are not made: see docs/METRICS.md", |f: &Flow| Value::U64(crate::tstat::http_t(f) as u64)),
         dir_u64!(
             "c",
             0,

@@ -167,6 +167,9 @@ pub struct TrackerConfig {
     pub nets: Option<&'static crate::nets::Nets>,
     /// Anonymize the addresses of every record (`--anonymize`).
     pub anon: Option<crate::anon::AnonConfig>,
+    /// Write the `community_id` column (`--community-id`): marked on each flow as it
+    /// starts ([`Flow::community_id`]), so the column's getter needs nothing else.
+    pub community_id: bool,
 }
 
 /// The TCP sets computed and written: the core set alone (volumes, sequence
@@ -204,6 +207,7 @@ impl Default for TrackerConfig {
             shunt: crate::shunt::Shunt::default(),
             nets: None,
             anon: None,
+            community_id: false,
         }
     }
 }
@@ -518,6 +522,7 @@ impl Tracker {
                 let full = (self.cfg.tcp_sets == TcpSets::Full).then(|| self.pool.take_first());
                 let mut f = Flow::new(p.dec, p.src_is_lo, p.ts_ns, full, self.cfg.l7.is_some());
                 f.flow_id = FlowId::new(&p.key, p.ts_ns);
+                f.community_id = self.cfg.community_id;
                 if self.cfg.nets.is_some() || self.anon.is_some() {
                     endpoints(&mut f, self.cfg.nets, self.anon.as_ref(), &p.key, p.ts_ns);
                 }
@@ -888,8 +893,9 @@ fn close(
     out.at(due);
     name_late(&mut f, ctx.late);
     if let (Some(a), Some(l7)) = (ctx.anon, f.l7.as_mut()) {
-        // `http_hostname`, the SNIs: names the peers chose, which may be addresses.
-        l7.rewrite_names(|x| a.host(x, ctx.nets));
+        // `http_hostname`, the SNIs: names the peers chose, which may be addresses;
+        // the certificate's common names, which may hold some.
+        l7.rewrite_names(|x| a.host(x, ctx.nets), |x| a.text(x, ctx.nets));
     }
     let c = &mut stats.classes[f.class().index()];
     c.flows += 1;
@@ -1010,11 +1016,17 @@ fn anonymize_http(
     if let Some(h) = r.host.as_deref().and_then(|h| a.host(h, nets)) {
         r.host = Some(h);
     }
-    if let Some(u) = r.url.as_deref().and_then(|u| a.url(u, nets)) {
-        r.url = Some(u);
+    // A target or Referer whose authority is an address, then any address in the rest
+    // (a query's `?ip=...`, a path), and in the User-Agent.
+    for u in [&mut r.url, &mut r.referer] {
+        if let Some(v) = u.as_deref().and_then(|v| a.url(v, nets)) {
+            *u = Some(v);
+        }
     }
-    if let Some(u) = r.referer.as_deref().and_then(|u| a.url(u, nets)) {
-        r.referer = Some(u);
+    for t in [&mut r.url, &mut r.referer, &mut r.user_agent] {
+        if let Some(v) = t.as_deref().and_then(|v| a.text(v, nets)) {
+            *t = Some(v);
+        }
     }
 }
 

@@ -63,9 +63,11 @@ pub fn con_t(f: &Flow) -> u32 {
     }
 }
 
-/// IPP2P's code for a BitTorrent handshake (`IPP2P_BIT * 100 + 1`, as its
-/// `search_bittorrent` returns it).
-pub const P2P_BITTORRENT: u32 = 51201;
+/// IPP2P's code for a BitTorrent handshake as Tstat writes it: `search_bittorrent`
+/// returns `IPP2P_BIT * 100` for `\x13BitTorrent protocol`, and Tstat's ipp2p.h numbers
+/// its protocols in sequence (`IPP2P_BIT` is 9; the netfilter module's bit mask, 512,
+/// is not Tstat's).
+pub const P2P_BITTORRENT: u32 = 900;
 
 /// `p2p_t`: [`P2P_BITTORRENT`] when the payload showed BitTorrent, else 0.
 pub fn p2p_t(f: &Flow) -> u32 {
@@ -76,14 +78,15 @@ pub fn p2p_t(f: &Flow) -> u32 {
     }
 }
 
-/// `http_t`: 2 when the flow's first HTTP request is a POST, 1 for any other method,
-/// 0 for a flow that is not HTTP.
+/// `http_t`: Tstat's content class of the flow's first HTTP request
+/// (`tapstat_l7::http::site`: 1 GET, 2 POST, 15 Netflix, ...); 1 for HTTP whose request
+/// was not parsed; 0 for a flow that is not HTTP.
 pub fn http_t(f: &Flow) -> u32 {
     if payload_app(f) != Some(App::Http) {
         return 0;
     }
     match f.l7.as_ref().and_then(|x| x.http()) {
-        Some(h) if h.first_post => 2,
+        Some(h) if h.first_class > 0 => u32::from(h.first_class),
         _ => 1,
     }
 }

@@ -242,8 +242,9 @@ pub struct RunArgs {
     /// none [1..=1e9]
     #[arg(long, value_name = "S|off", default_value = "300", allow_hyphen_values = true, value_parser = histo_secs)]
     pub histo_interval: u64,
-    /// Read the server certificate of TLS <= 1.2 (tls_subject_cn, tls_issuer_cn, tls_sans,
-    /// tls_not_before, tls_not_after): `off` spares the reassembly and X.509 parsing
+    /// Read the server certificate of TLS and DTLS <= 1.2 (tls_subject_cn, tls_issuer_cn,
+    /// tls_issuer, tls_sans, tls_not_before, tls_not_after): `off` spares the reassembly and X.509
+    /// parsing
     #[arg(long, value_enum, default_value = "on")]
     pub tls_certs: OnOff,
     /// Write the `community_id` column (Community ID v1, seed 0) of TCP and UDP records,
@@ -508,7 +509,6 @@ impl RunArgs {
     }
 
     pub fn engine_config(&self) -> EngineConfig {
-        tapstat_analyze::community_id::enable(self.community_id);
         let workers =
             self.workers.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
         EngineConfig {
@@ -569,6 +569,7 @@ impl RunArgs {
                     key: k.0,
                     scope: tapstat_analyze::anon::Scope::parse(&self.anonymize_only).unwrap_or_default(),
                 }),
+                community_id: self.community_id,
             },
             hash_seed: self.hash_seed,
             flow_hash: match self.flow_hash {

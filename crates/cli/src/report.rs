@@ -9,7 +9,8 @@
 //! - `histograms.tsv` (`--histo-interval`): packets and flows per interval, and each
 //!   family as a heat map over time (interval × bin, darker = more) beside its total
 //!   over the run;
-//! - the flow logs (TSV or JSON lines, uncompressed; at the top and in `--rotate`'s
+//! - the flow logs (TSV or JSON lines, as written or compressed by `--compress`, or
+//!   Parquet in a build with the `parquet` feature; at the top and in `--rotate`'s
 //!   interval directories): top applications, server names (TLS SNI, else HTTP host,
 //!   else the DNS name) and talkers by bytes, and the RTT and retransmission
 //!   distributions of TCP flows.
@@ -171,8 +172,14 @@ impl Flows {
                     }
                 }
                 let p = d.join(format!("{log}.parquet"));
-                if p.exists() {
-                    f.skipped.push(p.strip_prefix(dir).unwrap_or(&p).display().to_string());
+                if p.is_file() {
+                    let name = p.strip_prefix(dir).unwrap_or(&p).display().to_string();
+                    // A build without the `parquet` feature cannot read it: listed as
+                    // not read, with why.
+                    match tapstat_sink::parquet::for_each_row(&p, &COLS, |r| f.add(r)) {
+                        Ok(()) => f.read.push(name),
+                        Err(e) => f.skipped.push(format!("{name} ({e})")),
+                    }
                 }
             }
         }
@@ -604,11 +611,7 @@ tr.bad td{color:#b00;font-weight:600}p.none,p.note{color:#777}\
         if flows.read.is_empty() { "no log".into() } else { esc(&flows.read.join(", ")) }
     );
     if !flows.skipped.is_empty() {
-        let _ = write!(
-            s,
-            " Not read (compressed or Parquet; decompress them to include them): {}.",
-            esc(&flows.skipped.join(", "))
-        );
+        let _ = write!(s, " Not read: {}.", esc(&flows.skipped.join(", ")));
     }
     s += "</p><div class=grid>";
     s += &hbars(&format!("Top {top} applications by bytes"), &top_by_bytes(&flows.apps, top));

@@ -128,6 +128,23 @@ fn address_tokens(dir: &Path) -> BTreeMap<IpAddr, String> {
 /// Columns of names the peers chose (hosts, SNIs), which may be addresses.
 const NAMES: &[&str] = &["hostname", "http_hostname", "c_tls_SNI", "quic_SNI", "dtls_SNI"];
 
+/// Columns of free text the peers wrote, in which any address is anonymized.
+const FREE_TEXT: &[&str] = &["path", "referer", "user_agent", "tls_subject_cn", "tls_issuer_cn"];
+
+/// Whether `now` is `was` with some of the addresses written in it (tokens of digits,
+/// letters, dots and colons, less a trailing dot or colon) replaced by their images, and
+/// nothing else changed.
+fn only_addresses_changed(was: &str, now: &str, pan: &CryptoPan) -> bool {
+    let split = |s: &str| -> Vec<String> {
+        s.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == ':'))
+            .map(|t| t.trim_end_matches(['.', ':']).to_string())
+            .collect()
+    };
+    let (a, b) = (split(was), split(now));
+    a.len() == b.len()
+        && a.iter().zip(&b).all(|(x, y)| x == y || x.parse::<IpAddr>().is_ok_and(|ip| pan.ip(ip).to_string() == *y))
+}
+
 /// The address a host is written as (`a.b.c.d`, `a.b.c.d:port`, `[v6]:port`, `v6`).
 fn host_addr(h: &str) -> Option<IpAddr> {
     if let Ok(a) = h.parse() {
@@ -174,6 +191,7 @@ fn anonymized_output_holds_no_original_address_and_keeps_prefixes() {
             assert!(!originals.contains(&a) || images.contains(&a), "{name}: {a} in {file} of the anonymized output");
         }
         // Row by row, every log: the same records, the addresses their images.
+        let mut free_changed = 0;
         for log in LOGS.iter().chain(L7_LOGS.iter()).chain(["log_tcp_periodic", "log_udp_periodic"].iter()) {
             let (p, a) = (read_log(&plain, log), read_log(&anon, log));
             assert_eq!(p.len(), a.len(), "{name} {log}: records");
@@ -206,9 +224,24 @@ fn anonymized_output_holds_no_original_address_and_keeps_prefixes() {
                         );
                         continue;
                     }
+                    if FREE_TEXT.contains(&c.as_str()) {
+                        assert!(
+                            only_addresses_changed(&rp[c], &ra[c], &pan),
+                            "{name} {log} {c}: {} -> {}",
+                            rp[c],
+                            ra[c]
+                        );
+                        free_changed += usize::from(rp[c] != ra[c]);
+                        continue;
+                    }
                     assert_eq!(rp[c], ra[c], "{name} {log} {c}: only addresses change");
                 }
             }
+        }
+        // 1kxun's requests write addresses in their queries (and a version spelled as
+        // one, `_v=2.8.2.1`, hidden as well).
+        if *name == "ndpi__1kxun.pcap" {
+            assert!(free_changed > 0, "{name}: no address in free text was anonymized");
         }
         // Prefixes: any two addresses share as many leading bits after as before.
         let v: Vec<IpAddr> = originals.iter().copied().collect();

@@ -723,6 +723,18 @@ fn openssl_x509(der: &[u8], tmp: &std::path::Path) -> (String, String, Vec<Strin
     (subject, issuer, sans, nb, na)
 }
 
+/// The issuer of one DER certificate as `openssl x509 -issuer -nameopt RFC2253,-esc_msb`
+/// writes it (RFC 4514, UTF-8).
+fn openssl_issuer_rfc4514(tmp: &std::path::Path) -> String {
+    let out = Command::new("openssl")
+        .args(["x509", "-inform", "der", "-noout", "-issuer", "-nameopt", "RFC2253,-esc_msb", "-in"])
+        .arg(tmp)
+        .output()
+        .expect("openssl runs");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    text.trim_end_matches('\n').strip_prefix("issuer=").unwrap_or(&text).to_string()
+}
+
 /// `Nov 26 20:04:47 2026 GMT` as Unix seconds (days from the civil date, H. Hinnant's
 /// algorithm).
 fn openssl_time(s: &str) -> i64 {
@@ -766,22 +778,49 @@ fn certificates_agree_with_tshark_and_openssl() {
     if !tshark_ready() || !openssl_ready() {
         return;
     }
-    let tmp = tempdir("l7-cert-der");
+    let (agreed, missing) = compare_certificates(&corpus, true);
+    println!("certificates: {agreed} agree with tshark and openssl, {} explained misses", CERT_MISSING.len());
+    assert!(missing.is_empty(), "certificates tapstat misses:\n{}", missing.join("\n"));
+    // 240 TCP flows of the dev corpus show a certificate to tshark.
+    assert!(agreed >= 200, "certificates compared: {agreed}");
+}
+
+/// The same for DTLS over UDP: the server's certificate (WebRTC peers both send one:
+/// the one compared is the server's, by its port), fields as openssl reads them.
+#[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn dtls_certificates_agree_with_tshark_and_openssl() {
+    let Some(corpus) = corpus() else { return };
+    if !tshark_ready() || !openssl_ready() {
+        return;
+    }
+    let (agreed, missing) = compare_certificates(&corpus, false);
+    assert!(missing.is_empty(), "DTLS certificates tapstat misses:\n{}", missing.join("\n"));
+    // ndpi__stun.pcap: Google's TURN server's DTLS certificate (CN hangouts).
+    assert!(agreed >= 1, "DTLS certificates compared: {agreed}");
+}
+
+/// For every flow of the dev corpus over TCP (`tcp`) or UDP where tshark sees a server
+/// certificate: how many tapstat's columns give as openssl reads it (failing on a
+/// difference), and the flows where tapstat has none (less `CERT_MISSING`).
+fn compare_certificates(corpus: &std::path::Path, tcp: bool) -> (usize, Vec<String>) {
+    let tmp = tempdir(if tcp { "l7-cert-der" } else { "l7-dtls-cert-der" });
     let der_path = tmp.join("cert.der");
+    let (l4, field) = if tcp { ("tcp", "tls.handshake.certificate") } else { ("udp", "dtls.handshake.certificate") };
     let (mut agreed, mut missing) = (0usize, Vec::new());
-    for cap in dev_captures(&corpus) {
+    for cap in dev_captures(corpus) {
         let name = cap.file_name().unwrap().to_string_lossy().to_string();
         let out = Command::new("tshark")
             .arg("-r")
             .arg(&cap)
-            .args(["-Y", "tls.handshake.certificate && tcp", "-T", "fields", "-E", "separator=\t"])
-            .args(["-E", "occurrence=l", "-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport"])
-            .args(["-e", "ip.dst", "-e", "ipv6.dst", "-e", "tcp.dstport"])
-            .args(["-E", "occurrence=f", "-e", "tls.handshake.certificate"])
+            .args(["-Y", &format!("{field} && {l4}"), "-T", "fields", "-E", "separator=\t"])
+            .args(["-E", "occurrence=l", "-e", "ip.src", "-e", "ipv6.src", "-e", &format!("{l4}.srcport")])
+            .args(["-e", "ip.dst", "-e", "ipv6.dst", "-e", &format!("{l4}.dstport")])
+            .args(["-E", "occurrence=f", "-e", field])
             .output()
             .expect("tshark runs");
         let text = String::from_utf8_lossy(&out.stdout).to_string();
-        let mut theirs: BTreeMap<Pair, Vec<u8>> = BTreeMap::new();
+        let mut theirs: BTreeMap<(Pair, String), Vec<u8>> = BTreeMap::new();
         for line in text.lines() {
             let f: Vec<&str> = line.split('\t').collect();
             if f.len() < 7 || f[6].is_empty() {
@@ -789,12 +828,13 @@ fn certificates_agree_with_tshark_and_openssl() {
             }
             let src = if f[1].is_empty() { f[0] } else { f[1] };
             let dst = if f[4].is_empty() { f[3] } else { f[4] };
-            let Some(k) = pair(true, (src, f[2]), (dst, f[5])) else { continue };
+            let Some(k) = pair(tcp, (src, f[2]), (dst, f[5])) else { continue };
             let hex = f[6].replace(':', "");
             let der: Vec<u8> =
                 (0..hex.len() / 2).filter_map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()).collect();
-            // The first certificate message of the flow.
-            theirs.entry(k).or_insert(der);
+            // TCP: the flow's first (a TLS client sends its own later); DTLS: each side's.
+            let sender = if tcp { String::new() } else { f[2].to_string() };
+            theirs.entry((k, sender)).or_insert(der);
         }
         if theirs.is_empty() {
             continue;
@@ -802,18 +842,29 @@ fn certificates_agree_with_tshark_and_openssl() {
         let dir = tempdir(&format!("l7-cert-{name}"));
         analyze(&cap, &dir, 1, &[]);
         let ours = ours(&dir);
-        for (k, der) in theirs {
-            let (subject, issuer, sans, nb, na) = openssl_x509(&der, &der_path);
-            let Some(r) = ours.get(&k).into_iter().flatten().find(|r| r["tls_not_before"] != "-") else {
+        for ((k, sender), der) in theirs {
+            // DTLS: the server's certificate only.
+            let rows = ours.get(&k).into_iter().flatten();
+            let mut rows = rows.filter(|r| tcp || r["s_port"] == sender);
+            if !tcp && ours.get(&k).is_some_and(|v| v.iter().all(|r| r["s_port"] != sender)) {
+                continue;
+            }
+            let Some(r) = rows.find(|r| r["tls_not_before"] != "-") else {
                 let ports = [k.1 .1, k.2 .1];
                 if !CERT_MISSING.iter().any(|m| m.0 == name && ports.contains(&m.1)) {
                     missing.push(format!("{name} {k:?}"));
                 }
                 continue;
             };
+            let (subject, issuer, sans, nb, na) = openssl_x509(&der, &der_path);
             let none = |s: &str| if s == "-" { String::new() } else { s.to_string() };
             assert_eq!(none(&r["tls_subject_cn"]), subject, "{name} {k:?}");
             assert_eq!(none(&r["tls_issuer_cn"]), issuer, "{name} {k:?}");
+            assert_eq!(
+                tapstat_record::tsv::unescape(&r["tls_issuer"]),
+                openssl_issuer_rfc4514(&der_path),
+                "{name} {k:?}"
+            );
             let mine: Vec<String> = r["tls_sans"]
                 .trim_start_matches('[')
                 .trim_end_matches(']')
@@ -828,10 +879,8 @@ fn certificates_agree_with_tshark_and_openssl() {
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
-    println!("certificates: {agreed} agree with tshark and openssl, {} explained misses", CERT_MISSING.len());
-    assert!(missing.is_empty(), "certificates tapstat misses:\n{}", missing.join("\n"));
-    // 240 TCP flows of the dev corpus show a certificate to tshark.
-    assert!(agreed >= 200, "certificates compared: {agreed}");
+    let _ = std::fs::remove_dir_all(&tmp);
+    (agreed, missing)
 }
 
 /// `--tls-certs off` leaves the certificate columns empty and every other column as
@@ -844,7 +893,8 @@ fn tls_certs_off_empties_the_certificate_columns_only() {
     let (on, off) = (tempdir("l7-certs-on"), tempdir("l7-certs-off"));
     analyze(&cap, &on, 1, &[]);
     analyze(&cap, &off, 1, &["--tls-certs", "off"]);
-    const CERT: [&str; 5] = ["tls_subject_cn", "tls_issuer_cn", "tls_sans", "tls_not_before", "tls_not_after"];
+    const CERT: [&str; 6] =
+        ["tls_subject_cn", "tls_issuer_cn", "tls_issuer", "tls_sans", "tls_not_before", "tls_not_after"];
     let (a, b) = (read_log(&on, "log_tcp_complete"), read_log(&off, "log_tcp_complete"));
     assert_eq!(a.len(), b.len());
     let with_cert = a.iter().filter(|r| r["tls_subject_cn"] != "-").count();

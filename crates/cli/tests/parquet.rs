@@ -181,3 +181,55 @@ fn parquet_without_the_feature_says_how_to_build_it() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("--features parquet"), "{err}");
 }
+
+/// The `tapstat report` of a directory: its page, less the list of logs read and the
+/// directory's name (the only parts that differ between formats), and that list.
+#[cfg(feature = "parquet")]
+fn report_of(d: &std::path::Path) -> (String, String) {
+    let o = tapstat(&["report", d.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(d.join("report.html")).expect("report.html");
+    let at = html.find("flow record(s) in ").expect("the records' note") + "flow record(s) in ".len();
+    let end = at + html[at..].find('<').unwrap();
+    let dn = d.to_str().unwrap();
+    (html[..at].replace(dn, "DIR") + &html[end..].replace(dn, "DIR"), html[at..end].to_string())
+}
+
+#[test]
+#[cfg(feature = "parquet")]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn parquet_logs_give_the_report_of_the_tsv() {
+    let Some(c) = corpus() else { return };
+    for cap in ["ndpi__1kxun.pcap", "ndpi__netflix.pcap"] {
+        let (tsv, pq) = (tempdir("rep-tsv"), tempdir("rep-pq"));
+        analyze(&c.join(cap), &tsv, 1, &["--histo-interval", "60"]);
+        analyze(&c.join(cap), &pq, 1, &["--histo-interval", "60", "--format", "parquet"]);
+        let ((a, read_tsv), (b, read_pq)) = (report_of(&tsv), report_of(&pq));
+        assert!(read_tsv.contains("log_tcp_complete") && !read_tsv.contains(".parquet"), "{cap}: {read_tsv}");
+        assert!(read_pq.contains("log_tcp_complete.parquet"), "{cap}: read {read_pq}");
+        assert!(!b.contains("Not read"), "{cap}: a Parquet log was not read");
+        assert!(a == b, "{cap}: the report of the Parquet logs differs from the TSV's");
+        let _ = (std::fs::remove_dir_all(&tsv), std::fs::remove_dir_all(&pq));
+    }
+}
+
+#[test]
+#[cfg(not(feature = "parquet"))]
+fn a_report_without_the_feature_lists_parquet_logs_as_not_read() {
+    let d = std::env::temp_dir().join(format!("tapstat-rep-nopq-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let pcap = d.join("sample.pcap");
+    let (p, o) = (pcap.to_str().unwrap(), d.join("out"));
+    assert!(tapstat(&["synth", "--tcp-flows", "20", "--udp-flows", "5", "-o", p]).status.success());
+    assert!(tapstat(&["-q", "-r", p, "-o", o.to_str().unwrap()]).status.success());
+    std::fs::write(o.join("log_tcp_complete.parquet"), b"PAR1").unwrap();
+    let d = o;
+    let o = tapstat(&["report", d.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(d.join("report.html")).expect("report.html");
+    let _ = std::fs::remove_dir_all(&d);
+    assert!(
+        html.contains("Not read: log_tcp_complete.parquet (this tapstat was built without Parquet support"),
+        "{html}"
+    );
+}

@@ -202,7 +202,7 @@ impl L7Flow {
                 State::Idle
             }
             (App::Tls, Transport::Tcp) => State::Tls(Box::new(TlsState::new(cfg.tls_certs))),
-            (App::Dtls, Transport::Udp) => State::Dtls(Box::default()),
+            (App::Dtls, Transport::Udp) => State::Dtls(Box::new(DtlsState::new(cfg.tls_certs))),
             (App::Quic, Transport::Udp) => State::Quic(Box::default()),
             (App::Http, Transport::Tcp) => State::Http(Box::default()),
             (App::Ssh, Transport::Tcp) => State::Ssh(Box::default()),
@@ -379,8 +379,13 @@ impl L7Flow {
 
     /// The names a record writes that the peers chose (the first request's Host, the
     /// SNI of a TLS, DTLS or QUIC ClientHello), rewritten by `f` where it returns a new
-    /// one: `--anonymize` uses it for names that are addresses.
-    pub fn rewrite_names(&mut self, mut f: impl FnMut(&str) -> Option<String>) {
+    /// one, and the certificate's common names by `text`: `--anonymize` uses them for
+    /// names that are, or hold, addresses.
+    pub fn rewrite_names(
+        &mut self,
+        mut f: impl FnMut(&str) -> Option<String>,
+        mut text: impl FnMut(&str) -> Option<String>,
+    ) {
         let mut one = |s: &mut Option<String>| {
             if let Some(n) = s.as_deref().and_then(&mut f) {
                 *s = Some(n);
@@ -395,8 +400,16 @@ impl L7Flow {
             State::Quic(s) => Some(&mut s.info.tls),
             _ => None,
         };
-        if let Some(c) = tls.and_then(|t| t.client.as_mut()) {
+        let Some(t) = tls else { return };
+        if let Some(c) = t.client.as_mut() {
             one(&mut c.sni);
+        }
+        if let Some(c) = t.cert.as_mut() {
+            for cn in [&mut c.subject_cn, &mut c.issuer_cn] {
+                if let Some(n) = cn.as_deref().and_then(&mut text) {
+                    *cn = Some(n);
+                }
+            }
         }
     }
 
@@ -519,7 +532,7 @@ impl L7Flow {
         use std::mem::size_of;
         match &self.state {
             State::Tls(s) => size_of::<TlsState>() + s.heap_bytes(),
-            State::Dtls(_) => size_of::<DtlsState>(),
+            State::Dtls(s) => size_of::<DtlsState>() + s.heap_bytes(),
             State::Quic(s) => size_of::<QuicState>() + s.heap_bytes(),
             State::Http(s) => size_of::<HttpState>() + s.heap_bytes(),
             State::Tunnel(h, t) => size_of::<HttpState>() + h.heap_bytes() + size_of::<TlsState>() + t.heap_bytes(),

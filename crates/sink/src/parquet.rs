@@ -289,6 +289,60 @@ impl Col {
     }
 }
 
+/// Reads the `columns` of a Parquet log (those it has; the others are `None` in every
+/// row) and calls `row` with each record's values as text, in `columns` order: integers
+/// and floats as Rust prints them, booleans `true`/`false`, timestamps in epoch
+/// microseconds, lists not read (`None`). A reader of what this writer writes, for
+/// `tapstat report`.
+pub fn for_each_row(
+    path: &std::path::Path,
+    columns: &[&str],
+    mut row: impl FnMut(&[Option<String>]),
+) -> io::Result<()> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, Int64Type, TimestampMicrosecondType};
+    use arrow_array::Array;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::arrow::ProjectionMask;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(path)?).map_err(other)?;
+    // Leaf index of each wanted column (every column of a tapstat log is one leaf but
+    // the lists, which are not wanted).
+    let leaves: Vec<usize> = builder
+        .parquet_schema()
+        .columns()
+        .iter()
+        .map(|c| c.path().parts()[0].clone())
+        .enumerate()
+        .filter(|(_, name)| columns.contains(&name.as_str()))
+        .map(|(i, _)| i)
+        .collect();
+    let mask = ProjectionMask::leaves(builder.parquet_schema(), leaves);
+    let reader = builder.with_projection(mask).build().map_err(other)?;
+    let mut values: Vec<Option<String>> = vec![None; columns.len()];
+    for batch in reader {
+        let batch = batch.map_err(other)?;
+        let schema = batch.schema();
+        let at: Vec<Option<&ArrayRef>> =
+            columns.iter().map(|c| schema.index_of(c).ok().map(|i| batch.column(i))).collect();
+        for r in 0..batch.num_rows() {
+            for (v, a) in values.iter_mut().zip(&at) {
+                *v = a.filter(|a| a.is_valid(r)).and_then(|a| match a.data_type() {
+                    DataType::Int64 => Some(a.as_primitive::<Int64Type>().value(r).to_string()),
+                    DataType::Float64 => Some(a.as_primitive::<Float64Type>().value(r).to_string()),
+                    DataType::Utf8 => Some(a.as_string::<i32>().value(r).to_string()),
+                    DataType::Boolean => Some(a.as_boolean().value(r).to_string()),
+                    DataType::Timestamp(TimeUnit::Microsecond, _) => {
+                        Some(a.as_primitive::<TimestampMicrosecondType>().value(r).to_string())
+                    }
+                    _ => None,
+                });
+            }
+            row(&values);
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,3 +24,8 @@ impl ParquetLog {
         match self {}
     }
 }
+
+/// Without the `parquet` feature a Parquet log cannot be read: [`NOT_BUILT`].
+pub fn for_each_row(_: &std::path::Path, _: &[&str], _: impl FnMut(&[Option<String>])) -> io::Result<()> {
+    Err(io::Error::other(NOT_BUILT))
+}

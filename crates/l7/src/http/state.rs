@@ -257,8 +257,8 @@ pub struct HttpState {
     pub first_host: Option<String>,
     /// The status of the first response (Tstat's `http_res`).
     pub first_status: Option<u16>,
-    /// Whether the first request was a POST (Tstat's `http_t`).
-    pub first_post: bool,
+    /// Tstat's content class of the first request (`http_t`, [`super::site`]); 0 before it.
+    pub first_class: u8,
     pub(crate) events: Events,
     /// A CONNECT request had a 2xx response: see `tunnel_established`.
     tunnel: bool,
@@ -284,12 +284,12 @@ impl HttpState {
         let stream = &mut self.streams[dir as usize];
         match dir {
             Dir::ClientToServer => {
-                let (pending, methods, requests, first_host, first_post) = (
+                let (pending, methods, requests, first_host, first_class) = (
                     &mut self.pending,
                     &mut self.pending_methods,
                     &mut self.requests,
                     &mut self.first_host,
-                    &mut self.first_post,
+                    &mut self.first_class,
                 );
                 stream.on_data(data, limits.budget, &mut events, |head| {
                     let Some(r) = Request::parse(head) else {
@@ -302,7 +302,7 @@ impl HttpState {
                     }
                     *requests += 1;
                     if *requests == 1 {
-                        *first_post = r.method == b"POST";
+                        *first_class = super::site::classify(r.method, r.target);
                     }
                     let host = r.fields.host.map(field);
                     if first_host.is_none() {

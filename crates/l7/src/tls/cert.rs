@@ -25,12 +25,26 @@ pub struct CertInfo {
     pub subject_cn: Option<String>,
     /// The issuer's first commonName.
     pub issuer_cn: Option<String>,
+    /// The issuer's whole name as RFC 4514 writes it (`CN=R3,O=Let's Encrypt,C=US`:
+    /// last RDN first), what `openssl x509 -issuer -nameopt RFC2253,-esc_msb` prints.
+    pub issuer: String,
     /// The dNSName entries of subjectAltName, in order, separated by NUL (one string
     /// per record, as `Value::Strs` prints them); empty when none.
     pub sans: String,
     /// notBefore and notAfter, in seconds since the Unix epoch (negative before 1970).
     pub not_before: i64,
     pub not_after: i64,
+}
+
+impl CertInfo {
+    /// Heap bytes of a boxed `CertInfo`: the box and its strings.
+    pub fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<CertInfo>()
+            + self.sans.capacity()
+            + self.subject_cn.as_ref().map_or(0, String::capacity)
+            + self.issuer_cn.as_ref().map_or(0, String::capacity)
+            + self.issuer.capacity()
+    }
 }
 
 /// A name's text with NUL (the list separator of `sans`) replaced.
@@ -49,6 +63,105 @@ fn first_cn(name: &X509Name<'_>) -> Option<String> {
     Some(match a.as_str() {
         Ok(s) => text(s.as_bytes()),
         Err(_) => text(a.as_slice()),
+    })
+}
+
+/// OpenSSL's short names of the attribute types of names (RFC 4514 §3 and those
+/// OpenSSL adds), by OID; others are written as their dotted OID.
+const ATTRIBUTE_NAMES: [(&str, &str); 24] = [
+    ("2.5.4.3", "CN"),
+    ("2.5.4.4", "SN"),
+    ("2.5.4.5", "serialNumber"),
+    ("2.5.4.6", "C"),
+    ("2.5.4.7", "L"),
+    ("2.5.4.8", "ST"),
+    ("2.5.4.9", "street"),
+    ("2.5.4.10", "O"),
+    ("2.5.4.11", "OU"),
+    ("2.5.4.12", "title"),
+    ("2.5.4.15", "businessCategory"),
+    ("2.5.4.17", "postalCode"),
+    ("2.5.4.42", "GN"),
+    ("2.5.4.43", "initials"),
+    ("2.5.4.44", "generationQualifier"),
+    ("2.5.4.46", "dnQualifier"),
+    ("2.5.4.65", "pseudonym"),
+    ("2.5.4.97", "organizationIdentifier"),
+    ("0.9.2342.19200300.100.1.1", "UID"),
+    ("0.9.2342.19200300.100.1.25", "DC"),
+    ("1.2.840.113549.1.9.1", "emailAddress"),
+    ("1.3.6.1.4.1.311.60.2.1.1", "jurisdictionL"),
+    ("1.3.6.1.4.1.311.60.2.1.2", "jurisdictionST"),
+    ("1.3.6.1.4.1.311.60.2.1.3", "jurisdictionC"),
+];
+
+/// A name as RFC 4514 writes it: RDNs last first, separated by `,`, the attributes of
+/// a multi-valued RDN by `+`; `type=value`, the value's `,+"\<>;` (and a leading `#` or
+/// space, a trailing space) escaped with `\`, control characters as `\XX`; a value
+/// that is no string type as `#` and the hex of its DER.
+fn rfc4514(name: &X509Name<'_>) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    for (i, rdn) in name.iter_rdn().collect::<Vec<_>>().into_iter().rev().enumerate() {
+        for (j, a) in rdn.iter().enumerate() {
+            out.push_str(match (i, j) {
+                (0, 0) => "",
+                (_, 0) => ",",
+                _ => "+",
+            });
+            let oid = a.attr_type().to_id_string();
+            match ATTRIBUTE_NAMES.iter().find(|(o, _)| *o == oid) {
+                Some((_, n)) => out.push_str(n),
+                None => out.push_str(&oid),
+            }
+            out.push('=');
+            let Some(v) = attribute_text(a.attr_value()) else {
+                out.push('#');
+                let any = a.attr_value();
+                let mut der = Vec::new();
+                use x509_parser::der_parser::asn1_rs::ToDer as _;
+                if any.write_der(&mut der).is_ok() {
+                    for b in der {
+                        let _ = write!(out, "{b:02X}");
+                    }
+                }
+                continue;
+            };
+            let n = v.chars().count();
+            for (k, c) in v.chars().enumerate() {
+                match c {
+                    ',' | '+' | '"' | '\\' | '<' | '>' | ';' => {
+                        out.push('\\');
+                        out.push(c);
+                    }
+                    '#' if k == 0 => out.push_str("\\#"),
+                    ' ' if k == 0 || k + 1 == n => out.push_str("\\ "),
+                    c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                        let _ = write!(out, "\\{:02X}", c as u32);
+                    }
+                    c => out.push(c),
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The text of an attribute value of a string type (UTF-8, printable, IA5, numeric,
+/// visible; teletex as Latin-1; BMP as UTF-16), as OpenSSL converts it; `None` for others.
+fn attribute_text(v: &x509_parser::der_parser::asn1_rs::Any<'_>) -> Option<String> {
+    use x509_parser::der_parser::asn1_rs::Tag;
+    let d = v.data;
+    Some(match v.tag() {
+        Tag::Utf8String | Tag::PrintableString | Tag::Ia5String | Tag::NumericString | Tag::VisibleString => {
+            String::from_utf8_lossy(d).into_owned()
+        }
+        Tag::T61String => d.iter().map(|&b| char::from(b)).collect(),
+        Tag::BmpString => {
+            let units: Vec<u16> = d.chunks_exact(2).map(|p| u16::from_be_bytes([p[0], p[1]])).collect();
+            String::from_utf16_lossy(&units)
+        }
+        _ => return None,
     })
 }
 
@@ -115,6 +228,7 @@ pub fn parse_certificate(der: &[u8]) -> Option<CertInfo> {
     Some(CertInfo {
         subject_cn: first_cn(cert.subject()),
         issuer_cn: first_cn(cert.issuer()),
+        issuer: rfc4514(cert.issuer()),
         sans,
         not_before: v.not_before.timestamp(),
         not_after: v.not_after.timestamp(),
@@ -240,6 +354,74 @@ impl CertReassembly {
     }
 }
 
+/// The server's DTLS Certificate message (RFC 6347 §4.2.3: a handshake message carries
+/// its message_seq, fragment_offset and fragment_length, and may be cut over records and
+/// datagrams), put together from in-order fragments within the cap; a fragment after a
+/// gap is left (a retransmission may bring the missing bytes).
+#[derive(Clone, Debug, Default)]
+pub struct DtlsCertReassembly {
+    buf: Vec<u8>,
+    seq: Option<u16>,
+}
+
+/// Bytes of a DTLS handshake message header: type, length, message_seq,
+/// fragment_offset, fragment_length.
+const DTLS_HANDSHAKE_HEADER_LEN: usize = 12;
+
+impl DtlsCertReassembly {
+    /// Feeds the payload of one plaintext handshake record of the server.
+    pub fn on_record(&mut self, mut payload: &[u8], cap: usize) -> CertProgress {
+        let u24 = |b: &[u8]| u32::from_be_bytes([0, b[0], b[1], b[2]]) as usize;
+        while !payload.is_empty() {
+            let Some(h) = payload.get(..DTLS_HANDSHAKE_HEADER_LEN) else {
+                return CertProgress::GiveUp(Event::TlsHandshakeMalformed);
+            };
+            let (kind, len, seq, offset, frag_len) =
+                (h[0], u24(&h[1..4]), u16::from_be_bytes([h[4], h[5]]), u24(&h[6..9]), u24(&h[9..12]));
+            let Some(frag) = payload.get(DTLS_HANDSHAKE_HEADER_LEN..DTLS_HANDSHAKE_HEADER_LEN + frag_len) else {
+                return CertProgress::GiveUp(Event::TlsHandshakeMalformed);
+            };
+            payload = &payload[DTLS_HANDSHAKE_HEADER_LEN + frag_len..];
+            match kind {
+                HANDSHAKE_CERTIFICATE => {
+                    if len > cap {
+                        return CertProgress::GiveUp(Event::TlsReassemblyLimit);
+                    }
+                    if offset + frag_len > len {
+                        return CertProgress::GiveUp(Event::TlsHandshakeMalformed);
+                    }
+                    if self.seq != Some(seq) {
+                        self.seq = Some(seq);
+                        self.buf.clear();
+                    }
+                    let have = self.buf.len();
+                    if offset <= have && offset + frag_len > have {
+                        self.buf.extend_from_slice(&frag[have - offset..]);
+                    }
+                    if self.buf.len() == len {
+                        return match first_certificate(&self.buf, len) {
+                            Ok(der) => match parse_certificate_memo(der) {
+                                Some(c) => CertProgress::Done(c),
+                                None => CertProgress::GiveUp(Event::TlsHandshakeMalformed),
+                            },
+                            Err(e) => CertProgress::GiveUp(e.unwrap_or(Event::TlsHandshakeMalformed)),
+                        };
+                    }
+                }
+                // ServerHello, HelloVerifyRequest (3) and their retransmissions.
+                t if BEFORE_CERTIFICATE.contains(&t) => {}
+                // A ServerKeyExchange, ServerHelloDone...: a flight without a certificate.
+                _ => return CertProgress::NoCertificate,
+            }
+        }
+        CertProgress::NeedMore
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.buf.capacity()
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -280,6 +462,8 @@ pub(crate) mod tests {
         CertInfo {
             subject_cn: Some("server.example".into()),
             issuer_cn: Some("server.example".into()),
+            // `openssl x509 -inform der -noout -issuer -nameopt RFC2253,-esc_msb`.
+            issuer: "CN=server.example,O=Tapstat Test".into(),
             sans: "server.example\0*.server.example".into(),
             not_before: NOT_BEFORE,
             not_after: NOT_AFTER,

@@ -1,7 +1,7 @@
 //! Per-flow TLS state: the hellos' bounded reassembly, the results (`TlsInfo`) and the
 //! record tracker behind the timing markers (`TlsTimes`).
 
-use super::cert::{CertInfo, CertProgress, CertReassembly};
+use super::cert::{CertInfo, CertProgress, CertReassembly, DtlsCertReassembly};
 use super::fingerprint::{fingerprints, server_fingerprints, Ja4Transport};
 use super::parser::{
     dtls_first_handshake_message, first_handshake_message, is_grease, ClientHello, HandshakeProgress, RecordHeader,
@@ -400,12 +400,7 @@ impl TlsState {
     pub(crate) fn heap_bytes(&self) -> usize {
         self.hello.iter().map(HelloReassembly::heap_bytes).sum::<usize>()
             + self.cert.heap_bytes()
-            + self.info.cert.as_ref().map_or(0, |c| {
-                size_of::<CertInfo>()
-                    + c.sans.capacity()
-                    + c.subject_cn.as_ref().map_or(0, String::capacity)
-                    + c.issuer_cn.as_ref().map_or(0, String::capacity)
-            })
+            + self.info.cert.as_ref().map_or(0, |c| c.heap_bytes())
     }
 }
 
@@ -418,6 +413,9 @@ pub struct DtlsState {
     hello_done: [bool; 2],
     datagrams: [u8; 2],
     appdata: [bool; 2],
+    /// The server's Certificate message, while sought.
+    cert: DtlsCertReassembly,
+    cert_done: bool,
     pub(crate) events: Events,
 }
 
@@ -429,6 +427,12 @@ const DTLS_HELLO_DATAGRAMS: u8 = 4;
 const DTLS_TRACKED_DATAGRAMS: u8 = 64;
 
 impl DtlsState {
+    /// A DTLS state whose server certificate is read (`certs`, DTLS ≤ 1.2 sends it in
+    /// the clear) or never sought (`--tls-certs off`).
+    pub fn new(certs: bool) -> DtlsState {
+        DtlsState { cert_done: !certs, ..DtlsState::default() }
+    }
+
     pub fn on_datagram(&mut self, dir: Dir, dgram: &[u8], ts_ns: u64) -> Records {
         let d = dir as usize;
         self.datagrams[d] = self.datagrams[d].saturating_add(1);
@@ -465,6 +469,17 @@ impl DtlsState {
             while let Some(h) = RecordHeader::parse_dtls(rest) {
                 seen.insert(h.kind);
                 let end = DTLS_RECORD_HEADER_LEN + usize::from(h.length);
+                if dir == Dir::ServerToClient && !self.cert_done {
+                    // Epoch 0: the plaintext handshake; from the ChangeCipherSpec on,
+                    // nothing is readable, and a flight without a certificate ends there.
+                    let epoch = u16::from_be_bytes([rest[3], rest[4]]);
+                    let progress = match (h.kind, rest.get(DTLS_RECORD_HEADER_LEN..end)) {
+                        (RecordKind::Handshake, Some(p)) if epoch == 0 => self.cert.on_record(p, DTLS_CERT_CAP),
+                        (RecordKind::Handshake | RecordKind::Alert, _) if epoch == 0 => CertProgress::NeedMore,
+                        _ => CertProgress::NoCertificate,
+                    };
+                    self.on_cert_progress(progress);
+                }
                 match rest.get(end..) {
                     Some(r) => rest = r,
                     None => break,
@@ -479,20 +494,45 @@ impl DtlsState {
             }
             if self.datagrams[d] >= DTLS_TRACKED_DATAGRAMS {
                 self.appdata[d] = true;
+                if dir == Dir::ServerToClient {
+                    self.on_cert_progress(CertProgress::NoCertificate);
+                }
             }
         }
         seen
     }
 
+    fn on_cert_progress(&mut self, progress: CertProgress) {
+        match progress {
+            CertProgress::NeedMore => return,
+            CertProgress::Done(c) => self.info.cert = Some(Box::new(c)),
+            CertProgress::GiveUp(e) => self.events.insert(e),
+            CertProgress::NoCertificate => {}
+        }
+        self.cert_done = true;
+        self.cert = DtlsCertReassembly::default();
+    }
+
     pub fn is_done(&self) -> bool {
-        self.hello_done.iter().all(|&h| h) && self.appdata.iter().all(|&a| a)
+        self.hello_done.iter().all(|&h| h) && self.appdata.iter().all(|&a| a) && self.cert_done
     }
 
     pub(crate) fn stop(&mut self, dir: Dir) {
         self.hello_done[dir as usize] = true;
         self.appdata[dir as usize] = true;
+        if dir == Dir::ServerToClient {
+            self.on_cert_progress(CertProgress::NoCertificate);
+        }
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.cert.heap_bytes() + self.info.cert.as_ref().map_or(0, |c| c.heap_bytes())
     }
 }
+
+/// The largest DTLS Certificate message put together (the TCP flight's cap is the
+/// caller's `--l7-budget`-bound cap; a datagram flight is smaller).
+const DTLS_CERT_CAP: usize = 16 * 1024;
 
 #[cfg(test)]
 mod tests {
@@ -549,6 +589,71 @@ mod tests {
 
     /// The server's TLS 1.2 flight, cut into segments, gives the certificate and frees
     /// its buffer; a TLS 1.3 ServerHello stops the search at once, buffering nothing.
+    /// One DTLS 1.2 record of `kind` (epoch `epoch`) holding `payload`.
+    fn dtls_record(kind: u8, epoch: u16, payload: &[u8]) -> Vec<u8> {
+        let mut r = vec![kind, 0xfe, 0xfd];
+        r.extend_from_slice(&epoch.to_be_bytes());
+        r.extend_from_slice(&[0, 0, 0, 0, 0, 1]);
+        r.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+        r.extend_from_slice(payload);
+        r
+    }
+
+    /// A DTLS handshake fragment: message `kind` of `body.len()` bytes, seq `seq`,
+    /// `body[from..to]`.
+    fn dtls_fragment(kind: u8, seq: u16, body: &[u8], from: usize, to: usize) -> Vec<u8> {
+        let u24 = |n: usize| [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        let mut f = vec![kind];
+        f.extend_from_slice(&u24(body.len()));
+        f.extend_from_slice(&seq.to_be_bytes());
+        f.extend_from_slice(&u24(from));
+        f.extend_from_slice(&u24(to - from));
+        f.extend_from_slice(&body[from..to]);
+        f
+    }
+
+    /// The server's DTLS Certificate message, whole or cut into fragments over records
+    /// and datagrams (a retransmitted fragment among them), gives the certificate; a
+    /// fragment after a gap, a ServerHelloDone before any certificate or `--tls-certs
+    /// off` give none.
+    #[test]
+    fn dtls_server_certificate_from_fragments() {
+        use super::super::cert::tests::CERT_DER;
+        let u24 = |n: usize| [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        let mut body = u24(CERT_DER.len() + 3).to_vec();
+        body.extend_from_slice(&u24(CERT_DER.len()));
+        body.extend_from_slice(CERT_DER);
+        let hello = dtls_record(22, 0, &dtls_fragment(2, 1, &[0xfe, 0xfd, 0, 0], 0, 4));
+        let n = body.len();
+        let cuts: [&[(usize, usize)]; 4] =
+            [&[(0, n)], &[(0, 100), (100, n)], &[(0, 7), (0, 300), (250, 401), (401, n)], &[(0, 1), (1, 2), (2, n)]];
+        for frags in cuts {
+            let mut st = DtlsState::new(true);
+            st.on_datagram(Dir::ServerToClient, &hello, 0);
+            for (i, &(a, b)) in frags.iter().enumerate() {
+                // Each fragment in a datagram of its own, after the ServerHello.
+                let dgram = dtls_record(22, 0, &dtls_fragment(11, 2, &body, a, b));
+                st.on_datagram(Dir::ServerToClient, &dgram, i as u64 + 1);
+            }
+            let c = st.info.cert.as_ref().unwrap_or_else(|| panic!("a certificate from {frags:?}"));
+            assert_eq!(c.subject_cn.as_deref(), Some("server.example"));
+            assert!(st.cert_done && st.cert.heap_bytes() == 0, "{frags:?}: the buffer is freed");
+        }
+        // A gap: the second half never comes whole from its start.
+        let mut st = DtlsState::new(true);
+        st.on_datagram(Dir::ServerToClient, &dtls_record(22, 0, &dtls_fragment(11, 2, &body, 0, 100)), 1);
+        st.on_datagram(Dir::ServerToClient, &dtls_record(22, 0, &dtls_fragment(11, 2, &body, 200, n)), 2);
+        assert!(st.info.cert.is_none() && !st.cert_done);
+        // No certificate in the flight (a PSK key exchange): ServerHelloDone ends it.
+        let mut st = DtlsState::new(true);
+        st.on_datagram(Dir::ServerToClient, &dtls_record(22, 0, &dtls_fragment(14, 2, &[], 0, 0)), 1);
+        assert!(st.info.cert.is_none() && st.cert_done);
+        // Not sought.
+        let mut st = DtlsState::new(false);
+        st.on_datagram(Dir::ServerToClient, &dtls_record(22, 0, &dtls_fragment(11, 2, &body, 0, n)), 1);
+        assert!(st.info.cert.is_none());
+    }
+
     #[test]
     fn server_certificate_through_the_state() {
         use super::super::cert::tests::{flight, CERT_DER};

@@ -91,18 +91,9 @@ pub enum Family {
     App,
 }
 
-/// The families whose bins are the 1-2-5 ladder ([`LOG_EDGES`]), in [`Counts::log`]'s
-/// order.
-const LOG_FAMILIES: [Family; 8] = [
-    Family::TcpDuration,
-    Family::UdpDuration,
-    Family::TcpBytes,
-    Family::UdpBytes,
-    Family::TcpPkts,
-    Family::UdpPkts,
-    Family::TcpRttC,
-    Family::TcpRttS,
-];
+/// How many families have the 1-2-5 ladder's bins ([`LOG_EDGES`]): `TcpDuration` to
+/// `TcpRttS`, consecutive in [`Family`]'s order, which is [`Counts::log`]'s.
+const LOG_COUNT: usize = Family::TcpRttS as usize - Family::TcpDuration as usize + 1;
 
 impl Family {
     /// Every family, in the order of the output.
@@ -172,7 +163,7 @@ impl Family {
     }
 
     fn log_index(self) -> Option<usize> {
-        LOG_FAMILIES.iter().position(|f| *f == self)
+        (self as usize).checked_sub(Family::TcpDuration as usize).filter(|&i| i < LOG_COUNT)
     }
 
     /// Times are binned on µs and written in ms.
@@ -233,7 +224,7 @@ struct Counts {
     ip_len: [u64; LEN_EDGES.len()],
     ttl: [u64; 256],
     proto: [u64; 256],
-    log: [[u64; LOG_EDGES.len()]; LOG_FAMILIES.len()],
+    log: [[u64; LOG_EDGES.len()]; LOG_COUNT],
     /// Server ports of TCP [0] and UDP [1] flows.
     ports: [HashMap<u16, u64>; 2],
     apps: HashMap<&'static str, u64>,
@@ -245,7 +236,7 @@ impl Default for Counts {
             ip_len: [0; LEN_EDGES.len()],
             ttl: [0; 256],
             proto: [0; 256],
-            log: [[0; LOG_EDGES.len()]; LOG_FAMILIES.len()],
+            log: [[0; LOG_EDGES.len()]; LOG_COUNT],
             ports: Default::default(),
             apps: HashMap::new(),
         }

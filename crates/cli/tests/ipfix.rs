@@ -16,7 +16,7 @@
 //! `TAPSTAT_REQUIRE_NFDUMP=1`.
 
 mod common;
-use common::live::{live_ready, wait_started, wait_timeout, Netns};
+use common::live::{live_ready, tcpreplay, wait_started, wait_timeout, Netns};
 use common::*;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
@@ -774,13 +774,7 @@ fn live_export_equals_the_logs_in_nfdump() {
     ];
     let mut tap = ns.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tapstat starts");
     wait_started(&mut tap, &out);
-    let mut replay = ns
-        .cmd(&["tcpreplay", "-q", "-i", "va", "--pps", "2000", file.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("tcpreplay starts");
-    assert!(wait_timeout(&mut replay, Duration::from_secs(120), "tcpreplay").success());
+    tcpreplay(&ns, &file, 2000);
     std::thread::sleep(Duration::from_millis(500));
     let _ = Command::new("kill").args(["-INT", &tap.id().to_string()]).status();
     let st = wait_timeout(&mut tap, Duration::from_secs(60), "tapstat -i after SIGINT");

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::live::{capture, flows, have, live_ready, reference, run, wait_started, wait_timeout, Netns};
+use common::live::{capture, flows, have, live_ready, reference, run, tcpreplay, wait_started, wait_timeout, Netns};
 use common::{bin, corpus, read_log, summary, tempdir, LOGS};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -165,12 +165,7 @@ fn metrics_sighup_rotation_and_user() {
     ];
     let mut tap = ns.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tapstat starts");
     wait_started(&mut tap, &out);
-    let mut replay = ns
-        .cmd(&["tcpreplay", "-q", "-i", "va", "--pps", "2000", file.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    assert!(wait_timeout(&mut replay, Duration::from_secs(60), "tcpreplay").success());
+    tcpreplay(&ns, &file, 2000);
     std::thread::sleep(Duration::from_millis(400));
     // A loaded machine may leave the exporter a moment to answer: a few tries.
     let scrape = || {
@@ -314,12 +309,7 @@ fn records_reach_the_disk_while_the_capture_runs() {
         assert!(t0.elapsed() < Duration::from_secs(30), "tapstat -i did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let mut replay = ns
-        .cmd(&["tcpreplay", "-q", "-i", "va", "--pps", "1000", file.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    assert!(wait_timeout(&mut replay, Duration::from_secs(60), "tcpreplay").success());
+    tcpreplay(&ns, &file, 1000);
     std::thread::sleep(Duration::from_millis(1000));
     assert!(tap.try_wait().unwrap().is_none(), "tapstat -i is still capturing");
     let lines = |log: &str| std::fs::read_to_string(out.join(log)).map_or(0, |t| t.lines().count().saturating_sub(1));
@@ -351,12 +341,7 @@ fn histograms_reach_the_disk_while_the_capture_runs() {
     let mut tap = ns.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tapstat starts");
     wait_started(&mut tap, &out);
     // 1723 frames at 500 pps: about 3.5 s, so several whole 1 s intervals.
-    let mut replay = ns
-        .cmd(&["tcpreplay", "-q", "-i", "va", "--pps", "500", file.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    assert!(wait_timeout(&mut replay, Duration::from_secs(60), "tcpreplay").success());
+    tcpreplay(&ns, &file, 500);
     std::thread::sleep(Duration::from_millis(1000));
     assert!(tap.try_wait().unwrap().is_none(), "tapstat -i is still capturing");
     let read = || std::fs::read_to_string(out.join("histograms.tsv")).unwrap_or_default();

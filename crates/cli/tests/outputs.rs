@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::live::{have, live_ready, wait_timeout, Netns};
+use common::live::{have, live_ready, tcpreplay, wait_timeout, Netns};
 use common::{analyze, bin, corpus, summary, tapstat, tempdir, L7_LOGS, LOGS};
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read};
@@ -401,7 +401,7 @@ fn live_compressed_logs_are_readable_while_the_run_goes_on() {
             assert!(t0.elapsed() < Duration::from_secs(30), "tapstat -i did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
-        replay(&ns, &file, 2000);
+        tcpreplay(&ns, &file, 2000);
         // Two --flush periods: the worker's buffer, then the writer's frame.
         std::thread::sleep(Duration::from_millis(800));
         assert!(tap.try_wait().unwrap().is_none(), "tapstat -i ended by itself");
@@ -431,17 +431,6 @@ fn live_compressed_logs_are_readable_while_the_run_goes_on() {
 /// The text of a (compressed) log; panics on an unfinished or corrupt stream.
 fn read_log_text(p: &Path) -> String {
     String::from_utf8(unpack(p)).unwrap()
-}
-
-fn replay(ns: &Netns, file: &Path, pps: u32) {
-    let pps = pps.to_string();
-    let mut r = ns
-        .cmd(&["tcpreplay", "-q", "-i", "va", "--pps", &pps, file.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    assert!(wait_timeout(&mut r, Duration::from_secs(120), "tcpreplay").success());
 }
 
 /// A live run with `-o -`: records reach stdout as JSON lines while the capture goes

@@ -137,15 +137,7 @@ pub fn capture_from(tag: &str, file: &Path, pps: u32, source: &[&str], workers: 
     args.extend_from_slice(extra);
     let mut tap = ns.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tapstat starts");
     wait_started(&mut tap, &out);
-    let pps = pps.to_string();
-    let mut replay = ns
-        .cmd(&["tcpreplay", "-q", "-i", "va", "--pps", &pps, file.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("tcpreplay starts");
-    let s = wait_timeout(&mut replay, Duration::from_secs(120), "tcpreplay");
-    assert!(s.success(), "tcpreplay failed");
+    tcpreplay(&ns, file, pps);
     // Let the last block time out of the kernel ring (10 ms) and through the buffer: wait
     // until the frames received (stats.jsonl, every 200 ms) stop growing for half a
     // second. A fixed pause was too short on a loaded machine: the run was stopped with
@@ -165,6 +157,19 @@ pub fn capture_from(tag: &str, file: &Path, pps: u32, source: &[&str], workers: 
     let _ = std::io::Read::read_to_string(tap.stderr.as_mut().unwrap(), &mut err);
     assert!(s.success(), "tapstat -i failed: {err}");
     out
+}
+
+/// Replays `file` into the namespace's `va` at `pps` packets a second, and waits for
+/// the replay to end (at most 120 s).
+pub fn tcpreplay(ns: &Netns, file: &Path, pps: u32) {
+    let pps = pps.to_string();
+    let mut r = ns
+        .cmd(&["tcpreplay", "-q", "-i", "va", "--pps", &pps, file.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("tcpreplay starts");
+    assert!(wait_timeout(&mut r, Duration::from_secs(120), "tcpreplay").success(), "tcpreplay failed");
 }
 
 /// Waits until live tapstat `tap` writing to `out` has its sockets open (and queuing

@@ -213,26 +213,9 @@ impl Anonymizer {
         Some(format!("{}:{port}", self.answer(a.into(), nets)))
     }
 
-    /// A URL whose authority is an address (`http://192.0.2.1/x`: a proxy's request
-    /// target, a Referer), with the address anonymized; none otherwise.
-    pub fn url(&self, url: &str, nets: Option<&crate::nets::Nets>) -> Option<String> {
-        let (scheme, rest) = url.split_once("://")?;
-        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-        let (auth, tail) = rest.split_at(end);
-        let (user, hostport) = match auth.rsplit_once('@') {
-            Some((u, h)) => (Some(u), h),
-            None => (None, auth),
-        };
-        let h = self.host(hostport, nets)?;
-        Some(match user {
-            Some(u) => format!("{scheme}://{u}@{h}{tail}"),
-            None => format!("{scheme}://{h}{tail}"),
-        })
-    }
-
-    /// Free text (a URL's path and query, a User-Agent, a certificate's common name)
-    /// with every address written in it anonymized under the scope; none when it holds
-    /// none. An address is a dotted quad or an IPv6 literal standing alone: not inside a
+    /// Free text (a URL, its authority included, a User-Agent, a certificate's common
+    /// name) with every address written in it anonymized under the scope; none when it
+    /// holds none. An address is a dotted quad or an IPv6 literal standing alone: not inside a
     /// longer run of letters, digits, dots or colons (`v1.2.3.4.5` and `1.2.3.4a` are
     /// left; `ip=10.0.0.1&x`, `[2001:db8::1]`, `(192.0.2.7)` are taken). A version
     /// number spelled like an address (`Agent/1.2.3.4`) is taken too: on the side of
@@ -248,12 +231,19 @@ impl Anonymizer {
                 continue;
             }
             let end = i + b[i..].iter().position(|&c| !word(c)).unwrap_or(b.len() - i);
-            // A sentence's full stop or colon after an address is not part of it.
+            // A sentence's full stop or colon after an address is not part of it; a
+            // port after a dotted quad (`192.0.2.1:8080`, a URL's authority) is kept.
             let tok = s[i..end].trim_end_matches(['.', ':']);
-            if let Ok(a) = tok.parse::<IpAddr>() {
+            let addr = match tok.rsplit_once(':') {
+                Some((v4, port)) if !port.is_empty() && port.bytes().all(|c| c.is_ascii_digit()) => {
+                    v4.parse::<std::net::Ipv4Addr>().ok().map(|a| (IpAddr::V4(a), v4.len()))
+                }
+                _ => None,
+            };
+            if let Some((a, len)) = addr.or_else(|| tok.parse::<IpAddr>().ok().map(|a| (a, tok.len()))) {
                 out.push_str(&s[last..i]);
                 out.push_str(&self.answer(a, nets).to_string());
-                last = i + tok.len();
+                last = i + len;
             }
             i = end;
         }
@@ -450,6 +440,12 @@ mod tests {
         for (text, want) in cases {
             assert_eq!(a.text(text, None), want, "{text:?}");
         }
+        // A URL whose host is an address, and an address in its query: each once.
+        assert_eq!(
+            a.text("http://user@128.11.68.132:81/p?ip=128.11.68.132", None).as_deref(),
+            Some(format!("http://user@{v4}:81/p?ip={v4}").as_str())
+        );
+        assert_eq!(a.text("/index.html", None), None);
         let only_ext = Anonymizer::new(&AnonConfig { key: SAMPLE_KEY, scope: Scope::External });
         let mut nets = crate::nets::Nets::default();
         nets.add_str("128.11.0.0/16").unwrap();
@@ -478,10 +474,10 @@ mod tests {
         assert_eq!(a.host("www.example.com", None), None);
         assert_eq!(a.host("www.example.com:80", None), None);
         assert_eq!(
-            a.url("http://user@128.11.68.132:81/p?q", None).as_deref(),
+            a.text("http://user@128.11.68.132:81/p?q", None).as_deref(),
             Some("http://user@135.242.180.132:81/p?q")
         );
-        assert_eq!(a.url("/index.html", None), None);
+        assert_eq!(a.text("/index.html", None), None);
         let six = a.ip("2001:db8::1".parse().unwrap());
         assert_eq!(a.host("[2001:db8::1]:443", None), Some(format!("[{six}]:443")));
         let only_ext = Anonymizer::new(&AnonConfig { key: SAMPLE_KEY, scope: Scope::External });

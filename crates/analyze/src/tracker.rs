@@ -1006,8 +1006,9 @@ fn emit_transactions(
     }
 }
 
-/// The addresses an HTTP request writes: a Host, a target or a Referer that is an
-/// address rather than a name.
+/// The addresses an HTTP request writes: a Host that is an address rather than a name,
+/// and any address written in its target, Referer (their authority, a query's
+/// `?ip=...`, a path) or User-Agent, each anonymized once.
 fn anonymize_http(
     r: &mut tapstat_l7::http::HttpRequest,
     a: &crate::anon::Anonymizer,
@@ -1015,13 +1016,6 @@ fn anonymize_http(
 ) {
     if let Some(h) = r.host.as_deref().and_then(|h| a.host(h, nets)) {
         r.host = Some(h);
-    }
-    // A target or Referer whose authority is an address, then any address in the rest
-    // (a query's `?ip=...`, a path), and in the User-Agent.
-    for u in [&mut r.url, &mut r.referer] {
-        if let Some(v) = u.as_deref().and_then(|v| a.url(v, nets)) {
-            *u = Some(v);
-        }
     }
     for t in [&mut r.url, &mut r.referer, &mut r.user_agent] {
         if let Some(v) = t.as_deref().and_then(|v| a.text(v, nets)) {

@@ -235,17 +235,23 @@ pub fn parse_certificate(der: &[u8]) -> Option<CertInfo> {
     })
 }
 
+/// A 3-byte big-endian length (TLS handshake headers and certificate lists).
+fn u24(b: &[u8]) -> usize {
+    u32::from_be_bytes([0, b[0], b[1], b[2]]) as usize
+}
+
 /// The first certificate of a Certificate message's body (RFC 5246 §7.4.2: a 3-byte
-/// length of the list, then each certificate with a 3-byte length); `Err(None)` when the
-/// bytes so far hold it not whole yet, `Err(Some(_))` when they cannot.
-fn first_certificate(body: &[u8], msg_len: usize) -> Result<&[u8], Option<Event>> {
-    let u24 = |b: &[u8]| u32::from_be_bytes([0, b[0], b[1], b[2]]) as usize;
-    let head = body.get(..6).ok_or(None)?;
+/// length of the list, then each certificate with a 3-byte length), parsed: `Done`, or
+/// `GiveUp` when the message or the certificate cannot be read; `None` when the bytes
+/// so far do not hold it whole yet.
+fn first_certificate(body: &[u8], msg_len: usize) -> Option<CertProgress> {
+    let head = body.get(..6)?;
     let (list, len) = (u24(&head[..3]), u24(&head[3..]));
     if len == 0 || 3 + list > msg_len || 3 + len > list {
-        return Err(Some(Event::TlsHandshakeMalformed));
+        return Some(CertProgress::GiveUp(Event::TlsHandshakeMalformed));
     }
-    body.get(6..6 + len).ok_or(None)
+    let der = body.get(6..6 + len)?;
+    Some(parse_certificate_memo(der).map_or(CertProgress::GiveUp(Event::TlsHandshakeMalformed), CertProgress::Done))
 }
 
 /// The answer of `CertReassembly::on_data`.
@@ -328,18 +334,9 @@ impl CertReassembly {
         loop {
             let m = self.buf.get(self.pos..)?;
             let h = m.get(..4)?;
-            let len = u32::from_be_bytes([0, h[1], h[2], h[3]]) as usize;
+            let len = u24(&h[1..]);
             match h[0] {
-                HANDSHAKE_CERTIFICATE => {
-                    return Some(match first_certificate(&m[4..], len) {
-                        Ok(der) => match parse_certificate_memo(der) {
-                            Some(c) => CertProgress::Done(c),
-                            None => CertProgress::GiveUp(Event::TlsHandshakeMalformed),
-                        },
-                        Err(Some(e)) => CertProgress::GiveUp(e),
-                        Err(None) => return None,
-                    });
-                }
+                HANDSHAKE_CERTIFICATE => return first_certificate(&m[4..], len),
                 t if BEFORE_CERTIFICATE.contains(&t) => {
                     m.get(..4 + len)?;
                     self.pos += 4 + len;
@@ -371,7 +368,6 @@ const DTLS_HANDSHAKE_HEADER_LEN: usize = 12;
 impl DtlsCertReassembly {
     /// Feeds the payload of one plaintext handshake record of the server.
     pub fn on_record(&mut self, mut payload: &[u8], cap: usize) -> CertProgress {
-        let u24 = |b: &[u8]| u32::from_be_bytes([0, b[0], b[1], b[2]]) as usize;
         while !payload.is_empty() {
             let Some(h) = payload.get(..DTLS_HANDSHAKE_HEADER_LEN) else {
                 return CertProgress::GiveUp(Event::TlsHandshakeMalformed);
@@ -399,13 +395,9 @@ impl DtlsCertReassembly {
                         self.buf.extend_from_slice(&frag[have - offset..]);
                     }
                     if self.buf.len() == len {
-                        return match first_certificate(&self.buf, len) {
-                            Ok(der) => match parse_certificate_memo(der) {
-                                Some(c) => CertProgress::Done(c),
-                                None => CertProgress::GiveUp(Event::TlsHandshakeMalformed),
-                            },
-                            Err(e) => CertProgress::GiveUp(e.unwrap_or(Event::TlsHandshakeMalformed)),
-                        };
+                        // The whole message: a certificate it does not hold whole is malformed.
+                        return first_certificate(&self.buf, len)
+                            .unwrap_or(CertProgress::GiveUp(Event::TlsHandshakeMalformed));
                     }
                 }
                 // ServerHello, HelloVerifyRequest (3) and their retransmissions.

@@ -554,13 +554,8 @@ fn tcp_l7_cols() -> Vec<Run<Flow>> {
         col!("ja4", Str, "", "l7", "JA4 fingerprint of the ClientHello", |f: &Flow| l7(f)
             .and_then(|x| x.ja4())
             .map_or(Value::None, Value::Str)),
-        col!("ja3s", Str, "", "l7", "JA3S fingerprint of the ServerHello (MD5 of its version, cipher and extensions)", |f: &Flow| l7(f)
-            .and_then(|x| x.ja3s_md5())
-            .map_or(Value::None, Value::Str)),
-        col!("ja4s", Str, "", "l7", "JA4S fingerprint of the ServerHello", |f: &Flow| l7(f)
-            .and_then(|x| x.ja4s())
-            .map_or(Value::None, Value::Str)),
     ));
+    v.push(server_hello_run());
     v.push(cert_run());
     v.push(run!(Flow;
         col!(
@@ -697,16 +692,23 @@ fn udp_l7_cols() -> Vec<Run<Flow>> {
         col!("ja4", Str, "", "l7", "JA4 fingerprint of the QUIC or DTLS ClientHello", |f: &Flow| l7(f)
             .and_then(|x| x.ja4())
             .map_or(Value::None, Value::Str)),
-        col!("ja3s", Str, "", "l7", "JA3S fingerprint of the QUIC or DTLS ServerHello (MD5)", |f: &Flow| l7(f)
-            .and_then(|x| x.ja3s_md5())
-            .map_or(Value::None, Value::Str)),
-        col!("ja4s", Str, "", "l7", "JA4S fingerprint of the QUIC or DTLS ServerHello", |f: &Flow| l7(f)
-            .and_then(|x| x.ja4s())
-            .map_or(Value::None, Value::Str)),
     ));
+    v.push(server_hello_run());
     // DTLS ≤ 1.2 sends the server's certificate in the clear, as TLS ≤ 1.2 does.
     v.push(cert_run());
     v
+}
+
+/// The ServerHello's fingerprints (TLS over TCP; QUIC and DTLS over UDP).
+fn server_hello_run() -> Run<Flow> {
+    run!(Flow;
+        col!("ja3s", Str, "", "l7", "JA3S fingerprint of the TLS, DTLS or QUIC ServerHello (MD5 of its version, cipher and extensions)", |f: &Flow| l7(f)
+            .and_then(|x| x.ja3s_md5())
+            .map_or(Value::None, Value::Str)),
+        col!("ja4s", Str, "", "l7", "JA4S fingerprint of the TLS, DTLS or QUIC ServerHello", |f: &Flow| l7(f)
+            .and_then(|x| x.ja4s())
+            .map_or(Value::None, Value::Str))
+    )
 }
 
 /// The server certificate's columns (TLS ≤ 1.2 over TCP, DTLS ≤ 1.2 over UDP).

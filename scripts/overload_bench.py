@@ -33,10 +33,12 @@ usage: scripts/overload_bench.py TAPSTAT FILE|--synth PROFILE:PACKETS [-w W]
            [--buffer 16MiB] [--rate PPS | --rate-runs 3] [--times 2,5,10] [--runs 3]
            [--run-opts '--acquire poll'] [--json OUT.json]
 """
+import atexit
 import argparse
 import json
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -129,6 +131,7 @@ def main():
     ap.add_argument("--json", default=None, help="write every run's figures here")
     a = ap.parse_args()
     d = tempfile.mkdtemp(prefix="tapstat-overload-")
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
     if a.synth:
         profile, packets = a.synth.split(":")
         a.file = os.path.join(d, f"{profile}-{packets}.pcap")

@@ -18,7 +18,7 @@
 mod common;
 
 use common::live::{capture_from, flows, live_ready, received, reference, wait_timeout};
-use common::{bin, corpus, record_set, summary, tempdir, LOGS};
+use common::{bin, corpus, record_set, summary, tempdir, TestDir, LOGS};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -29,7 +29,7 @@ const EAL: &str = "--no-huge --no-pci --no-shconf -m 512 --no-telemetry --log-le
 
 /// `tapstat --dpdk '<EAL> --vdev=net_pcap0,rx_pcap=FILE'` with 1 worker, which ends
 /// by itself at the end of the file; returns the output directory.
-fn through_net_pcap(file: &Path, tag: &str, packets: u64) -> std::path::PathBuf {
+fn through_net_pcap(file: &Path, tag: &str, packets: u64) -> TestDir {
     let out = tempdir(&format!("dpdk-{tag}"));
     let eal = format!("{EAL} --vdev=net_pcap0,rx_pcap={}", file.display());
     let mut args = vec!["--dpdk", &eal, "-o", out.to_str().unwrap(), "-q", "-w", "1", "--hash-seed", "7"];

@@ -56,7 +56,6 @@ fn run(args: &[&str], tag: &str) -> (bool, serde_json::Value, String) {
     a.extend_from_slice(args);
     let o = tapstat(&a);
     let s = if o.status.success() { summary(&d) } else { serde_json::Value::Null };
-    let _ = std::fs::remove_dir_all(&d);
     (o.status.success(), s, String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
@@ -185,7 +184,8 @@ fn count_stops_after_n_packets_after_the_filter() {
 
 #[test]
 fn live_only_flags_are_refused_on_files() {
-    let f = tempdir("live-only").join("sample.pcap");
+    let d = tempdir("live-only");
+    let f = d.join("sample.pcap");
     let o = tapstat(&["synth", "-o", f.to_str().unwrap(), "--tcp-flows", "2", "--udp-flows", "1"]);
     assert!(o.status.success());
     let f = f.to_str().unwrap();
@@ -218,17 +218,19 @@ fn live_only_flags_are_refused_on_files() {
 }
 
 /// A sample capture for the bounds tests, written once per test.
-fn sample(tag: &str) -> String {
-    let f = tempdir(tag).join("sample.pcap");
+fn sample(tag: &str) -> (TestDir, String) {
+    let d = tempdir(tag);
+    let f = d.join("sample.pcap");
     let o = tapstat(&["synth", "-o", f.to_str().unwrap(), "--tcp-flows", "2", "--udp-flows", "1"]);
     assert!(o.status.success());
-    f.to_str().unwrap().to_string()
+    let f = f.to_str().unwrap().to_string();
+    (d, f)
 }
 
 /// Runs `tapstat -r SAMPLE <case>` and checks it is refused with an error naming the
 /// flag or the range, not a panic.
 fn refused(tag: &str, case: &[&str]) {
-    let f = sample(tag);
+    let (_d, f) = sample(tag);
     let mut args = vec!["-r", f.as_str()];
     args.extend_from_slice(case);
     let (ok, _, err) = run(&args, tag);
@@ -287,7 +289,7 @@ refused! {
 /// policy that has epochs.
 #[test]
 fn scheduling_flags_are_refused_where_they_do_nothing() {
-    let f = sample("sched-sample");
+    let (_d, f) = sample("sched-sample");
     for (case, says) in [
         (&["-i", "lo", "--schedule", "balance"][..], "--schedule applies to -r files"),
         (&["-i", "lo", "--dispatchers", "2"], "--dispatchers applies to -r files"),
@@ -322,7 +324,7 @@ fn timeouts_refuse_nan_negative_and_infinite() {
 
 #[test]
 fn bench_counts_are_checked() {
-    let f = sample("bench");
+    let (_d, f) = sample("bench");
     assert!(!tapstat(&["bench", "-r", &f, "-w", "0"]).status.success());
     assert!(!tapstat(&["bench", "-r", &f, "-w", "1,2000"]).status.success());
     let o = tapstat(&["bench", "-r", &f, "--runs", MAX]);
@@ -333,7 +335,8 @@ fn bench_counts_are_checked() {
 /// before any thread starts.
 #[test]
 fn workers_beyond_the_machine_are_refused() {
-    let f = tempdir("wbound").join("sample.pcap");
+    let d = tempdir("wbound");
+    let f = d.join("sample.pcap");
     assert!(tapstat(&["synth", "-o", f.to_str().unwrap(), "--tcp-flows", "2"]).status.success());
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let bound = (cores * 4).clamp(16, 1024);
@@ -349,7 +352,8 @@ fn workers_beyond_the_machine_are_refused() {
 /// Values at the edges of the ranges are accepted and honoured.
 #[test]
 fn edge_values_are_accepted() {
-    let f = tempdir("edges").join("sample.pcap");
+    let d = tempdir("edges");
+    let f = d.join("sample.pcap");
     assert!(tapstat(&["synth", "-o", f.to_str().unwrap(), "--tcp-flows", "2"]).status.success());
     let f = f.to_str().unwrap();
     for case in [

@@ -7,11 +7,11 @@
 
 mod common;
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// A run of the capture with the most intervals and names, and its report.
-fn run_and_report(tag: &str, interval: &str) -> Option<(PathBuf, String)> {
+fn run_and_report(tag: &str, interval: &str) -> Option<(TestDir, String)> {
     let corpus = corpus()?;
     let d = tempdir(tag);
     analyze(&corpus.join("ndpi__1kxun.pcap"), &d, 1, &["--histo-interval", interval]);

@@ -106,7 +106,7 @@ fn flow_affinity_batches_write_the_records_of_input_order_on_every_dev_capture()
             ("w3p", 3, &["--periodic", "1", "--chunk-frames", "64"]),
             ("w3gp", 3, &["--periodic", "1", "--flow-batches", "on", "--chunk-frames", "64"]),
         ];
-        let dirs: Vec<std::path::PathBuf> = runs
+        let dirs: Vec<TestDir> = runs
             .iter()
             .map(|(tag, w, extra)| {
                 let d = tempdir(&format!("fb-{tag}-{name}"));

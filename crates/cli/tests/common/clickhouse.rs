@@ -5,7 +5,6 @@
 use super::tempdir;
 use std::io::Write;
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -27,7 +26,7 @@ fn free_port() -> u16 {
 pub struct Server {
     child: Child,
     pub port: u16,
-    pub dir: PathBuf,
+    pub dir: super::TestDir,
 }
 
 impl Server {

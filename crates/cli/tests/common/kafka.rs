@@ -55,7 +55,7 @@ pub fn free_port() -> u16 {
 /// A Kafka broker (and its KRaft controller) in one JVM.
 pub struct Kafka {
     child: Option<Child>,
-    dir: PathBuf,
+    dir: super::TestDir,
     jars: PathBuf,
     port: u16,
     starts: u32,

@@ -2,9 +2,9 @@
 //! namespace with a veth pair, tcpreplay into one end, tapstat on the other, and the
 //! comparison of its records with those of `tapstat -r` on the replayed file.
 
-use super::{bin, read_log, tempdir};
+use super::{bin, read_log, tempdir, TestDir};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -115,12 +115,12 @@ pub fn wait_timeout(child: &mut Child, limit: Duration, what: &str) -> std::proc
 
 /// Replays `file` into a fresh veth at `pps` while `tapstat -i vb <extra>` captures;
 /// stops tapstat with SIGINT and returns its output directory.
-pub fn capture(tag: &str, file: &Path, pps: u32, workers: usize, extra: &[&str]) -> PathBuf {
+pub fn capture(tag: &str, file: &Path, pps: u32, workers: usize, extra: &[&str]) -> TestDir {
     capture_from(tag, file, pps, &["-i", "vb"], workers, extra)
 }
 
 /// [`capture`] with tapstat reading from `source` (`-i vb`, `--dpdk '... iface=vb ...'`).
-pub fn capture_from(tag: &str, file: &Path, pps: u32, source: &[&str], workers: usize, extra: &[&str]) -> PathBuf {
+pub fn capture_from(tag: &str, file: &Path, pps: u32, source: &[&str], workers: usize, extra: &[&str]) -> TestDir {
     // One capture at a time: the tests of a binary run in parallel, and two replays
     // plus busy-polling workers on a 2-core machine starve each other (a replay that
     // falls behind is fine; a capture that cannot keep up drops, and the test fails).
@@ -208,7 +208,7 @@ pub fn flows(dir: &Path, log: &str) -> BTreeMap<String, usize> {
     m
 }
 
-pub fn reference(file: &Path, tag: &str, extra: &[&str]) -> PathBuf {
+pub fn reference(file: &Path, tag: &str, extra: &[&str]) -> TestDir {
     let out = tempdir(&format!("ref-{tag}"));
     let mut args = vec!["-r", file.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q", "-w", "1", "--hash-seed", "7"];
     args.extend_from_slice(&NO_TIMEOUTS);

@@ -49,12 +49,49 @@ pub fn tapstat(args: &[&str]) -> Output {
     Command::new(bin()).args(args).output().expect("tapstat runs")
 }
 
-/// A fresh temporary directory for one test run.
-pub fn tempdir(tag: &str) -> PathBuf {
+/// A fresh temporary directory for one test, removed when the returned guard is dropped,
+/// unless the test is failing (then it is kept, and its path printed, for a look at what
+/// the run wrote). Bind the guard (`let d = tempdir(..)`): `tempdir(..).join(..)` drops it,
+/// and the directory with it, at the end of the statement.
+#[must_use = "the directory is removed when this guard is dropped"]
+pub fn tempdir(tag: &str) -> TestDir {
     let d = std::env::temp_dir().join(format!("tapstat-test-{}-{}", std::process::id(), tag));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("temp dir");
-    d
+    TestDir(d)
+}
+
+/// A test's temporary directory (see [`tempdir`]); derefs to its path.
+#[derive(Debug)]
+pub struct TestDir(PathBuf);
+
+impl std::ops::Deref for TestDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TestDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TestDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept for a look: {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// Runs `tapstat -r FILE -o DIR -q -w N` and panics with its stderr on failure.

@@ -219,33 +219,61 @@ impl Anonymizer {
     /// longer run of letters, digits, dots or colons (`v1.2.3.4.5` and `1.2.3.4a` are
     /// left; `ip=10.0.0.1&x`, `[2001:db8::1]`, `(192.0.2.7)` are taken). A version
     /// number spelled like an address (`Agent/1.2.3.4`) is taken too: on the side of
-    /// hiding.
+    /// hiding. Percent-encoding is read as a URL's reader would: an escape other than
+    /// `%3A` and `%2E` separates like the character it encodes (a URL inside a query,
+    /// `?u=http%3A%2F%2F192.0.2.1%2F`, or `ip%3D192.0.2.1`), and `%3A`/`%2E` are a colon
+    /// and a dot inside an address (`2001%3Adb8%3A%3A1`), written back encoded.
     pub fn text(&self, s: &str, nets: Option<&crate::nets::Nets>) -> Option<String> {
         let b = s.as_bytes();
-        let word = |c: u8| c.is_ascii_alphanumeric() || c == b'.' || c == b':';
-        let mut out = String::new();
-        let (mut last, mut i) = (0, 0);
+        let (mut out, mut last, mut i, mut after_word) = (String::new(), 0, 0, false);
+        // A run of word units from `i`: the bytes they stand for, and where each ends in `s`.
+        let (mut tok, mut ends) = (Vec::new(), Vec::new());
         while i < b.len() {
-            if !word(b[i]) || (i > 0 && word(b[i - 1])) {
-                i += 1;
+            let (n, c) = text_unit(b, i);
+            if c.is_none() || after_word {
+                after_word = c.is_some();
+                i += n;
                 continue;
             }
-            let end = i + b[i..].iter().position(|&c| !word(c)).unwrap_or(b.len() - i);
+            let start = i;
+            tok.clear();
+            ends.clear();
+            while i < b.len() {
+                let (n, c) = text_unit(b, i);
+                let Some(c) = c else { break };
+                tok.push(c);
+                i += n;
+                ends.push(i);
+            }
+            after_word = true;
             // A sentence's full stop or colon after an address is not part of it; a
             // port after a dotted quad (`192.0.2.1:8080`, a URL's authority) is kept.
-            let tok = s[i..end].trim_end_matches(['.', ':']);
+            let kept = tok.len() - tok.iter().rev().take_while(|&&c| c == b'.' || c == b':').count();
+            let tok = std::str::from_utf8(&tok[..kept]).expect("word units are ASCII");
             let addr = match tok.rsplit_once(':') {
                 Some((v4, port)) if !port.is_empty() && port.bytes().all(|c| c.is_ascii_digit()) => {
                     v4.parse::<std::net::Ipv4Addr>().ok().map(|a| (IpAddr::V4(a), v4.len()))
                 }
                 _ => None,
             };
-            if let Some((a, len)) = addr.or_else(|| tok.parse::<IpAddr>().ok().map(|a| (a, tok.len()))) {
-                out.push_str(&s[last..i]);
-                out.push_str(&self.answer(a, nets).to_string());
-                last = i + len;
+            let Some((a, len)) = addr.or_else(|| tok.parse::<IpAddr>().ok().map(|a| (a, tok.len()))) else { continue };
+            let raw = &s[start..ends[len - 1]];
+            let image = self.answer(a, nets).to_string();
+            out.push_str(&s[last..start]);
+            if raw.len() == len {
+                out.push_str(&image);
+            } else {
+                let (colon, dot) =
+                    (raw.contains("%3A") || raw.contains("%3a"), raw.contains("%2E") || raw.contains("%2e"));
+                for c in image.chars() {
+                    match c {
+                        ':' if colon => out.push_str("%3A"),
+                        '.' if dot => out.push_str("%2E"),
+                        c => out.push(c),
+                    }
+                }
             }
-            i = end;
+            last = ends[len - 1];
         }
         if last == 0 {
             return None;
@@ -293,6 +321,21 @@ impl Anonymizer {
         }
         None
     }
+}
+
+/// One unit of free text at `b[i]` for [`Anonymizer::text`]: its length in bytes and, for
+/// a unit that can be part of an address (a letter, a digit, a dot, a colon, or `%3A` or
+/// `%2E`), the byte it stands for. Any other percent escape is one separating unit.
+fn text_unit(b: &[u8], i: usize) -> (usize, Option<u8>) {
+    let hex = |c: &u8| (*c as char).to_digit(16);
+    if b[i] == b'%' {
+        if let (Some(h), Some(l)) = (b.get(i + 1).and_then(hex), b.get(i + 2).and_then(hex)) {
+            let c = (h << 4 | l) as u8;
+            return (3, (c == b':' || c == b'.').then_some(c));
+        }
+    }
+    let c = b[i];
+    (1, (c.is_ascii_alphanumeric() || c == b'.' || c == b':').then_some(c))
 }
 
 #[cfg(test)]
@@ -431,6 +474,12 @@ mod tests {
             ("2001:db8::1", Some(v6.clone())),
             ("Agent/128.11.68.132", Some(format!("Agent/{v4}"))),
             ("128.11.68.132/24", Some(format!("{v4}/24"))),
+            // Percent-encoded: a URL in a query, an escaped separator, escaped colons and dots.
+            ("/r?u=http%3A%2F%2F128.11.68.132%2Fx", Some(format!("/r?u=http%3A%2F%2F{v4}%2Fx"))),
+            ("ip%3D128.11.68.132%26x", Some(format!("ip%3D{v4}%26x"))),
+            ("h=128%2E11%2E68%2E132%3A81", Some(format!("h={}%3A81", v4.replace('.', "%2E")))),
+            ("%5B2001%3adb8%3A%3A1%5D", Some(format!("%5B{}%5D", v6.replace(':', "%3A")))),
+            ("v%3D1.2.3.4.5 100%25", None),
             // Not addresses: longer runs of digits and dots, versions, times, names.
             ("Mozilla/5.0 (X11; Linux x86_64) Chrome/120.0.6099.109 Safari/537.36", None),
             ("AppleCoreMedia/1.0.0.14C92 v1.2.3.4.5 1.2.3.4a 12:30:45 std::vector", None),

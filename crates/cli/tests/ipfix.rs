@@ -56,6 +56,9 @@ struct Nfcapd {
     child: Child,
     port: u16,
     dir: PathBuf,
+    /// The directory of `dir` and nfcapd's log: removed with the collector, or handed
+    /// out by [`Nfcapd::stop`] with the files.
+    root: Option<TestDir>,
 }
 
 impl Nfcapd {
@@ -90,7 +93,7 @@ impl Nfcapd {
             assert!(t0.elapsed() < Duration::from_secs(10), "nfcapd did not bind 127.0.0.1:{port}");
             std::thread::sleep(Duration::from_millis(20));
         }
-        Nfcapd { child, port, dir }
+        Nfcapd { child, port, dir, root: Some(root) }
     }
 
     /// Bytes waiting in nfcapd's socket and datagrams it dropped.
@@ -111,8 +114,8 @@ impl Nfcapd {
     }
 
     /// Stops nfcapd with SIGTERM (it then writes and renames its file) and returns the
-    /// directory of its files.
-    fn stop(mut self) -> PathBuf {
+    /// directory of its files, with the guard of the directory above it.
+    fn stop(mut self) -> (TestDir, PathBuf) {
         self.drain();
         let drops = self.socket().map_or(0, |s| s.1);
         assert_eq!(
@@ -126,7 +129,7 @@ impl Nfcapd {
             assert!(t0.elapsed() < Duration::from_secs(20), "nfcapd did not stop");
             std::thread::sleep(Duration::from_millis(20));
         }
-        self.dir.clone()
+        (self.root.take().expect("stopped once"), self.dir.clone())
     }
 }
 
@@ -632,7 +635,7 @@ fn export_corpus(transport: &str) {
         let _ = TcpStream::connect(&target);
         h.join().expect("the relay")
     });
-    let dir = nf.stop();
+    let (_files, dir) = nf.stop();
     let (by_domain, seq_failures) = read_nfdump(&dir);
     let _ = std::fs::remove_dir_all(dir.parent().unwrap());
 
@@ -786,7 +789,7 @@ fn live_export_equals_the_logs_in_nfdump() {
     let rows = log_rows(&out);
     assert_eq!(x["records"].as_u64(), Some(rows.len() as u64), "{x}");
     assert_eq!(x["records_lost"].as_u64(), Some(0), "{x}");
-    let dir = nf.stop();
+    let (_files, dir) = nf.stop();
     let (by_domain, seq_failures) = read_nfdump(&dir);
     let _ = std::fs::remove_dir_all(dir.parent().unwrap());
     let got = by_domain.get(&7).cloned().unwrap_or_default();

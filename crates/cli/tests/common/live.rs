@@ -132,7 +132,11 @@ pub fn capture_from(tag: &str, file: &Path, pps: u32, source: &[&str], workers: 
     let mut args = vec![bin()];
     args.extend_from_slice(source);
     args.extend_from_slice(&["-o", out.to_str().unwrap(), "-q", "-w", &w, "--hash-seed", "7"]);
-    args.extend_from_slice(&["--buffer", "16MiB", "--kernel-ring", "8MiB", "--stats-interval", "200ms"]);
+    // The default kernel ring (64 blocks of 1 MiB): at a test's low rate the kernel
+    // retires each block after 10 ms half empty, so the ring covers blocks x 10 ms of a
+    // reader not scheduled. 8 blocks (80 ms) dropped once with four polling threads on
+    // two cores; 64 cover 640 ms.
+    args.extend_from_slice(&["--buffer", "16MiB", "--kernel-ring", "64MiB", "--stats-interval", "200ms"]);
     args.extend_from_slice(&NO_TIMEOUTS);
     args.extend_from_slice(extra);
     let mut tap = ns.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tapstat starts");

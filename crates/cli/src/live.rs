@@ -36,7 +36,7 @@ pub struct LiveArgs {
     /// Size of each worker's packet buffer between acquisition and analysis (e.g. 256MiB, 1GiB) [1MiB..=64GiB]
     #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = buffer_size)]
     pub buffer: u64,
-    /// Size of each socket's kernel ring (blocks of 1 MiB) [2MiB..=16GiB]
+    /// Size of each socket's kernel ring, in blocks of 1 MiB handed over when full or after 10 ms: at low rates the ring bridges a stalled reader for blocks x 10 ms (640 ms by default) [2MiB..=16GiB]
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = ring_size)]
     pub kernel_ring: u64,
     /// Acquisition policy

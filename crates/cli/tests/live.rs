@@ -337,7 +337,7 @@ fn histograms_reach_the_disk_while_the_capture_runs() {
     let ns = Netns::new("histo");
     let out = tempdir("live-histo");
     let mut args = vec![bin(), "-i", "vb", "-o", out.to_str().unwrap(), "-q", "-w", "2", "--hash-seed", "7"];
-    args.extend(["--buffer", "4MiB", "--kernel-ring", "4MiB", "--flush", "300ms", "--histo-interval", "1"]);
+    args.extend(["--buffer", "4MiB", "--flush", "300ms", "--histo-interval", "1"]);
     let mut tap = ns.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tapstat starts");
     wait_started(&mut tap, &out);
     // 1723 frames at 500 pps: about 3.5 s, so several whole 1 s intervals.

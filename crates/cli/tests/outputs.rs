@@ -392,7 +392,7 @@ fn live_compressed_logs_are_readable_while_the_run_goes_on() {
         let ns = Netns::new(&format!("cmp{algo}"));
         let out = tempdir(&format!("live-compress-{algo}"));
         let mut args = vec![bin(), "-i", "vb", "-o", out.to_str().unwrap(), "-q", "-w", "1", "--compress", algo];
-        args.extend_from_slice(&["--flush", "200ms", "--buffer", "16MiB", "--kernel-ring", "8MiB"]);
+        args.extend_from_slice(&["--flush", "200ms", "--buffer", "16MiB", "--kernel-ring", "64MiB"]);
         args.extend_from_slice(&ZERO_TIMEOUTS);
         let mut tap = ns.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
         let t0 = Instant::now();
@@ -447,7 +447,7 @@ fn live_stdout_streams_and_ends_when_its_reader_leaves() {
     let ns = Netns::new("stdout");
     let cwd = tempdir("live-stdout");
     let mut args = vec![bin(), "-i", "vb", "-o", "-", "-w", "1", "--flush", "100ms", "--stats-interval", "1d"];
-    args.extend_from_slice(&["--buffer", "16MiB", "--kernel-ring", "8MiB"]);
+    args.extend_from_slice(&["--buffer", "16MiB", "--kernel-ring", "64MiB"]);
     args.extend_from_slice(&ZERO_TIMEOUTS);
     let mut tap =
         ns.cmd(&args).current_dir(&cwd).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("tapstat starts");

@@ -48,14 +48,21 @@ pub fn run(cmd: &mut Command) {
 /// A network namespace with a veth pair `va` (send) — `vb` (capture), removed on drop.
 pub struct Netns {
     pub name: String,
+    /// One namespace, so one live capture, at a time in a test binary: its tests run in
+    /// parallel, and two replays plus busy-polling workers on a 2-core machine starve
+    /// each other (a replay that falls behind is fine; a capture that cannot keep up
+    /// drops, and the test fails).
+    _one: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Netns {
     pub fn new(tag: &str) -> Netns {
+        static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let one = ONE.lock().unwrap_or_else(|e| e.into_inner());
         let name = format!("tapstat-{}-{tag}", std::process::id());
         let _ = Command::new("ip").args(["netns", "del", &name]).output();
         run(Command::new("ip").args(["netns", "add", &name]));
-        let ns = Netns { name };
+        let ns = Netns { name, _one: one };
         // No IPv6 in the namespace: the kernel would send its own router and
         // neighbour solicitations on the veth, which are not in the file.
         ns.exec(&["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]);
@@ -121,11 +128,7 @@ pub fn capture(tag: &str, file: &Path, pps: u32, workers: usize, extra: &[&str])
 
 /// [`capture`] with tapstat reading from `source` (`-i vb`, `--dpdk '... iface=vb ...'`).
 pub fn capture_from(tag: &str, file: &Path, pps: u32, source: &[&str], workers: usize, extra: &[&str]) -> TestDir {
-    // One capture at a time: the tests of a binary run in parallel, and two replays
-    // plus busy-polling workers on a 2-core machine starve each other (a replay that
-    // falls behind is fine; a capture that cannot keep up drops, and the test fails).
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // One capture at a time (`Netns` holds the binary's lock).
     let ns = Netns::new(tag);
     let out = tempdir(&format!("live-{tag}"));
     let w = workers.to_string();

@@ -7,9 +7,9 @@
 
 mod common;
 
-use common::tapstat;
 #[cfg(feature = "parquet")]
-use common::{analyze, corpus, dev_captures, python_has, ready, tempdir};
+use common::{analyze, corpus, dev_captures, python_has, ready};
+use common::{tapstat, tempdir};
 #[cfg(feature = "parquet")]
 use std::path::PathBuf;
 #[cfg(feature = "parquet")]
@@ -216,18 +216,15 @@ fn parquet_logs_give_the_report_of_the_tsv() {
 #[test]
 #[cfg(not(feature = "parquet"))]
 fn a_report_without_the_feature_lists_parquet_logs_as_not_read() {
-    let d = std::env::temp_dir().join(format!("tapstat-rep-nopq-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
+    let d = tempdir("rep-nopq");
     let pcap = d.join("sample.pcap");
-    let (p, o) = (pcap.to_str().unwrap(), d.join("out"));
+    let (p, out) = (pcap.to_str().unwrap(), d.join("out"));
     assert!(tapstat(&["synth", "--tcp-flows", "20", "--udp-flows", "5", "-o", p]).status.success());
-    assert!(tapstat(&["-q", "-r", p, "-o", o.to_str().unwrap()]).status.success());
-    std::fs::write(o.join("log_tcp_complete.parquet"), b"PAR1").unwrap();
-    let d = o;
-    let o = tapstat(&["report", d.to_str().unwrap()]);
+    assert!(tapstat(&["-q", "-r", p, "-o", out.to_str().unwrap()]).status.success());
+    std::fs::write(out.join("log_tcp_complete.parquet"), b"PAR1").unwrap();
+    let o = tapstat(&["report", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let html = std::fs::read_to_string(d.join("report.html")).expect("report.html");
-    let _ = std::fs::remove_dir_all(&d);
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
     assert!(
         html.contains("Not read: log_tcp_complete.parquet (this tapstat was built without Parquet support"),
         "{html}"

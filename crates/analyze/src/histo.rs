@@ -411,6 +411,25 @@ impl Histo {
         self.interval_ns
     }
 
+    /// The histograms by `--rotate` period (`period_ns` > 0): each piece holds the
+    /// intervals that start in the period, keyed by the period's start (ns).
+    pub fn split(mut self, period_ns: u64) -> BTreeMap<u64, Histo> {
+        let period_ns = period_ns.max(1);
+        let cur = std::mem::take(&mut self.cur);
+        if !cur.is_empty() {
+            self.past.insert(self.cur_start, cur);
+        }
+        let mut out: BTreeMap<u64, Histo> = BTreeMap::new();
+        for (start, iv) in std::mem::take(&mut self.past) {
+            if iv.is_empty() {
+                continue;
+            }
+            let piece = out.entry(start - start % period_ns).or_insert_with(|| Histo::new(self.interval_ns, self.nets));
+            piece.past.insert(start, iv);
+        }
+        out
+    }
+
     /// The direction of the packets side `di` of flow `f` sends: the flow's class for
     /// that side under the internal networks (looked up once, when the flow started),
     /// or `all` without them.
@@ -682,5 +701,36 @@ mod tests {
         h.flow(4 * s, &f);
         assert!(h.rows().iter().all(|r| r.time_s == 20), "{:?}", h.rows());
         assert_eq!(h.rows().len(), 8);
+    }
+
+    /// Split by a `--rotate` period, each piece holds the intervals that start in its
+    /// period, and the pieces in order are the whole.
+    #[test]
+    fn split_by_period_keeps_each_interval_in_the_period_it_starts_in() {
+        let s = 1_000_000_000;
+        let d = Decoded { ip_len: 40, ttl: 64, proto: 6, ..Default::default() };
+        let mut h = Histo::new(10 * s, None);
+        for t in [3, 15, 29, 31, 64, 118] {
+            h.packets(t * s, &d, Direction::All, 1);
+        }
+        let whole = h.to_tsv();
+        // 30 s periods: [0,30) has intervals 0, 10, 20; [30,60) has 30; [60,90) has 60; [90,120) has 110.
+        let pieces = h.split(30 * s);
+        let times: Vec<(u64, Vec<u64>)> = pieces
+            .iter()
+            .map(|(p, piece)| {
+                let mut t: Vec<u64> = piece.rows().iter().map(|r| r.time_s).collect();
+                t.dedup();
+                (p / s, t)
+            })
+            .collect();
+        assert_eq!(times, vec![(0, vec![0, 10, 20]), (30, vec![30]), (60, vec![60]), (90, vec![110])]);
+        let joined: String = pieces.values().map(Histo::tsv_rows).collect();
+        assert_eq!(String::from(Histo::TSV_HEADER) + &joined, whole);
+        // An interval longer than the period goes to the period it starts in.
+        let mut h = Histo::new(60 * s, None);
+        h.packets(59 * s, &d, Direction::All, 1);
+        h.packets(61 * s, &d, Direction::All, 1);
+        assert_eq!(h.split(25 * s).keys().map(|k| k / s).collect::<Vec<_>>(), vec![0, 50]);
     }
 }

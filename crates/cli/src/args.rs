@@ -238,10 +238,12 @@ pub struct RunArgs {
     /// histogram, direction, bin, count; with -o -, JSON lines tagged "histograms"):
     /// IP length, TTL, IP protocol, server ports, flow durations, bytes and packets,
     /// RTT, flows per application. Written at the end of a file run; a live capture
-    /// appends each interval once every worker has passed its end. `off` (or 0) for
-    /// none [1..=1e9]
-    #[arg(long, value_name = "S|off", default_value = "300", allow_hyphen_values = true, value_parser = histo_secs)]
-    pub histo_interval: u64,
+    /// appends each interval once every worker has passed its end. With --rotate, in
+    /// each interval directory: S must divide the period, and the default is the
+    /// largest that divides both 300 and the period. `off` (or 0) for none [1..=1e9]
+    /// [default: 300]
+    #[arg(long, value_name = "S|off", allow_hyphen_values = true, value_parser = histo_secs)]
+    pub histo_interval: Option<u64>,
     /// Read the server certificate of TLS and DTLS <= 1.2 (tls_subject_cn, tls_issuer_cn,
     /// tls_issuer, tls_sans, tls_not_before, tls_not_after): `off` spares the reassembly and X.509
     /// parsing
@@ -441,6 +443,17 @@ pub fn histo_secs(s: &str) -> Result<u64, String> {
     }
 }
 
+/// `--histo-interval`'s default, in seconds.
+const HISTO_DEFAULT_S: u64 = 300;
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 fn ns(s: f64) -> u64 {
     (s.max(0.0) * 1e9) as u64
 }
@@ -490,6 +503,34 @@ impl RunArgs {
     }
 
     /// `-o -`: the logs go to stdout.
+    /// The link histograms' interval in seconds (0: none): as given, else 300. With
+    /// `--rotate`, each interval directory holds whole histogram intervals: one given
+    /// must divide the period, and the default becomes the largest interval that
+    /// divides both 300 s and the period (60 s for `--rotate 7m`, 10 s for 10s).
+    pub fn histo_interval_secs(&self) -> Result<u64, String> {
+        const S: u64 = 1_000_000_000;
+        let Some(p) = self.live.rotate.map(|d| (d.as_nanos().min(u64::MAX as u128) as u64).max(S)) else {
+            return Ok(self.histo_interval.unwrap_or(HISTO_DEFAULT_S));
+        };
+        match self.histo_interval {
+            Some(0) => Ok(0),
+            Some(h) if p % (h * S) == 0 => Ok(h),
+            Some(h) => Err(format!(
+                "--histo-interval {h} does not divide --rotate's period ({} s): each interval directory \
+                 holds whole histogram intervals; give a divisor of the period, or off",
+                p as f64 / S as f64
+            )),
+            None => match gcd(HISTO_DEFAULT_S * S, p) {
+                g if g % S == 0 => Ok(g / S),
+                _ => Err(format!(
+                    "--rotate's period ({} s) is not a whole number of seconds: give --histo-interval S \
+                     dividing it, or off",
+                    p as f64 / S as f64
+                )),
+            },
+        }
+    }
+
     pub fn to_stdout(&self) -> bool {
         self.out.as_os_str() == "-"
     }
@@ -541,7 +582,8 @@ impl RunArgs {
                 },
                 first_n: self.first_n,
                 periodic_ns: self.periodic.map_or(0, |s| ns(s).max(1_000_000)),
-                histo_ns: self.histo_interval * 1_000_000_000,
+                // Refused before a run starts where it is an error (`analyze`, `replay`).
+                histo_ns: self.histo_interval_secs().unwrap_or(0) * 1_000_000_000,
                 l7: (self.l7 == OnOff::On).then(|| tapstat_l7::L7Config {
                     budget: self.l7_budget,
                     tls_certs: self.tls_certs == OnOff::On,

@@ -119,6 +119,7 @@ fn usage_error(e: clap::Error) -> ! {
 /// Runs the engine as the flags say; writes summary.json; prints the summary.
 pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
     columnar::check(a)?;
+    a.histo_interval_secs().map_err(anyhow::Error::msg)?;
     if a.live.is_live() && (a.dispatchers != 0 || a.chunk_frames != 1024) {
         bail!("--dispatchers applies to -r files: live capture has no dispatcher (each worker reads its own socket or queue)");
     }
@@ -277,7 +278,10 @@ pub(crate) fn finish_summary(
         return Ok(());
     }
     if let Some(h) = &summary.histograms {
-        outdir::write_new(&cfg.out_dir, outdir::HISTOGRAMS, &h.to_tsv())?;
+        match cfg.rotate_ns() {
+            None => outdir::write_new(&cfg.out_dir, outdir::HISTOGRAMS, &h.to_tsv())?,
+            Some(period_ns) => outdir::write_rotated_histograms(&cfg.out_dir, period_ns, h.clone())?,
+        }
     }
     let json = serde_json::to_string_pretty(summary).context("serializing the summary")?;
     outdir::write_summary(&cfg.out_dir, &(json + "\n"))
@@ -442,7 +446,7 @@ pub(crate) fn metrics_markdown() -> String {
     for (k, v) in tapstat_pipeline::SUMMARY_KEYS {
         s += &format!("| `{k}` | {v} |\n");
     }
-    s += "\n## histograms.tsv\n\nLink histograms, every `--histo-interval` seconds of packet time (default 300; `off` for none), in the output directory (with `-o -`, as JSON lines `{\"log\":\"histograms\",...}`): a file run writes them at its end, after the records; a live capture (`-i`, `--dpdk`, `bench --speed/--pps`) appends each interval while it runs, once every worker has passed the interval's end (a worker without packets follows the others one interval behind, or one `--flush` period if longer), so an interval appears once the input's clock (on a live link, wall time) passes its end, at most one interval later when a worker is quiet, and the file ends with the same rows in the same order as a file run's. With `--rotate` it stays one file at the top of the output directory, not split into the interval directories: each row carries its interval's `time`, and a busy interval has about a thousand rows (mix-small's first 5 minutes: 1,358), some 300,000 a day. Tidy long format, one row per nonzero bin: `time` (start of the interval, epoch seconds, a multiple of the interval), `histogram`, `direction` (`all` without internal networks; with `-N` or `--internal`, `in`, `out`, `local` or `ext`: a packet by its source and destination, a flow by its client and server), `bin` (a numeric bin is its inclusive lower edge and holds values up to the next edge; a name for `app`), `count`. Packet histograms count every packet in a flow in the interval of its input clock; flow histograms count every record in the interval it was due in (a timed-out flow at its timeout, the flows left at the end at the last packet). The same with any number of workers.\n\n| histogram | counts | bins |\n|---|---|---|\n";
+    s += "\n## histograms.tsv\n\nLink histograms, every `--histo-interval` seconds of packet time (default 300; `off` for none), in the output directory (with `-o -`, as JSON lines `{\"log\":\"histograms\",...}`): a file run writes them at its end, after the records; a live capture (`-i`, `--dpdk`, `bench --speed/--pps`) appends each interval while it runs, once every worker has passed the interval's end (a worker without packets follows the others one interval behind, or one `--flush` period if longer), so an interval appears once the input's clock (on a live link, wall time) passes its end, at most one interval later when a worker is quiet, and the file ends with the same rows in the same order as a file run's. With `--rotate`, each interval directory has its own histograms.tsv, with the histogram intervals that start in it (every directory has the file, its header alone where nothing was counted), written before the directory gets its final name, so a directory picked up by its name is complete; the histogram interval must divide the rotation period, and its default becomes the largest that divides both 300 s and the period (60 s for `--rotate 7m`). A busy interval has about a thousand rows (mix-small's first 5 minutes: 1,358), some 300,000 a day. Tidy long format, one row per nonzero bin: `time` (start of the interval, epoch seconds, a multiple of the interval), `histogram`, `direction` (`all` without internal networks; with `-N` or `--internal`, `in`, `out`, `local` or `ext`: a packet by its source and destination, a flow by its client and server), `bin` (a numeric bin is its inclusive lower edge and holds values up to the next edge; a name for `app`), `count`. Packet histograms count every packet in a flow in the interval of its input clock; flow histograms count every record in the interval it was due in (a timed-out flow at its timeout, the flows left at the end at the last packet). The same with any number of workers.\n\n| histogram | counts | bins |\n|---|---|---|\n";
     for f in tapstat_analyze::histo::Family::ALL {
         s += &format!("| `{}` | {} | {} |\n", f.name(), f.counts(), f.bins().replace('|', "\\|"));
     }

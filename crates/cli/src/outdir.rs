@@ -72,7 +72,7 @@ pub fn claim(dir: &Path, force: bool) -> Result<Claim> {
 
 /// The names of the run's summary and link histograms in the output directory.
 pub const SUMMARY: &str = "summary.json";
-pub const HISTOGRAMS: &str = "histograms.tsv";
+pub use tapstat_pipeline::HISTOGRAMS;
 
 /// Writes `name` in `dir`, a file tapstat creates (never through a name it did not
 /// create: `create_fresh`).
@@ -81,6 +81,26 @@ pub fn write_new(dir: &Path, name: &str, text: &str) -> Result<()> {
     let path = dir.join(name);
     let mut f = tapstat_sink::create_fresh(&path).with_context(|| format!("writing {}", path.display()))?;
     f.write_all(text.as_bytes()).with_context(|| format!("writing {}", path.display()))
+}
+
+/// A file run's link histograms with `--rotate` (period `period_ns`): in each interval
+/// directory, the histogram intervals that start in it; every interval directory gets
+/// the file, with its header only where nothing was counted (as a live run's).
+pub fn write_rotated_histograms(dir: &Path, period_ns: u64, h: tapstat_analyze::histo::Histo) -> Result<()> {
+    for (start_ns, piece) in h.split(period_ns) {
+        let sub = dir.join(tapstat_pipeline::interval_name(start_ns / 1_000_000_000, period_ns));
+        std::fs::create_dir_all(&sub).with_context(|| format!("creating {}", sub.display()))?;
+        write_new(&sub, HISTOGRAMS, &piece.to_tsv())?;
+    }
+    let intervals = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
+    for e in intervals.flatten() {
+        let name = e.file_name();
+        let interval = name.to_str().is_some_and(|n| is_ours(n) && n.ends_with(".out"));
+        if interval && e.path().is_dir() && !e.path().join(HISTOGRAMS).exists() {
+            write_new(&e.path(), HISTOGRAMS, tapstat_analyze::histo::Histo::TSV_HEADER)?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes `summary.json` atomically: a temporary file renamed into place.

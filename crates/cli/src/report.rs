@@ -64,10 +64,14 @@ pub fn run(dir: &Path, out: Option<&Path>, top: usize) -> Result<PathBuf> {
     if !summary.is_object() {
         bail!("{}: not a tapstat summary", summary_path.display());
     }
-    let histo = match std::fs::read_to_string(dir.join(crate::outdir::HISTOGRAMS)) {
-        Ok(t) => Some(Histos::parse(&t).with_context(|| format!("{}", dir.join(crate::outdir::HISTOGRAMS).display()))?),
-        Err(_) => None,
-    };
+    // At the top, or with --rotate in each interval directory.
+    let mut histo: Option<Histos> = None;
+    for d in std::iter::once(dir.to_path_buf()).chain(interval_dirs(dir)?) {
+        let p = d.join(crate::outdir::HISTOGRAMS);
+        if let Ok(t) = std::fs::read_to_string(&p) {
+            histo.get_or_insert_with(Histos::default).add(&t).with_context(|| format!("{}", p.display()))?;
+        }
+    }
     let flows = Flows::read(dir)?;
     let html = render(dir, &summary, histo.as_ref(), &flows, top.max(1));
     let path = out.map_or_else(|| dir.join(REPORT), Path::to_path_buf);
@@ -79,7 +83,20 @@ fn file_name(p: &Path) -> String {
     p.file_name().map_or_else(|| REPORT.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
+/// `--rotate`'s interval directories in `dir` (YYYY_MM_DD_HH_MM[_SS].out), in order.
+fn interval_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut sub: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && p.extension().is_some_and(|e| e == "out"))
+        .collect();
+    sub.sort();
+    Ok(sub)
+}
+
 /// histograms.tsv: count per (interval, histogram, bin), directions summed.
+#[derive(Default)]
 struct Histos {
     times: BTreeSet<u64>,
     /// histogram -> bin -> time -> count
@@ -87,12 +104,13 @@ struct Histos {
 }
 
 impl Histos {
-    fn parse(text: &str) -> Result<Histos> {
+    /// Adds the rows of one histograms file.
+    fn add(&mut self, text: &str) -> Result<()> {
         let mut lines = text.lines();
         if lines.next() != Some("time\thistogram\tdirection\tbin\tcount") {
             bail!("not a histograms file (header)");
         }
-        let mut h = Histos { times: BTreeSet::new(), by: BTreeMap::new() };
+        let h = self;
         for (i, l) in lines.enumerate() {
             let f: Vec<&str> = l.split('\t').collect();
             let (Some(t), Some(c)) =
@@ -103,7 +121,7 @@ impl Histos {
             h.times.insert(t);
             *h.by.entry(f[1].to_string()).or_default().entry(f[3].to_string()).or_default().entry(t).or_default() += c;
         }
-        Ok(h)
+        Ok(())
     }
 
     /// Total per interval of histogram `name`.
@@ -137,15 +155,7 @@ impl Flows {
     fn read(dir: &Path) -> Result<Flows> {
         let mut f = Flows::default();
         let mut dirs = vec![dir.to_path_buf()];
-        // --rotate's interval directories (YYYY_MM_DD_HH_MM[_SS].out).
-        let mut sub: Vec<PathBuf> = std::fs::read_dir(dir)
-            .with_context(|| format!("reading {}", dir.display()))?
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.is_dir() && p.extension().is_some_and(|e| e == "out"))
-            .collect();
-        sub.sort();
-        dirs.extend(sub);
+        dirs.extend(interval_dirs(dir)?);
         for d in &dirs {
             for log in FLOW_LOGS {
                 for (ext, jsonl) in [("", false), (".jsonl", true)] {

@@ -152,6 +152,30 @@ fn off_bad_values_and_standard_output() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains("--histo-interval"), "{bad}: {err}");
     }
+    // With --rotate: an interval that does not divide the period is refused in one
+    // line, before anything is written; the default becomes the largest dividing both
+    // 300 s and the period (7 minutes: 60 s).
+    let refused = tempdir("h-refused");
+    let fresh = refused.join("out");
+    for (rotate, given, why) in [("7m", "300", "does not divide"), ("1500ms", "", "whole number of seconds")] {
+        let mut args = vec!["-r", cap.to_str().unwrap(), "-o", fresh.to_str().unwrap(), "--rotate", rotate];
+        if !given.is_empty() {
+            args.extend(["--histo-interval", given]);
+        }
+        let o = tapstat(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(why) && err.trim_end().lines().count() == 1, "{err}");
+        assert!(!fresh.exists(), "{rotate}: a run started");
+    }
+    let d7 = tempdir("h-rotate-7m");
+    analyze(&cap, &d7, 1, &["--rotate", "7m"]);
+    let times: std::collections::BTreeSet<u64> = std::fs::read_dir(&*d7)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .flat_map(|e| rows(&e.path()).into_iter().map(|r| r.0))
+        .collect();
+    assert!(times.iter().all(|t| t % 60 == 0) && times.iter().any(|t| t % 300 != 0), "{times:?}");
     let o = tapstat(&["-r", cap.to_str().unwrap(), "-o", "-", "-q", "--hash-seed", "7"]);
     assert!(o.status.success());
     let out = String::from_utf8_lossy(&o.stdout);
@@ -297,4 +321,110 @@ fn a_replay_through_the_live_path_writes_the_offline_histograms() {
     // Standard output is no directory: nothing named `-` is claimed.
     assert!(!d.join("-").exists());
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The interval directories of a `--rotate` run (YYYY_MM_DD_HH_MM[_SS].out), in order,
+/// with their histograms.tsv as written.
+fn rotated_histograms(dir: &Path) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = std::fs::read_dir(dir)
+        .expect("output directory")
+        .flatten()
+        .filter(|e| e.path().is_dir() && e.file_name().to_string_lossy().ends_with(".out"))
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(e.path().join("histograms.tsv"))
+                .unwrap_or_else(|_| panic!("{name} has no histograms.tsv"));
+            (name, text)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// With `--rotate`, each interval directory holds the histogram intervals that start in
+/// it: on files the same with 1 and 3 workers, and all of them together the rows of the
+/// unrotated run; through the live path (a replay) the same files, and a directory with
+/// its final name already holds its histograms whole.
+#[test]
+#[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]
+fn rotated_runs_keep_each_intervals_histograms_in_its_directory() {
+    let Some(corpus) = corpus() else { return };
+    // 500 frames over 102 s of packet time: 11 directories of 10 s.
+    let file = corpus.join("ndpi__android.pcap");
+    let d = tempdir("h-rotate");
+    let (plain, one, three) = (d.join("plain"), d.join("one"), d.join("three"));
+    analyze(&file, &plain, 1, &["--histo-interval", "1"]);
+    analyze(&file, &one, 1, &["--histo-interval", "1", "--rotate", "10s"]);
+    analyze(&file, &three, 3, &["--histo-interval", "1", "--rotate", "10s"]);
+    assert!(!one.join("histograms.tsv").exists(), "with --rotate, no histograms.tsv at the top");
+    let want = rotated_histograms(&one);
+    assert!(want.len() >= 10, "{} interval directories", want.len());
+    assert_eq!(rotated_histograms(&three), want, "1 and 3 workers");
+    let header = "time\thistogram\tdirection\tbin\tcount\n";
+    let mut joined = String::from(header);
+    let mut last_period = None;
+    for (name, text) in &want {
+        let body = text.strip_prefix(header).unwrap_or_else(|| panic!("{name}: header"));
+        let periods: std::collections::BTreeSet<u64> =
+            body.lines().map(|l| l.split('\t').next().unwrap().parse::<u64>().unwrap() / 10).collect();
+        assert!(periods.len() <= 1, "{name} holds rows of several periods: {periods:?}");
+        if let Some(p) = periods.first() {
+            assert!(last_period < Some(*p), "{name}: periods out of order");
+            last_period = Some(*p);
+        }
+        joined += body;
+    }
+    assert_eq!(joined, std::fs::read_to_string(plain.join("histograms.tsv")).unwrap(), "together, the unrotated run");
+    // `tapstat report` reads them from the interval directories: its histogram section
+    // is the unrotated run's.
+    let section = |dir: &Path| {
+        let o = tapstat(&["report", dir.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+        let from = html.find("<h2 id=histograms>").expect("the histogram section");
+        let len = html[from + 1..].find("<h2").expect("a section after it") + 1;
+        html[from..from + len].to_string()
+    };
+    let (a, b) = (section(&one), section(&plain));
+    assert!(a.contains("<svg") && !a.contains("No histograms.tsv"), "{a}");
+    assert_eq!(a, b, "the report's histograms of the rotated run");
+
+    // Through the live path at 20x (about 5 s): the same files; and while it runs, every
+    // directory that has its final name already holds its histograms whole.
+    let live = d.join("live");
+    let mut c = Command::new(bin());
+    c.args(["bench", "-r", file.to_str().unwrap(), "--speed", "20", "-w", "2", "-q", "-o"]);
+    c.args([live.to_str().unwrap(), "--force", "--", "--hash-seed", "7", "--histo-interval", "1", "--rotate", "10s"]);
+    let mut child = c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let (t0, mut seen_early) = (std::time::Instant::now(), 0);
+    while child.try_wait().expect("waitable").is_none() && t0.elapsed() < std::time::Duration::from_secs(120) {
+        for (name, text) in rotated_histograms_so_far(&live) {
+            let whole =
+                &want.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("{name}: not in the file run")).1;
+            assert_eq!(&text, whole, "{name} has its final name but not all its histograms");
+            seen_early += 1;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().expect("waitable");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(rotated_histograms(&live), want, "the live path's directories");
+    assert!(seen_early > 0, "no directory got its final name before the end");
+}
+
+/// The interval directories that have their final name now, with their histograms.tsv
+/// (which such a directory must have: it is written before the rename).
+fn rotated_histograms_so_far(dir: &Path) -> Vec<(String, String)> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.ends_with(".out") || name.starts_with('.') {
+                return None;
+            }
+            let text = std::fs::read_to_string(e.path().join("histograms.tsv"));
+            Some((name.clone(), text.unwrap_or_else(|_| panic!("{name} has its final name but no histograms.tsv"))))
+        })
+        .collect()
 }

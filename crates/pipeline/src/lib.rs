@@ -31,7 +31,7 @@ mod timing;
 pub use acquire::Acquire;
 pub use ipfix::{IpfixConfig, IpfixSummary, Transport as IpfixTransport};
 pub use kafka::{KafkaConfig, KafkaSummary, NO_KAFKA};
-pub use live::{interval_dir_name, interval_name, run_live, LiveConfig, LiveSummary, QueueDelay};
+pub use live::{interval_dir_name, interval_name, run_live, LiveConfig, LiveSummary, QueueDelay, HISTOGRAMS};
 pub use overload::{Keep, Overload, OverloadConfig};
 pub use ring::{ring, Receiver, Sender};
 pub use schedule::Schedule;

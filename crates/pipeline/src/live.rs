@@ -35,7 +35,7 @@ use crate::{
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
@@ -965,19 +965,21 @@ pub(crate) struct Writer {
 }
 
 /// The writer's side of a live run's link histograms: what the workers closed, merged,
-/// written an interval at a time (histograms.tsv, or JSON lines with `-o -`) once
-/// every worker has reported a clock past the interval's end. Intervals go out in
-/// order, each once and whole, so the file ends as a file run's would.
+/// written an interval at a time (histograms.tsv, or JSON lines with `-o -`; with
+/// `--rotate`, the histograms.tsv of each interval's directory) once every worker has
+/// reported a clock past the interval's end. Intervals go out in order, each once and
+/// whole, so the files end as a file run's would.
 pub(crate) struct HistoWriter {
     rx: crossbeam_channel::Receiver<HistoReport>,
+    interval_ns: u64,
     /// Each worker's last clock (0: none yet; `u64::MAX`: ended).
     marks: Vec<u64>,
     /// Intervals closed by some workers, not yet written.
     acc: Option<tapstat_analyze::histo::Histo>,
     path: PathBuf,
     stdout: bool,
-    /// histograms.tsv, created at the first write (after any privilege drop, as the
-    /// logs' owner would).
+    /// histograms.tsv at the top (without `--rotate`), created at the first write
+    /// (after any privilege drop, as the logs' owner would).
     file: Option<std::fs::File>,
 }
 
@@ -985,16 +987,17 @@ impl HistoWriter {
     pub(crate) fn new(rx: crossbeam_channel::Receiver<HistoReport>, workers: usize, cfg: &EngineConfig) -> Self {
         HistoWriter {
             rx,
+            interval_ns: cfg.tracker.histo_ns.max(1),
             marks: vec![0; workers],
             acc: None,
-            path: cfg.out_dir.join("histograms.tsv"),
+            path: cfg.out_dir.join(HISTOGRAMS),
             stdout: cfg.stdout,
             file: None,
         }
     }
 
-    /// Takes in a worker's report, then writes what every worker has closed.
-    fn add(&mut self, r: HistoReport, single: Option<&mut OutputDir>) -> Result<(), SinkError> {
+    /// Takes in a worker's report; answers the intervals every worker has now closed.
+    fn add(&mut self, r: HistoReport) -> Option<tapstat_analyze::histo::Histo> {
         if let Some(m) = self.marks.get_mut(r.worker) {
             *m = (*m).max(r.mark_ns);
         }
@@ -1002,48 +1005,57 @@ impl HistoWriter {
             Some(a) => a.merge(&r.closed),
             None => self.acc = Some(r.closed),
         }
-        let upto = self.marks.iter().copied().min().unwrap_or(0);
-        self.write(upto, single)
+        self.take(self.written_upto())
     }
 
-    /// Writes the intervals that ended by `upto`.
-    fn write(&mut self, upto: u64, single: Option<&mut OutputDir>) -> Result<(), SinkError> {
-        use std::io::Write;
+    /// The clock every worker has passed: each interval that ended by it is written.
+    fn written_upto(&self) -> u64 {
+        self.marks.iter().copied().min().unwrap_or(0)
+    }
+
+    /// The intervals that ended by `upto`, none when there are none.
+    fn take(&mut self, upto: u64) -> Option<tapstat_analyze::histo::Histo> {
         let done = match &mut self.acc {
             Some(a) if upto > 0 => a.take_before(upto),
-            _ => return Ok(()),
+            _ => return None,
         };
-        if done.is_empty() {
-            // Not even the file: it is created at the first rows or at the end.
-            return Ok(());
-        }
-        if self.stdout {
-            return single.map_or(Ok(()), |o| o.append_tagged(done.to_jsonl().as_bytes()));
-        }
-        let rows = done.tsv_rows();
-        let f = self.file()?;
-        f.write_all(rows.as_bytes()).map_err(|source| SinkError { path: self.path.clone(), source })
+        (!done.is_empty()).then_some(done)
     }
 
-    fn file(&mut self) -> Result<&mut std::fs::File, SinkError> {
+    /// Whether every histogram interval that starts before `end_ns` was written: the
+    /// last of them ends at the first multiple of the interval at or after `end_ns`.
+    fn written_before(&self, end_ns: u64) -> bool {
+        self.written_upto() >= end_ns.div_ceil(self.interval_ns).saturating_mul(self.interval_ns)
+    }
+
+    /// Appends rows to histograms.tsv at the top of the output directory.
+    fn append_top(&mut self, rows: &str) -> Result<(), SinkError> {
         use std::io::Write;
+        let e = |source| SinkError { path: self.path.clone(), source };
         if self.file.is_none() {
-            let e = |source| SinkError { path: self.path.clone(), source };
             let mut f = tapstat_sink::create_fresh(&self.path).map_err(e)?;
             f.write_all(tapstat_analyze::histo::Histo::TSV_HEADER.as_bytes()).map_err(e)?;
             self.file = Some(f);
         }
-        Ok(self.file.as_mut().expect("opened above"))
+        self.file.as_mut().expect("opened above").write_all(rows.as_bytes()).map_err(e)
     }
+}
 
-    /// At the end: everything left, and the file even without rows.
-    fn finish(&mut self, single: Option<&mut OutputDir>) -> Result<(), SinkError> {
-        self.write(u64::MAX, single)?;
-        if !self.stdout {
-            self.file()?;
-        }
-        Ok(())
+/// The link histograms' file name, at the top of the output directory or, with
+/// `--rotate`, in each interval's directory.
+pub const HISTOGRAMS: &str = "histograms.tsv";
+
+/// Appends `rows` to the histograms file at `path`, created with its header line when
+/// it is not there (an interval's directory: written a histogram interval at a time,
+/// reopened for each).
+pub(crate) fn append_histograms(path: &Path, rows: &str) -> Result<(), SinkError> {
+    use std::io::Write;
+    let e = |source| SinkError { path: path.to_path_buf(), source };
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(e)?;
+    if f.metadata().map_err(e)?.len() == 0 {
+        f.write_all(tapstat_analyze::histo::Histo::TSV_HEADER.as_bytes()).map_err(e)?;
     }
+    f.write_all(rows.as_bytes()).map_err(e)
 }
 
 impl Writer {
@@ -1123,8 +1135,8 @@ impl Writer {
                     let rx = histo_rx.as_ref().expect("selected above");
                     match op.recv(rx) {
                         Ok(r) if !out.stopped() => {
-                            let h = self.histo.as_mut().expect("with its receiver");
-                            if let Err(e) = h.add(r, self.single.as_mut()) {
+                            let done = self.histo.as_mut().expect("with its receiver").add(r);
+                            if let Err(e) = self.write_histo(done).and_then(|()| self.close_passed()) {
                                 out.fail(e, &self.stop);
                             }
                         }
@@ -1176,7 +1188,15 @@ impl Writer {
             }
         }
         if let (Some(h), false) = (self.histo.as_mut(), out.stopped()) {
-            if let Err(e) = h.finish(self.single.as_mut()) {
+            // Everything left; the top file even without rows (an interval's
+            // directory gets its own when it is closed).
+            let rest = h.take(u64::MAX);
+            let top = !h.stdout && self.period_ns == 0;
+            let r = self.write_histo(rest).and_then(|()| match self.histo.as_mut() {
+                Some(h) if top && h.file.is_none() => h.append_top(""),
+                _ => Ok(()),
+            });
+            if let Err(e) = r {
                 out.fail(e, &self.stop);
             }
         }
@@ -1228,13 +1248,44 @@ impl Writer {
     fn enter(&mut self, w: usize, start: u64) -> Result<(), SinkError> {
         self.cur[w] = Some(start);
         self.dir_for(start)?;
-        // Close every interval no worker writes to any more.
-        let oldest = self.cur.iter().flatten().copied().min().unwrap_or(start);
-        let done: Vec<u64> = self.intervals.range(..oldest).map(|(s, _)| *s).collect();
+        self.close_passed()
+    }
+
+    /// Closes every interval no worker writes to any more and, with link histograms,
+    /// whose histogram intervals have all been written, so that a directory with its
+    /// final name is complete.
+    fn close_passed(&mut self) -> Result<(), SinkError> {
+        let Some(oldest) = self.cur.iter().flatten().copied().min() else { return Ok(()) };
+        let period_ns = self.period_ns;
+        let histo = self.histo.as_ref().filter(|h| !h.stdout);
+        let done: Vec<u64> = self
+            .intervals
+            .range(..oldest)
+            .map(|(s, _)| *s)
+            .filter(|s| histo.is_none_or(|h| h.written_before((s * 1_000_000_000).saturating_add(period_ns))))
+            .collect();
         for s in done {
             self.close(s)?;
         }
         self.closed_below = self.closed_below.max(oldest);
+        Ok(())
+    }
+
+    /// Writes histogram intervals every worker has closed: as JSON lines among the
+    /// records (`-o -`), to histograms.tsv at the top, or with `--rotate` to the
+    /// histograms.tsv of the directory of the interval each starts in.
+    fn write_histo(&mut self, done: Option<tapstat_analyze::histo::Histo>) -> Result<(), SinkError> {
+        let (Some(done), Some(h)) = (done, self.histo.as_mut()) else { return Ok(()) };
+        if h.stdout {
+            return self.single.as_mut().map_or(Ok(()), |o| o.append_tagged(done.to_jsonl().as_bytes()));
+        }
+        if self.period_ns == 0 {
+            return h.append_top(&done.tsv_rows());
+        }
+        for (start_ns, piece) in done.split(self.period_ns) {
+            let dir = self.dir_for(start_ns / 1_000_000_000)?.dir().to_path_buf();
+            append_histograms(&dir.join(HISTOGRAMS), &piece.tsv_rows())?;
+        }
         Ok(())
     }
 
@@ -1243,6 +1294,10 @@ impl Writer {
         let Some(o) = self.intervals.remove(&start) else { return Ok(()) };
         let dir = o.dir().to_path_buf();
         o.finish()?;
+        if self.histo.as_ref().is_some_and(|h| !h.stdout) {
+            // Every interval's directory has its histograms file, rows or not.
+            append_histograms(&dir.join(HISTOGRAMS), "")?;
+        }
         let fin = self.final_path(start);
         if dir != fin {
             if let Err(e) = std::fs::rename(&dir, &fin) {

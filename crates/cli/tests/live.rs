@@ -252,13 +252,18 @@ fn metrics_sighup_rotation_and_user() {
     assert_eq!(records as u64, s["records"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum::<u64>());
     assert!(records > 0);
     assert_eq!(s["interrupted"], true);
-    // The link histograms (written by the run's writer, at its first rows or its end)
-    // are nobody's too, beside the interval directories, and count the packets.
-    let h = out.join("histograms.tsv");
-    assert_eq!(std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&h).unwrap()), 65534);
-    let text = std::fs::read_to_string(&h).unwrap();
-    assert!(text.starts_with("time\thistogram\tdirection\tbin\tcount\n"));
-    assert!(text.lines().any(|l| l.split('\t').nth(1) == Some("ip_len")), "{text}");
+    // The link histograms (written by the run's writer) are nobody's too, one file in
+    // each interval directory (none at the top), and count the packets.
+    assert!(!out.join("histograms.tsv").exists(), "with --rotate, no histograms.tsv at the top");
+    let mut ip_len = 0;
+    for d in &dirs {
+        let h = d.join("histograms.tsv");
+        assert_eq!(std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&h).unwrap()), 65534);
+        let text = std::fs::read_to_string(&h).unwrap();
+        assert!(text.starts_with("time\thistogram\tdirection\tbin\tcount\n"));
+        ip_len += text.lines().filter(|l| l.split('\t').nth(1) == Some("ip_len")).count();
+    }
+    assert!(ip_len > 0, "no packet histograms in {dirs:?}");
     let _ = std::fs::remove_dir_all(&out);
 }
 

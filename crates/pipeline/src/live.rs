@@ -1047,11 +1047,11 @@ pub const HISTOGRAMS: &str = "histograms.tsv";
 
 /// Appends `rows` to the histograms file at `path`, created with its header line when
 /// it is not there (an interval's directory: written a histogram interval at a time,
-/// reopened for each).
+/// reopened for each; never through a link, as every file tapstat writes).
 pub(crate) fn append_histograms(path: &Path, rows: &str) -> Result<(), SinkError> {
     use std::io::Write;
     let e = |source| SinkError { path: path.to_path_buf(), source };
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(e)?;
+    let mut f = tapstat_sink::open_append_nofollow(path).map_err(e)?;
     if f.metadata().map_err(e)?.len() == 0 {
         f.write_all(tapstat_analyze::histo::Histo::TSV_HEADER.as_bytes()).map_err(e)?;
     }

@@ -547,7 +547,7 @@ impl Tracker {
                         now,
                         out,
                         &mut self.pool,
-                        Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets),
+                        Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets, self.cfg.l7.as_ref()),
                         &mut self.stats,
                         self.histo.as_deref_mut(),
                     );
@@ -578,7 +578,7 @@ impl Tracker {
                 p,
                 fresh,
                 out,
-                Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets),
+                Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets, self.cfg.l7.as_ref()),
             );
         }
         // Acquisition knows a flow by the hash of its frame's outer headers
@@ -629,7 +629,7 @@ impl Tracker {
                     self.now_ns,
                     out,
                     &mut self.pool,
-                    Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets),
+                    Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets, self.cfg.l7.as_ref()),
                     &mut self.stats,
                     self.histo.as_deref_mut(),
                 );
@@ -650,7 +650,7 @@ impl Tracker {
         self.collect(usize::MAX, out);
         let stats = &mut self.stats;
         let pool = &mut self.pool;
-        let late = Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets);
+        let late = Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets, self.cfg.l7.as_ref());
         let now = self.now_ns;
         let mut histo = self.histo.as_deref_mut();
         self.table.drain(|_, mut f| {
@@ -694,7 +694,7 @@ impl Tracker {
         let cfg = self.cfg;
         let stats = &mut self.stats;
         let pool = &mut self.pool;
-        let late = Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets);
+        let late = Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets, self.cfg.l7.as_ref());
         let mut histo = self.histo.as_deref_mut();
         // `scan` hands over each flow right after `expired` said yes for it.
         let due = std::cell::Cell::new(0);
@@ -760,7 +760,7 @@ impl Tracker {
             due,
             out,
             &mut self.pool,
-            Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets),
+            Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets, self.cfg.l7.as_ref()),
             &mut self.stats,
             self.histo.as_deref_mut(),
         );
@@ -782,19 +782,35 @@ fn on_payload(
     ctx: Ctx<'_>,
 ) {
     let Some(l7) = f.l7.as_mut() else { return };
-    let off = fresh.off as usize;
-    if l7.is_done() || off >= p.dec.payload_len as usize {
+    if l7.is_done() {
         return;
     }
     let dir = if di == 0 { tapstat_l7::Dir::ClientToServer } else { tapstat_l7::Dir::ServerToClient };
-    if fresh.after_gap {
-        l7.on_gap(dir);
+    let tcp = f.kind == Kind::Tcp;
+    // A segment cut by the snap length: its bytes are not all in the capture.
+    let whole = !tcp || p.payload.len() == p.dec.payload_len as usize;
+    // From a TCP direction's first hole on, the application layer puts its segments
+    // back in order (`tapstat_l7::reorder`); before, the bytes new to the stream are
+    // the next ones.
+    let len = p.dec.payload_len as u64;
+    let bytes = whole.then_some(p.payload);
+    let held = tcp
+        && (fresh.after_gap() || l7.reordering(dir))
+        && l7.on_tcp_segment(cfg, dir, fresh.seg_at(len), len, bytes, p.ts_ns, fresh.next(len), fresh.after_gap());
+    if !held {
+        let off = fresh.off as usize;
+        if off >= p.dec.payload_len as usize {
+            return;
+        }
+        if fresh.after_gap() {
+            l7.on_gap(dir);
+        }
+        if !whole {
+            l7.on_gap(dir);
+            return;
+        }
+        l7.on_payload(cfg, dir, &p.payload[off..], p.ts_ns);
     }
-    if f.kind == Kind::Tcp && p.payload.len() != p.dec.payload_len as usize {
-        l7.on_gap(dir);
-        return;
-    }
-    l7.on_payload(cfg, dir, &p.payload[off..], p.ts_ns);
     // Complete transactions go out now: a resolver's 5-tuple can live for hours.
     let (http, dns) = (l7.drain_http(false), l7.drain_dns(false));
     if !(http.is_empty() && dns.is_empty()) {
@@ -891,6 +907,9 @@ fn close(
     histo: Option<&mut Histo>,
 ) {
     out.at(due);
+    if let (Some(cfg), Some(l7)) = (ctx.l7, f.l7.as_mut()) {
+        l7.flush_held(cfg);
+    }
     name_late(&mut f, ctx.late);
     if let (Some(a), Some(l7)) = (ctx.anon, f.l7.as_mut()) {
         // `http_hostname`, the SNIs: names the peers chose, which may be addresses;
@@ -939,6 +958,9 @@ struct Ctx<'a> {
     late: Option<&'a DnsCache>,
     anon: Option<&'a crate::anon::Anonymizer>,
     nets: Option<&'static crate::nets::Nets>,
+    /// The application layer's settings, for the bytes a flow still holds back when it
+    /// ends (`reorder`).
+    l7: Option<&'a tapstat_l7::L7Config>,
 }
 
 impl<'a> Ctx<'a> {
@@ -948,8 +970,9 @@ impl<'a> Ctx<'a> {
         dns: &'a DnsCache,
         anon: Option<&'a crate::anon::Anonymizer>,
         nets: Option<&'static crate::nets::Nets>,
+        l7: Option<&'a tapstat_l7::L7Config>,
     ) -> Ctx<'a> {
-        Ctx { late: late_names.then_some(dns), anon, nets }
+        Ctx { late: late_names.then_some(dns), anon, nets, l7 }
     }
 }
 

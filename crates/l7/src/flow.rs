@@ -74,6 +74,9 @@ pub struct L7Flow {
     transport: Transport,
     app: Option<App>,
     done: bool,
+    /// The directions whose TCP segments go through the parser's reorder state (bit
+    /// per direction): checked on every segment, so kept here, not behind the box.
+    reordering: u8,
 }
 
 impl L7Flow {
@@ -89,6 +92,7 @@ impl L7Flow {
             transport,
             app: None,
             done: false,
+            reordering: 0,
         }
     }
 
@@ -235,6 +239,96 @@ impl L7Flow {
             State::Http(s) => s.on_gap(dir),
             State::Tls(s) | State::Tunnel(_, s) => s.on_gap(dir),
             _ => {}
+        }
+    }
+
+    /// The parser's reorder state (`reorder`); none while probing or once done: a hole
+    /// there is told at once, as before.
+    fn order_slot(&mut self) -> Option<&mut Option<Box<crate::reorder::Reorder>>> {
+        match &mut self.state {
+            State::Tls(s) | State::Tunnel(_, s) => Some(&mut s.reorder),
+            State::Http(s) => Some(&mut s.reorder),
+            State::Ssh(s) => Some(&mut s.reorder),
+            State::Dns(s) => Some(&mut s.reorder),
+            _ => None,
+        }
+    }
+
+    /// A TCP segment of `dir`: `len` bytes at stream offset `at`, its `bytes` (none
+    /// when the snap length cut it), `next` one past the highest byte of the direction
+    /// seen before it, `after_gap` whether a hole comes before it. From a direction's
+    /// first hole on, its segments are put back in order here (`reorder`) and this
+    /// answers true; before, it answers false and the caller feeds the bytes new to
+    /// the stream as they come.
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
+    pub fn on_tcp_segment(
+        &mut self,
+        cfg: &L7Config,
+        dir: Dir,
+        at: u64,
+        len: u64,
+        bytes: Option<&[u8]>,
+        ts_ns: u64,
+        next: u64,
+        after_gap: bool,
+    ) -> bool {
+        let d = dir as usize;
+        let engaged = self.reordering(dir);
+        if !(engaged || after_gap && bytes.is_some()) {
+            return false;
+        }
+        let Some(slot) = self.order_slot() else { return false };
+        // Out of the parser's state while the bytes go in (they may change the state).
+        let mut order = slot.take().unwrap_or_default();
+        let mut stream = order.dirs[d].take().unwrap_or_else(|| crate::reorder::Stream::new(next));
+        stream.push(at, len, bytes, ts_ns, &mut |step| self.take_step(cfg, dir, step));
+        order.dirs[d] = Some(stream);
+        match self.order_slot() {
+            Some(slot) => {
+                *slot = Some(order);
+                self.reordering |= 1 << d;
+            }
+            // The bytes ended the parser (or changed it): what was held goes with it.
+            None => self.reordering = 0,
+        }
+        true
+    }
+
+    /// Whether `dir`'s TCP segments go through the reorder state (since its first hole).
+    #[inline]
+    pub fn reordering(&self, dir: Dir) -> bool {
+        self.reordering & (1 << dir as u8) != 0
+    }
+
+    /// At the flow's end: what the streams still hold back for a hole goes in, after
+    /// the hole.
+    #[inline]
+    pub fn flush_held(&mut self, cfg: &L7Config) {
+        if self.reordering != 0 {
+            self.flush_held_now(cfg);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn flush_held_now(&mut self, cfg: &L7Config) {
+        self.reordering = 0;
+        let Some(mut order) = self.order_slot().and_then(Option::take) else { return };
+        for (d, dir) in [Dir::ClientToServer, Dir::ServerToClient].into_iter().enumerate() {
+            if let Some(s) = order.dirs[d].as_mut() {
+                s.flush(&mut |step| self.take_step(cfg, dir, step));
+            }
+        }
+    }
+
+    fn take_step(&mut self, cfg: &L7Config, dir: Dir, step: crate::reorder::Step<'_>) {
+        match step {
+            crate::reorder::Step::Gap => self.on_gap(dir),
+            crate::reorder::Step::Bytes(b, ts) => {
+                self.on_payload(cfg, dir, b, ts);
+            }
         }
     }
 
@@ -548,6 +642,74 @@ impl L7Flow {
 mod tests {
     use super::*;
     use crate::tls::parser::tests::{alpn_ext, client_hello, records, sni_ext};
+
+    /// An HTTP exchange whose segments come out of order gives the transaction of the
+    /// same exchange in order; a segment lost for good gives what a hole gives.
+    #[test]
+    fn tcp_segments_out_of_order_are_put_back_in_order() {
+        let cfg = L7Config::default();
+        let req = b"GET /reordered/path HTTP/1.1\r\nHost: www.example.com\r\nUser-Agent: t\r\n\r\n";
+        let resp = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
+        let cut = |b: &'static [u8]| -> Vec<(u64, &'static [u8])> {
+            let step = b.len().div_ceil(3);
+            b.chunks(step).enumerate().map(|(i, c)| ((i * step) as u64, c)).collect()
+        };
+        // Segments as (direction, offset, bytes), in the order they come.
+        let run = |order: &[(Dir, u64, &[u8])], end: bool| {
+            let mut f = L7Flow::new(Transport::Tcp, 40000, 80);
+            let mut next = [0u64; 2];
+            for (i, (dir, at, b)) in order.iter().enumerate() {
+                let d = *dir as usize;
+                let after_gap = *at > next[d];
+                let ts = i as u64 * 1_000_000;
+                if !f.on_tcp_segment(&cfg, *dir, *at, b.len() as u64, Some(b), ts, next[d], after_gap) {
+                    // What the engine does without a hole: the bytes new to the stream.
+                    let from = next[d].saturating_sub(*at) as usize;
+                    if from < b.len() {
+                        f.on_payload(&cfg, *dir, &b[from..], ts);
+                    }
+                }
+                next[d] = next[d].max(at + b.len() as u64);
+            }
+            if end {
+                f.flush_held(&cfg);
+            }
+            f.drain_http(true)
+        };
+        let (q, r) = (cut(req), cut(resp));
+        let (c, s) = (Dir::ClientToServer, Dir::ServerToClient);
+        let in_order: Vec<(Dir, u64, &[u8])> =
+            q.iter().map(|(a, b)| (c, *a, *b)).chain(r.iter().map(|(a, b)| (s, *a, *b))).collect();
+        let want = run(&in_order, true);
+        assert_eq!(want.len(), 1);
+        assert_eq!(want[0].request.as_ref().and_then(|q| q.url.as_deref()), Some("/reordered/path"));
+        assert!(want[0].response.is_some(), "{want:?}");
+        // The request's last two segments swapped, and the response's.
+        let swapped = [(c, q[0].0, q[0].1), (c, q[2].0, q[2].1), (c, q[1].0, q[1].1)]
+            .into_iter()
+            .chain([(s, r[0].0, r[0].1), (s, r[2].0, r[2].1), (s, r[1].0, r[1].1)])
+            .collect::<Vec<_>>();
+        assert_eq!(run(&swapped, true), want, "swapped segments");
+        // And retransmitted on top (the same but for the times, which shift by a packet).
+        let mut again = swapped.clone();
+        again.insert(3, (c, q[2].0, q[2].1));
+        again.push((s, r[1].0, r[1].1));
+        let untimed = |mut v: Vec<HttpTransaction>| {
+            for t in &mut v {
+                if let Some(q) = t.request.as_mut() {
+                    q.ts_ns = 0;
+                }
+                if let Some(r) = t.response.as_mut() {
+                    r.ts_ns = 0;
+                }
+            }
+            v
+        };
+        assert_eq!(untimed(run(&again, true)), untimed(want.clone()), "retransmissions");
+        // The response's middle segment lost: not the in-order transaction.
+        let lost: Vec<_> = swapped.iter().copied().filter(|(d, a, _)| !(*d == s && *a == r[1].0)).collect();
+        assert_ne!(run(&lost, true), want);
+    }
 
     #[test]
     fn size_is_small() {

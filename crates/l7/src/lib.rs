@@ -42,6 +42,7 @@ mod event;
 mod flow;
 pub mod http;
 pub mod quic;
+pub mod reorder;
 pub mod ssh;
 pub mod tls;
 

@@ -36,6 +36,8 @@ struct Side {
 #[derive(Clone, Debug, Default)]
 pub struct SshState {
     sides: [Side; 2],
+    /// Its TCP streams put back in order from their first hole on (`reorder`).
+    pub(crate) reorder: Option<Box<crate::reorder::Reorder>>,
 }
 
 impl SshState {

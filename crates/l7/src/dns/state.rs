@@ -61,6 +61,8 @@ pub struct DnsState {
     /// The transaction limit was reached.
     full: bool,
     pub(crate) events: Events,
+    /// Its TCP streams put back in order from their first hole on (`reorder`).
+    pub(crate) reorder: Option<Box<crate::reorder::Reorder>>,
 }
 
 impl DnsState {

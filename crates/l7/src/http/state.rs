@@ -262,6 +262,8 @@ pub struct HttpState {
     pub(crate) events: Events,
     /// A CONNECT request had a 2xx response: see `tunnel_established`.
     tunnel: bool,
+    /// Its TCP streams put back in order from their first hole on (`reorder`).
+    pub(crate) reorder: Option<Box<crate::reorder::Reorder>>,
 }
 
 /// Limits of one flow's HTTP parsing.

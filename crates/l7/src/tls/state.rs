@@ -247,6 +247,8 @@ pub struct TlsState {
     /// The kind each direction's current record counts as (after the TLS 1.3 rule).
     current: [Option<RecordKind>; 2],
     pub(crate) events: Events,
+    /// Its TCP streams put back in order from their first hole on (`reorder`).
+    pub(crate) reorder: Option<Box<crate::reorder::Reorder>>,
 }
 
 impl TlsState {

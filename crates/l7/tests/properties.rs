@@ -140,3 +140,56 @@ proptest! {
         prop_assert_eq!(f.drain_http(true), want);
     }
 }
+
+proptest! {
+    /// A TCP direction's segments in any order, any of them retransmitted, come out of
+    /// `reorder::Stream` as the stream in order, once (within its bounds; what a hole
+    /// still holds goes out at the end).
+    #[test]
+    fn reordered_segments_come_out_as_the_stream(
+        text in proptest::collection::vec(any::<u8>(), 1..3000),
+        cuts in proptest::collection::vec(1usize..400, 1..12),
+        order in proptest::collection::vec(any::<u16>(), 12),
+        again in proptest::collection::vec(any::<bool>(), 12),
+    ) {
+        use tapstat_l7::reorder::{Step, Stream};
+        // Segments: consecutive pieces of the text (the last takes the rest).
+        let mut segs = Vec::new();
+        let mut at = 0;
+        for c in &cuts {
+            if at >= text.len() {
+                break;
+            }
+            let end = (at + c).min(text.len());
+            segs.push((at, end));
+            at = end;
+        }
+        if at < text.len() {
+            segs.push((at, text.len()));
+        }
+        // The first in place (the stream starts there), the rest shuffled, some twice.
+        let mut rest: Vec<usize> = (1..segs.len()).collect();
+        rest.sort_by_key(|i| order[*i % order.len()] ^ (*i as u16).wrapping_mul(40503));
+        let mut seq = vec![0];
+        for i in rest {
+            seq.push(i);
+            if again[i % again.len()] {
+                seq.push(i);
+            }
+        }
+        let mut s = Stream::new(0);
+        let mut out = Vec::new();
+        let mut gaps = 0;
+        let mut feed = |st: Step<'_>| match st {
+            Step::Gap => gaps += 1,
+            Step::Bytes(b, _) => out.extend_from_slice(b),
+        };
+        for i in seq {
+            let (a, e) = segs[i];
+            s.push(a as u64, (e - a) as u64, Some(&text[a..e]), 0, &mut feed);
+        }
+        s.flush(&mut feed);
+        prop_assert_eq!(gaps, 0);
+        prop_assert_eq!(out, text);
+    }
+}

@@ -245,48 +245,29 @@ fn has_header(d: &Decoded) -> bool {
 }
 
 /// Where a payload's bytes new to its direction's stream begin, for the application
-/// layer, and the segment's place in the stream. 16 bytes, and `Option<Fresh>` too
-/// (the end is never 0): it travels in registers on every packet.
+/// layer, and the segment's place in the stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fresh {
     /// Offset in the payload of the first byte not seen before (its length: none).
     pub off: u32,
-    /// Bytes before the segment never seen (`SegmentClass::AfterGap`: lost at the probe,
-    /// or still to come out of order), at most `u32::MAX`; 0: none. The stream the
-    /// application layer gets has a hole there, and it must be told so rather than
-    /// take the bytes as following on.
-    gap: u32,
-    /// One past the segment's last byte, as an offset in the direction's stream (TCP).
-    end: std::num::NonZeroU64,
+    /// The segment's first byte, as an offset in the direction's stream (TCP).
+    pub seg_at: u64,
+    /// One past the highest byte of the direction seen before the segment.
+    pub next: u64,
 }
 
 impl Fresh {
     /// A payload that continues the stream from `off`.
     pub const fn at(off: u32) -> Fresh {
-        Fresh { off, gap: 0, end: std::num::NonZeroU64::MIN }
+        Fresh { off, seg_at: 0, next: 0 }
     }
 
-    fn seg(off: u32, gap: u64, at: u64, len: u32) -> Fresh {
-        let end = std::num::NonZeroU64::new(at + len as u64).unwrap_or(std::num::NonZeroU64::MIN);
-        Fresh { off, gap: gap.min(u32::MAX as u64) as u32, end }
-    }
-
-    /// Whether a hole comes before the segment.
+    /// Bytes before the segment were never seen (`SegmentClass::AfterGap`: lost at the
+    /// probe, or still to come out of order): the stream the application layer gets has
+    /// a hole there, and it must be told so rather than take the bytes as following on.
     #[inline]
     pub fn after_gap(&self) -> bool {
-        self.gap > 0
-    }
-
-    /// The segment's first byte, as an offset in the stream, for a segment of `len`.
-    #[inline]
-    pub fn seg_at(&self, len: u64) -> u64 {
-        self.end.get().saturating_sub(len)
-    }
-
-    /// One past the highest byte seen before the segment (where its hole begins).
-    #[inline]
-    pub fn next(&self, len: u64) -> u64 {
-        self.seg_at(len).saturating_sub(self.gap as u64)
+        self.seg_at > self.next
     }
 }
 
@@ -344,11 +325,12 @@ pub(crate) fn on_segment(f: &mut Flow, d: &Decoded, ts: u64, di: usize, rings: &
         // Bytes from the stream's end on: the whole segment in order, the new tail of
         // one that overlaps what was seen, or the whole of one beyond a gap.
         in_order = match start {
+            // The stream starts at this segment: offset 0.
             None if !started => Some(Fresh::at(0)),
             None => None,
-            Some(s) if s <= next && next < s + len as u64 => Some(Fresh::seg((next - s) as u32, 0, s, len)),
-            Some(s) if s > next => Some(Fresh::seg(0, s - next, s, len)),
-            Some(s) => Some(Fresh::seg(len, 0, s, len)),
+            Some(s) if s <= next && next < s + len as u64 => Some(Fresh { off: (next - s) as u32, seg_at: s, next }),
+            Some(s) if s > next => Some(Fresh { off: 0, seg_at: s, next }),
+            Some(s) => Some(Fresh { off: len, seg_at: s, next }),
         };
         x.bytes_uniq += new;
         match c {

@@ -794,9 +794,7 @@ fn on_payload(
     // the next ones.
     let len = p.dec.payload_len as u64;
     let bytes = whole.then_some(p.payload);
-    let held = tcp
-        && (fresh.after_gap() || l7.reordering(dir))
-        && l7.on_tcp_segment(cfg, dir, fresh.seg_at(len), len, bytes, p.ts_ns, fresh.next(len), fresh.after_gap());
+    let held = tcp && l7.on_tcp_segment(cfg, dir, fresh.seg_at, len, bytes, p.ts_ns, fresh.next);
     if !held {
         let off = fresh.off as usize;
         if off >= p.dec.payload_len as usize {

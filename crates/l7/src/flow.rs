@@ -256,13 +256,12 @@ impl L7Flow {
 
     /// A TCP segment of `dir`: `len` bytes at stream offset `at`, its `bytes` (none
     /// when the snap length cut it), `next` one past the highest byte of the direction
-    /// seen before it, `after_gap` whether a hole comes before it. From a direction's
-    /// first hole on, its segments are put back in order here (`reorder`) and this
-    /// answers true; before, it answers false and the caller feeds the bytes new to
-    /// the stream as they come.
+    /// seen before it (`at > next`: a hole before it). From a direction's first hole on,
+    /// its segments are put back in order here (`reorder`) and this answers true;
+    /// before, it answers false and the caller feeds the bytes new to the stream as
+    /// they come. On every segment: the test is inline, the work cold.
+    #[inline]
     #[allow(clippy::too_many_arguments)]
-    #[cold]
-    #[inline(never)]
     pub fn on_tcp_segment(
         &mut self,
         cfg: &L7Config,
@@ -272,13 +271,25 @@ impl L7Flow {
         bytes: Option<&[u8]>,
         ts_ns: u64,
         next: u64,
-        after_gap: bool,
+    ) -> bool {
+        (self.reordering(dir) || at > next && bytes.is_some())
+            && self.reorder_segment(cfg, dir, at, len, bytes, ts_ns, next)
+    }
+
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn reorder_segment(
+        &mut self,
+        cfg: &L7Config,
+        dir: Dir,
+        at: u64,
+        len: u64,
+        bytes: Option<&[u8]>,
+        ts_ns: u64,
+        next: u64,
     ) -> bool {
         let d = dir as usize;
-        let engaged = self.reordering(dir);
-        if !(engaged || after_gap && bytes.is_some()) {
-            return false;
-        }
         let Some(slot) = self.order_slot() else { return false };
         // Out of the parser's state while the bytes go in (they may change the state).
         let mut order = slot.take().unwrap_or_default();
@@ -655,14 +666,13 @@ mod tests {
             b.chunks(step).enumerate().map(|(i, c)| ((i * step) as u64, c)).collect()
         };
         // Segments as (direction, offset, bytes), in the order they come.
-        let run = |order: &[(Dir, u64, &[u8])], end: bool| {
+        let run = |order: &[(Dir, u64, &[u8])]| {
             let mut f = L7Flow::new(Transport::Tcp, 40000, 80);
             let mut next = [0u64; 2];
             for (i, (dir, at, b)) in order.iter().enumerate() {
                 let d = *dir as usize;
-                let after_gap = *at > next[d];
                 let ts = i as u64 * 1_000_000;
-                if !f.on_tcp_segment(&cfg, *dir, *at, b.len() as u64, Some(b), ts, next[d], after_gap) {
+                if !f.on_tcp_segment(&cfg, *dir, *at, b.len() as u64, Some(b), ts, next[d]) {
                     // What the engine does without a hole: the bytes new to the stream.
                     let from = next[d].saturating_sub(*at) as usize;
                     if from < b.len() {
@@ -671,16 +681,15 @@ mod tests {
                 }
                 next[d] = next[d].max(at + b.len() as u64);
             }
-            if end {
-                f.flush_held(&cfg);
-            }
+            // The flow's end: what is still held goes in.
+            f.flush_held(&cfg);
             f.drain_http(true)
         };
         let (q, r) = (cut(req), cut(resp));
         let (c, s) = (Dir::ClientToServer, Dir::ServerToClient);
         let in_order: Vec<(Dir, u64, &[u8])> =
             q.iter().map(|(a, b)| (c, *a, *b)).chain(r.iter().map(|(a, b)| (s, *a, *b))).collect();
-        let want = run(&in_order, true);
+        let want = run(&in_order);
         assert_eq!(want.len(), 1);
         assert_eq!(want[0].request.as_ref().and_then(|q| q.url.as_deref()), Some("/reordered/path"));
         assert!(want[0].response.is_some(), "{want:?}");
@@ -689,7 +698,7 @@ mod tests {
             .into_iter()
             .chain([(s, r[0].0, r[0].1), (s, r[2].0, r[2].1), (s, r[1].0, r[1].1)])
             .collect::<Vec<_>>();
-        assert_eq!(run(&swapped, true), want, "swapped segments");
+        assert_eq!(run(&swapped), want, "swapped segments");
         // And retransmitted on top (the same but for the times, which shift by a packet).
         let mut again = swapped.clone();
         again.insert(3, (c, q[2].0, q[2].1));
@@ -705,10 +714,10 @@ mod tests {
             }
             v
         };
-        assert_eq!(untimed(run(&again, true)), untimed(want.clone()), "retransmissions");
+        assert_eq!(untimed(run(&again)), untimed(want.clone()), "retransmissions");
         // The response's middle segment lost: not the in-order transaction.
         let lost: Vec<_> = swapped.iter().copied().filter(|(d, a, _)| !(*d == s && *a == r[1].0)).collect();
-        assert_ne!(run(&lost, true), want);
+        assert_ne!(run(&lost), want);
     }
 
     #[test]

@@ -87,12 +87,13 @@ impl Stream {
                 if at > self.next {
                     feed(Step::Gap);
                 }
-                let from = self.next.saturating_sub(at) as usize;
-                feed(Step::Bytes(&b[from..], ts_ns));
+                self.give(at, b, ts_ns, feed);
             }
-            None => feed(Step::Gap),
+            None => {
+                feed(Step::Gap);
+                self.next = end;
+            }
         }
-        self.next = end;
         self.drain(ts_ns, feed);
     }
 
@@ -100,10 +101,9 @@ impl Stream {
     /// once the hole before them was filled, at `now_ns`: that is their time.
     fn drain(&mut self, now_ns: u64, feed: &mut impl FnMut(Step<'_>)) {
         while self.held.first().is_some_and(|h| h.at <= self.next) {
-            let mut h = self.held.remove(0);
+            let h = self.held.remove(0);
             self.held_bytes -= h.bytes.len();
-            h.ts_ns = h.ts_ns.max(now_ns);
-            self.give(h, feed);
+            self.give(h.at, &h.bytes, h.ts_ns.max(now_ns), feed);
         }
     }
 
@@ -116,15 +116,16 @@ impl Stream {
             if h.at > self.next {
                 feed(Step::Gap);
             }
-            self.give(h, feed);
+            self.give(h.at, &h.bytes, h.ts_ns, feed);
         }
     }
 
-    fn give(&mut self, h: Held, feed: &mut impl FnMut(Step<'_>)) {
-        let end = h.at + h.bytes.len() as u64;
+    /// Hands over what `bytes`, at `at`, add past `next`.
+    fn give(&mut self, at: u64, bytes: &[u8], ts_ns: u64, feed: &mut impl FnMut(Step<'_>)) {
+        let end = at + bytes.len() as u64;
         if end > self.next {
-            let from = self.next.saturating_sub(h.at) as usize;
-            feed(Step::Bytes(&h.bytes[from..], h.ts_ns));
+            let from = self.next.saturating_sub(at) as usize;
+            feed(Step::Bytes(&bytes[from..], ts_ns));
             self.next = end;
         }
     }

@@ -547,7 +547,7 @@ impl Tracker {
                         now,
                         out,
                         &mut self.pool,
-                        Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets, self.cfg.l7.as_ref()),
+                        Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), &self.cfg),
                         &mut self.stats,
                         self.histo.as_deref_mut(),
                     );
@@ -571,15 +571,7 @@ impl Tracker {
         }
         let fresh = f.update(p.dec, p.payload, p.wire_len, p.ts_ns, di, &mut self.pool.rings);
         if let (Some(cfg), Some(fresh)) = (self.cfg.l7.as_ref(), fresh) {
-            on_payload(
-                f,
-                cfg,
-                di,
-                p,
-                fresh,
-                out,
-                Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets, self.cfg.l7.as_ref()),
-            );
+            on_payload(f, cfg, di, p, fresh, out, Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), &self.cfg));
         }
         // Acquisition knows a flow by the hash of its frame's outer headers
         // (`capture::live::frame_flow`): a tunnel's or a fragment's hash is shared with
@@ -629,7 +621,7 @@ impl Tracker {
                     self.now_ns,
                     out,
                     &mut self.pool,
-                    Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets, self.cfg.l7.as_ref()),
+                    Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), &self.cfg),
                     &mut self.stats,
                     self.histo.as_deref_mut(),
                 );
@@ -650,7 +642,7 @@ impl Tracker {
         self.collect(usize::MAX, out);
         let stats = &mut self.stats;
         let pool = &mut self.pool;
-        let late = Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets, self.cfg.l7.as_ref());
+        let late = Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), &self.cfg);
         let now = self.now_ns;
         let mut histo = self.histo.as_deref_mut();
         self.table.drain(|_, mut f| {
@@ -694,7 +686,7 @@ impl Tracker {
         let cfg = self.cfg;
         let stats = &mut self.stats;
         let pool = &mut self.pool;
-        let late = Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets, self.cfg.l7.as_ref());
+        let late = Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), &self.cfg);
         let mut histo = self.histo.as_deref_mut();
         // `scan` hands over each flow right after `expired` said yes for it.
         let due = std::cell::Cell::new(0);
@@ -760,7 +752,7 @@ impl Tracker {
             due,
             out,
             &mut self.pool,
-            Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), self.cfg.nets, self.cfg.l7.as_ref()),
+            Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), &self.cfg),
             &mut self.stats,
             self.histo.as_deref_mut(),
         );
@@ -967,10 +959,9 @@ impl<'a> Ctx<'a> {
         late_names: bool,
         dns: &'a DnsCache,
         anon: Option<&'a crate::anon::Anonymizer>,
-        nets: Option<&'static crate::nets::Nets>,
-        l7: Option<&'a tapstat_l7::L7Config>,
+        cfg: &'a TrackerConfig,
     ) -> Ctx<'a> {
-        Ctx { late: late_names.then_some(dns), anon, nets, l7 }
+        Ctx { late: late_names.then_some(dns), anon, nets: cfg.nets, l7: cfg.l7.as_ref() }
     }
 }
 

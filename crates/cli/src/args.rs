@@ -509,7 +509,7 @@ impl RunArgs {
     /// divides both 300 s and the period (60 s for `--rotate 7m`, 10 s for 10s).
     pub fn histo_interval_secs(&self) -> Result<u64, String> {
         const S: u64 = 1_000_000_000;
-        let Some(p) = self.live.rotate.map(|d| (d.as_nanos().min(u64::MAX as u128) as u64).max(S)) else {
+        let Some(p) = self.live.rotate.map(tapstat_pipeline::rotate_period_ns) else {
             return Ok(self.histo_interval.unwrap_or(HISTO_DEFAULT_S));
         };
         match self.histo_interval {

@@ -92,15 +92,26 @@ pub fn write_rotated_histograms(dir: &Path, period_ns: u64, h: tapstat_analyze::
         std::fs::create_dir_all(&sub).with_context(|| format!("creating {}", sub.display()))?;
         write_new(&sub, HISTOGRAMS, &piece.to_tsv())?;
     }
-    let intervals = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
-    for e in intervals.flatten() {
-        let name = e.file_name();
-        let interval = name.to_str().is_some_and(|n| is_ours(n) && n.ends_with(".out"));
-        if interval && e.path().is_dir() && !e.path().join(HISTOGRAMS).exists() {
-            write_new(&e.path(), HISTOGRAMS, tapstat_analyze::histo::Histo::TSV_HEADER)?;
+    for sub in interval_dirs(dir)? {
+        if !sub.join(HISTOGRAMS).exists() {
+            write_new(&sub, HISTOGRAMS, tapstat_analyze::histo::Histo::TSV_HEADER)?;
         }
     }
     Ok(())
+}
+
+/// `--rotate`'s interval directories in `dir` with their final names
+/// (YYYY_MM_DD_HH_MM[_SS].out), in order.
+pub fn interval_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| is_ours(n) && n.ends_with(".out") && !n.starts_with('.')))
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    v.sort();
+    Ok(v)
 }
 
 /// Writes `summary.json` atomically: a temporary file renamed into place.

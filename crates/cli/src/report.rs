@@ -66,7 +66,7 @@ pub fn run(dir: &Path, out: Option<&Path>, top: usize) -> Result<PathBuf> {
     }
     // At the top, or with --rotate in each interval directory.
     let mut histo: Option<Histos> = None;
-    for d in std::iter::once(dir.to_path_buf()).chain(interval_dirs(dir)?) {
+    for d in std::iter::once(dir.to_path_buf()).chain(crate::outdir::interval_dirs(dir)?) {
         let p = d.join(crate::outdir::HISTOGRAMS);
         if let Ok(t) = std::fs::read_to_string(&p) {
             histo.get_or_insert_with(Histos::default).add(&t).with_context(|| format!("{}", p.display()))?;
@@ -81,18 +81,6 @@ pub fn run(dir: &Path, out: Option<&Path>, top: usize) -> Result<PathBuf> {
 
 fn file_name(p: &Path) -> String {
     p.file_name().map_or_else(|| REPORT.to_string(), |n| n.to_string_lossy().into_owned())
-}
-
-/// `--rotate`'s interval directories in `dir` (YYYY_MM_DD_HH_MM[_SS].out), in order.
-fn interval_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut sub: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir() && p.extension().is_some_and(|e| e == "out"))
-        .collect();
-    sub.sort();
-    Ok(sub)
 }
 
 /// histograms.tsv: count per (interval, histogram, bin), directions summed.
@@ -155,7 +143,7 @@ impl Flows {
     fn read(dir: &Path) -> Result<Flows> {
         let mut f = Flows::default();
         let mut dirs = vec![dir.to_path_buf()];
-        dirs.extend(interval_dirs(dir)?);
+        dirs.extend(crate::outdir::interval_dirs(dir)?);
         for d in &dirs {
             for log in FLOW_LOGS {
                 for (ext, jsonl) in [("", false), (".jsonl", true)] {

@@ -108,10 +108,15 @@ impl EngineConfig {
         d.clamp(1, workers.max(1))
     }
 
-    /// The rotation period in ns (at least 1 s), if the output rotates.
+    /// The rotation period in ns, if the output rotates ([`rotate_period_ns`]).
     pub fn rotate_ns(&self) -> Option<u64> {
-        self.rotate.map(|d| (d.as_nanos().min(u64::MAX as u128) as u64).max(1_000_000_000))
+        self.rotate.map(rotate_period_ns)
     }
+}
+
+/// A `--rotate` period in ns: at least 1 s.
+pub fn rotate_period_ns(d: std::time::Duration) -> u64 {
+    (d.as_nanos().min(u64::MAX as u128) as u64).max(1_000_000_000)
 }
 
 impl Default for EngineConfig {

@@ -225,13 +225,13 @@ impl Anonymizer {
     /// and a dot inside an address (`2001%3Adb8%3A%3A1`), written back encoded.
     pub fn text(&self, s: &str, nets: Option<&crate::nets::Nets>) -> Option<String> {
         let b = s.as_bytes();
-        let (mut out, mut last, mut i, mut after_word) = (String::new(), 0, 0, false);
+        let (mut out, mut last, mut i) = (String::new(), 0, 0);
         // A run of word units from `i`: the bytes they stand for, and where each ends in `s`.
         let (mut tok, mut ends) = (Vec::new(), Vec::new());
         while i < b.len() {
+            // Between runs: a run is read whole below, so a word unit here starts one.
             let (n, c) = text_unit(b, i);
-            if c.is_none() || after_word {
-                after_word = c.is_some();
+            if c.is_none() {
                 i += n;
                 continue;
             }
@@ -245,7 +245,6 @@ impl Anonymizer {
                 i += n;
                 ends.push(i);
             }
-            after_word = true;
             // A sentence's full stop or colon after an address is not part of it; a
             // port after a dotted quad (`192.0.2.1:8080`, a URL's authority) is kept.
             let kept = tok.len() - tok.iter().rev().take_while(|&&c| c == b'.' || c == b':').count();

@@ -8,7 +8,7 @@
 //! records, after a timeout or a reused SYN, is one row of tshark's), and `c_`/`s_`
 //! `pkts_all` and `bytes_wire` must equal tshark's numbers exactly.
 //!
-//! Six captures differ, each for a reason named in [`EXCEPTIONS`] with who is right (see
+//! Three captures differ, each for a reason named in [`EXCEPTIONS`] with who is right (see
 //! docs/METRICS.md, "Notes"). For those the test still asserts what it can: how many flows
 //! only tshark has, only tapstat has, and have other counts, and by how many packets and
 //! bytes the totals differ; where tapstat counts frames tshark drops, that every differing
@@ -218,71 +218,21 @@ fn garbage_in_log_other(other: &[Record], name: &str) {
 /// agree exactly.
 const EXCEPTIONS: &[Exception] = &[
     Exception {
-        capture: "ndpi__dns_fragmented.pcap",
-        right: Right::Tapstat,
-        reason: "tshark's one-pass `-T fields` output gives `ip.reassembled_in` / \
-                 `ipv6.reassembled.in` only to the fragment that completes a datagram (with \
-                 `tshark -2` the earlier ones get it too), so tshark_flows.py drops the 7 \
-                 earlier fragments (4 IPv4, 3 IPv6; 10570 bytes); tapstat counts every \
-                 fragment in its datagram's flow",
-        expect: Expect {
-            only_tshark: 0,
-            only_tapstat: 0,
-            other_counts: 7,
-            delta_pkts: 7,
-            delta_bytes: 10570,
-            superset: true,
-        },
-        check: no_check,
-    },
-    Exception {
-        capture: "ndpi__dnscrypt-v1-and-resolver-pings.pcap",
-        right: Right::Tapstat,
-        reason: "fragmented UDP datagrams: tshark's one-pass output leaves the 120 \
-                 non-final fragments (ip.flags.mf == 1, 181680 bytes) unattributed; \
-                 tapstat counts them",
-        expect: Expect {
-            only_tshark: 0,
-            only_tapstat: 0,
-            other_counts: 117,
-            delta_pkts: 120,
-            delta_bytes: 181_680,
-            superset: true,
-        },
-        check: no_check,
-    },
-    Exception {
-        capture: "tcpdump__afs.pcap",
-        right: Right::Tapstat,
-        reason: "fragmented AFS/Rx datagrams: tshark's one-pass output leaves the 149 \
-                 non-final fragments (ip.flags.mf == 1, 225586 bytes) unattributed; \
-                 tapstat counts them",
-        expect: Expect {
-            only_tshark: 0,
-            only_tapstat: 0,
-            other_counts: 1,
-            delta_pkts: 149,
-            delta_bytes: 225_586,
-            superset: true,
-        },
-        check: no_check,
-    },
-    Exception {
         capture: "ndpi__ip_fragmented_garbage.pcap",
         right: Right::Either,
-        reason: "4 datagrams of ~313 overlapping fragments whose first fragment carries 16 \
+        reason: "4 datagrams of 313 overlapping fragments each, whose first fragment carries 16 \
                  bytes, less than a TCP header (RFC 1858's tiny fragment): tshark reassembles \
-                 them and gives the completing 42-byte frame of each the ports of the \
-                 reassembled datagram (4 one-packet TCP flows, the other 1248 frames \
-                 nowhere); tapstat takes no ports from a first fragment that cannot hold the \
-                 TCP header (anomaly tcp_truncated) and counts all 1252 frames as one \
-                 protocol-6 flow in log_other",
+                 them and gives every fragment of each datagram the ports of the reassembled \
+                 one (4 TCP flows of 313 frames, 15646 bytes each); tapstat takes no ports \
+                 from a first fragment that cannot hold the TCP header (anomaly \
+                 tcp_truncated) and counts all 1252 frames as one protocol-6 flow in \
+                 log_other",
         expect: Expect {
             only_tshark: 4,
             only_tapstat: 0,
             other_counts: 0,
-            delta_pkts: -4,
-            delta_bytes: -168,
+            delta_pkts: -1252,
+            delta_bytes: -62_584,
             superset: false,
         },
         check: garbage_in_log_other,
@@ -454,8 +404,8 @@ fn flows_agree_with_tshark_over_the_whole_corpus() {
         EXCEPTIONS.len()
     );
     assert!(flows > 5000, "suspiciously few flows over the corpus: {flows}");
-    // 133 of the 5676 flows differ, all in the six known captures, 117 of them fragmented
-    // DNSCrypt datagrams tshark's one-pass table undercounts.
-    assert!(share >= 97.5, "only {share:.2}% of all flows agree with tshark");
+    // 8 of the 5676 flows differ, all in the three known captures (tshark's two-pass
+    // table, which attributes every fragment to its datagram's flow).
+    assert!(share >= 99.5, "only {share:.2}% of all flows agree with tshark");
     assert!(share_outside >= 99.0, "only {share_outside:.2}% of the flows outside the known differences agree");
 }

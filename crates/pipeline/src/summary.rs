@@ -284,7 +284,7 @@ impl Summary {
     /// records were lost or left in the spool.
     pub(crate) fn set_kafka(&mut self, s: Option<crate::KafkaSummary>) {
         if let Some(x) = &s {
-            self.warnings.extend(crate::kafka::warnings(x));
+            self.warnings.extend(crate::export::kafka::warnings(x));
         }
         self.kafka = s;
     }

@@ -18,7 +18,7 @@
 //! be sent is counted (`send_errors`, `records_lost`); a TCP connection that fails is
 //! opened again, at most once a second, with the templates first.
 
-use crate::blocks::{BlockOut, Blocks};
+use crate::export::blocks::{BlockOut, Blocks};
 use crate::EngineError;
 use serde::Serialize;
 use std::net::SocketAddr;

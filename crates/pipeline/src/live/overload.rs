@@ -16,7 +16,7 @@
 //! that is not a priority packet ([`Keep`]: SYN, FIN, RST, name services, the heads
 //! of HTTP messages and TLS/QUIC handshakes, a flow's first N packets) is *counted*,
 //! not analysed: the acquisition thread pushes a counted-only record (its headers and
-//! its wire length, [`crate::buffer::Producer::push_counted`]), so its flow's record
+//! its wire length, [`crate::live::buffer::Producer::push_counted`]), so its flow's record
 //! keeps exact packets and wire bytes and says how many went unanalysed.
 //!
 //! A flow's count starts again at its SYN (a new connection on a reused 5-tuple), after
@@ -33,7 +33,7 @@
 //! of what a whole packet costs on mix-small — so one record per tail packet relieves
 //! the analysis at most twofold. The controller adds a flow's tail packets up per
 //! direction (packets, wire bytes, latest time) beside its slot, with the headers of
-//! the first, and pushes one *tails* record for them ([`crate::buffer::Rec::Tails`])
+//! the first, and pushes one *tails* record for them ([`crate::live::buffer::Rec::Tails`])
 //! after [`HOLD_MAX`] packets, [`HOLD_NS`] of packet time, before any packet of the
 //! flow that goes into the buffer otherwise (so the analysis sees them in order), when
 //! another flow takes the slot, once per [`HOLD_NS`] of packet time for all those
@@ -43,7 +43,7 @@
 //! with each direction's latest. The flow's record keeps exact packets and wire
 //! bytes; a tails record that finds the buffer full loses its packets (buffer drops).
 
-use crate::buffer::{Producer, Tails, COUNTED_BYTES};
+use crate::live::buffer::{Producer, Tails, COUNTED_BYTES};
 use tapstat_capture::live::frame_flow;
 use tapstat_capture::LinkType;
 
@@ -831,7 +831,7 @@ mod tests {
 
     #[test]
     fn held_tails_go_into_the_buffer_as_one_record_per_flow_in_order() {
-        use crate::buffer::{packet_buffer, Rec};
+        use crate::live::buffer::{packet_buffer, Rec};
         let (mut p, mut c) = packet_buffer(1 << 20);
         let mut k = Controller::new(Keep { first: 0, ..Keep::parse("fin").unwrap() });
         k.cutoff = FLOOR;
@@ -872,7 +872,7 @@ mod tests {
 
     #[test]
     fn held_tails_go_in_at_the_end_after_a_second_and_when_another_flow_takes_the_slot() {
-        use crate::buffer::{packet_buffer, Rec};
+        use crate::live::buffer::{packet_buffer, Rec};
         let (mut p, mut c) = packet_buffer(1 << 20);
         let mut k = Controller::new(Keep::parse("none").unwrap());
         k.cutoff = FLOOR;

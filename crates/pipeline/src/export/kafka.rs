@@ -32,7 +32,7 @@
 //! Accounting (summary.json `kafka`): `spool_at_start + records = delivered + errors +
 //! dropped + left_in_spool`.
 
-use crate::blocks::{BlockOut, Blocks};
+use crate::export::blocks::{BlockOut, Blocks};
 use crate::EngineError;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -157,14 +157,14 @@ pub(crate) fn logs_of(cfg: &crate::EngineConfig) -> Vec<(&'static str, Vec<Field
         l.fields().copied().collect()
     }
     use tapstat_analyze::{l7log, logs::LogId, periodic};
-    crate::logs_on(cfg)
+    crate::record_out::logs_on(cfg)
         .into_iter()
         .map(|(i, name)| {
             let cols = match i {
-                crate::TCP_PERIODIC => f(&periodic::TCP_PERIODIC),
-                crate::UDP_PERIODIC => f(&periodic::UDP_PERIODIC),
-                crate::HTTP => f(&l7log::HTTP),
-                crate::DNS => f(&l7log::DNS),
+                crate::record_out::TCP_PERIODIC => f(&periodic::TCP_PERIODIC),
+                crate::record_out::UDP_PERIODIC => f(&periodic::UDP_PERIODIC),
+                crate::record_out::HTTP => f(&l7log::HTTP),
+                crate::record_out::DNS => f(&l7log::DNS),
                 _ => f(LogId::ALL[i].log_for(cfg.tracker.tcp_sets, cfg.tracker.l7.is_some())),
             };
             (name, cols)

@@ -18,7 +18,7 @@
 //!
 //! A *tails* record (bit [`TAILS`] beside [`COUNTED`]) stands for several tail
 //! packets of one flow that the controller held and counted
-//! ([`crate::overload::Controller::hold`]): one of them's headers, then a
+//! ([`crate::live::overload::Controller::hold`]): one of them's headers, then a
 //! [`TAILS_BYTES`]-byte trailer with the packets, wire bytes and latest time of each
 //! direction ([`Tails`]). The consumer hands it out as [`Rec::Tails`].
 //!

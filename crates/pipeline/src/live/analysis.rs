@@ -1,0 +1,202 @@
+//! A live worker's analysis thread: drains its buffer into its tracker, shares the
+//! DNS answers it learns with the other workers, and reports its link histograms.
+
+use crate::live::buffer::{Consumer, Rec};
+use crate::live::telemetry::{Gauges, ProcTimes};
+use crate::live::*;
+use crate::PacketTimer;
+#[allow(unused_imports)]
+use crate::{backend::*, dispatch::*, record_out::*, worker::*, writer::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+use tapstat_analyze::dnhunter::{is_dns_response, DnsAnswer};
+use tapstat_capture::live::frame_flow;
+use tapstat_capture::LinkType;
+
+/// An analysis thread: drains its buffer into its tracker.
+pub(crate) struct Analysis {
+    pub(crate) dispatch: Dispatch,
+    pub(crate) work: Work,
+    pub(crate) cons: Consumer,
+    pub(crate) link: LinkType,
+    pub(crate) gauges: Arc<Gauges>,
+    pub(crate) poll: bool,
+    pub(crate) global_clock: Arc<AtomicU64>,
+    pub(crate) final_clock: Arc<AtomicU64>,
+    pub(crate) end_barrier: Arc<Barrier>,
+    /// Set when the run was stopped (a signal), as opposed to a source that ended.
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) flush: Duration,
+    /// Rings to every other worker for the DNS answers this one learns, and from them.
+    pub(crate) dns_out: Vec<rtrb::Producer<DnsAnswer>>,
+    pub(crate) dns_in: Vec<rtrb::Consumer<DnsAnswer>>,
+    pub(crate) dns: DnsShare,
+    /// Where the flows this worker shunts go: its acquisition thread (`--shunt`).
+    pub(crate) shunt_out: Option<rtrb::Producer<u64>>,
+    /// Where the intervals of the link histograms this worker has closed go
+    /// (`--histo-interval`).
+    pub(crate) histo: Option<HistoFeed>,
+}
+
+/// A worker's link histograms on their way to the writer, an interval at a time.
+pub(crate) struct HistoFeed {
+    pub(crate) tx: crossbeam_channel::Sender<HistoReport>,
+    pub(crate) worker: usize,
+    pub(crate) interval_ns: u64,
+    /// The worker reports again once its clock reaches this (the end of the interval
+    /// of its last report).
+    pub(crate) next_ns: u64,
+    /// A worker without packets follows the others' clock this far behind (one
+    /// interval, or the `--flush` period if longer): the packets it has yet to receive
+    /// are not older (its queue is empty; workers' clocks differ by what their queues
+    /// and their sources' rings hold).
+    pub(crate) slack_ns: u64,
+    /// And no further than the time of the next frame its source has yet to hand out,
+    /// where the source knows it (a replay: whatever the speed-up and however late
+    /// its acquisition thread runs).
+    pub(crate) pending: Arc<AtomicU64>,
+}
+
+/// DNS answers handed to other workers, and those dropped at a full ring.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct DnsShare {
+    pub(crate) shared: u64,
+    pub(crate) dropped: u64,
+    /// Shunt requests lost at a full ring to acquisition.
+    pub(crate) shunts_lost: u64,
+}
+
+impl Analysis {
+    pub(crate) fn run(mut self) -> (DispatchResult, WorkerResult, f64, DnsShare, PacketTimer) {
+        let mut times = ProcTimes::new();
+        let mut idle = 0u32;
+        let mut flushed = Instant::now();
+        loop {
+            // Records wait in 256 KiB blocks; on a quiet link a block would take
+            // minutes to fill. One clock read per burst of up to 256 frames.
+            if flushed.elapsed() >= self.flush {
+                self.work.rout.flush_all();
+                flushed = Instant::now();
+            }
+            let closed = self.cons.closed();
+            // Before the read: if it finds nothing, every frame before this was read.
+            let pending = self.histo.as_ref().map_or(u64::MAX, |h| h.pending.load(Ordering::Acquire));
+            // The answers the other workers learnt so far, before this worker's next
+            // packets: a client's connection follows the answer by at least the time
+            // the answer takes to reach it and the SYN to come back, while the two
+            // wait in different workers' queues.
+            for rx in &mut self.dns_in {
+                while let Ok(a) = rx.pop() {
+                    self.work.tracker.learn_dns_answer(a);
+                }
+            }
+            let (dispatch, work) = (&mut self.dispatch, &mut self.work);
+            let (dns_out, dns) = (&mut self.dns_out, &mut self.dns);
+            let (shunt_out, link) = (&mut self.shunt_out, self.link);
+            let k = self.cons.read(256, self.link, |f, bytes, rec| {
+                let t0 = Instant::now();
+                if let Some((_, p)) = dispatch.frame(f, bytes) {
+                    // (`Work` follows the packet's clock into its output interval.)
+                    if let Rec::Tails(t) = rec {
+                        // Tail packets the controller held: their flow counts them,
+                        // nothing more; so does the run.
+                        work.tails(&p, &t);
+                        dispatch.r.frames += t.packets().saturating_sub(1);
+                        dispatch.r.wire_bytes += t.bytes().saturating_sub(f.orig_len as u64);
+                    } else if rec.counted() {
+                        // A tail packet the controller did not let through whole: its
+                        // flow counts it, nothing more.
+                        work.counted(&p);
+                    } else {
+                        work.packet(&p, bytes, || dispatch.dec.reassembled(), &[]);
+                        if !dns_out.is_empty() && is_dns_response(&p.dec) {
+                            share(work.tracker.take_dns_answers(), dns_out, dns);
+                        }
+                        if let Some(tx) = shunt_out.as_mut() {
+                            if work.tracker.take_shunt() {
+                                // Acquisition knows the flow by its frame's hash.
+                                if let Some(ff) = frame_flow(link, bytes) {
+                                    dns.shunts_lost += tx.push(ff.hash).is_err() as u64;
+                                }
+                            }
+                        }
+                    }
+                }
+                times.add(t0.elapsed().as_nanos() as u64);
+            });
+            if k > 0 {
+                idle = 0;
+                times.publish(&self.gauges);
+                self.gauges.flows.store(self.work.tracker.live_flows() as u64, Ordering::Relaxed);
+                self.gauges.evictions.store(self.work.tracker.stats.evictions, Ordering::Relaxed);
+                self.global_clock.fetch_max(self.dispatch.clock.now(), Ordering::Relaxed);
+                // Past the end of an interval of the link histograms: hand over the
+                // intervals that ended (one comparison a burst, the work once an
+                // interval).
+                if self.histo.as_ref().is_some_and(|h| self.work.tracker.now_ns() >= h.next_ns) {
+                    self.report_histo(0);
+                }
+                continue;
+            }
+            if closed {
+                break;
+            }
+            // An idle worker still follows the others into a new output interval, so
+            // the writer can close the old one.
+            let g = self.global_clock.load(Ordering::Relaxed);
+            if g > 0 {
+                self.work.rout.follow(g);
+                // Nor does it hold back the link histograms: it follows the others'
+                // clock, an interval behind, and ends the flows expired by then.
+                if let Some(h) = &self.histo {
+                    let at = g.saturating_sub(h.slack_ns).min(pending);
+                    if at >= h.next_ns {
+                        self.report_histo(at);
+                    }
+                }
+            }
+            idle += 1;
+            if self.poll && idle < 1000 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+        let (r, end) = self.dispatch.finish();
+        // Every worker expires its flows against the latest clock of all of them.
+        self.final_clock.fetch_max(end, Ordering::SeqCst);
+        self.end_barrier.wait();
+        let mut wr = self.work.finish(self.final_clock.load(Ordering::SeqCst), self.stop.load(Ordering::SeqCst));
+        if let (Some(h), Some(rest)) = (&self.histo, wr.histo.take()) {
+            // The writer only goes away on an I/O error, which it reports itself.
+            let _ = h.tx.send(HistoReport { worker: h.worker, mark_ns: u64::MAX, closed: *rest });
+        }
+        (r, wr, thread_cpu_s(), self.dns, self.cons.delays().clone())
+    }
+
+    /// Hands the writer the intervals of the link histograms that ended by the
+    /// worker's clock, moved to `at` first if later (a worker without packets).
+    #[cold]
+    pub(crate) fn report_histo(&mut self, at: u64) {
+        let Some(h) = self.histo.as_mut() else { return };
+        let Some(closed) = self.work.tracker.take_histo_before_now(at, &mut self.work.rout) else { return };
+        let mark_ns = self.work.tracker.now_ns();
+        h.next_ns = (mark_ns / h.interval_ns).saturating_add(1).saturating_mul(h.interval_ns);
+        // The writer only goes away on an I/O error, which it reports itself.
+        let _ = h.tx.send(HistoReport { worker: h.worker, mark_ns, closed });
+    }
+}
+
+/// Hands `answers` to every other worker; a full ring drops the answer for that worker
+/// (counted) rather than make the packet path wait.
+pub(crate) fn share(answers: impl Iterator<Item = DnsAnswer>, out: &mut [rtrb::Producer<DnsAnswer>], n: &mut DnsShare) {
+    for a in answers {
+        for tx in out.iter_mut() {
+            match tx.push(a.clone()) {
+                Ok(()) => n.shared += 1,
+                Err(_) => n.dropped += 1,
+            }
+        }
+    }
+}

@@ -1010,18 +1010,49 @@ pub static OTHER: LazyLock<Log<Flow>> = LazyLock::new(|| {
     Log::from_runs("log_other", "ICMP, ICMPv6 and other IP protocols (and IP fragments whose first fragment was not seen), per address pair and protocol.", v)
 });
 
-/// Which log a finished flow is written to.
+/// Every log tapstat writes, in the order of its output files: the four logs of ended
+/// flows (every flow's record goes to one of them, [`LogId::of`]), the periodic logs of
+/// TCP and UDP (with `--periodic`), and the application layer's HTTP and DNS
+/// transactions (when it is on).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LogId {
     TcpComplete,
     TcpNocomplete,
     Udp,
     Other,
+    TcpPeriodic,
+    UdpPeriodic,
+    Http,
+    Dns,
+}
+
+/// Something done with a log's columns, whatever the type of its rows
+/// ([`LogId::visit`]): writing its header, listing its fields.
+pub trait LogVisitor {
+    type Out;
+    fn visit<T>(self, log: &Log<T>) -> Self::Out;
 }
 
 impl LogId {
-    pub const ALL: [LogId; 4] = [LogId::TcpComplete, LogId::TcpNocomplete, LogId::Udp, LogId::Other];
+    /// How many logs there are: the length of a table indexed by `LogId as usize`.
+    pub const COUNT: usize = 8;
 
+    /// Every log, in the order of the output files.
+    pub const ALL: [LogId; LogId::COUNT] = [
+        LogId::TcpComplete,
+        LogId::TcpNocomplete,
+        LogId::Udp,
+        LogId::Other,
+        LogId::TcpPeriodic,
+        LogId::UdpPeriodic,
+        LogId::Http,
+        LogId::Dns,
+    ];
+
+    /// The logs of ended flows.
+    pub const FLOWS: [LogId; 4] = [LogId::TcpComplete, LogId::TcpNocomplete, LogId::Udp, LogId::Other];
+
+    /// The log of finished flow `f`.
     pub fn of(f: &Flow) -> LogId {
         match f.kind {
             Kind::Tcp if f.tcp.complete => LogId::TcpComplete,
@@ -1038,23 +1069,51 @@ impl LogId {
             LogId::TcpNocomplete => "log_tcp_nocomplete",
             LogId::Udp => "log_udp_complete",
             LogId::Other => "log_other",
+            LogId::TcpPeriodic => crate::periodic::TCP_PERIODIC.name,
+            LogId::UdpPeriodic => crate::periodic::UDP_PERIODIC.name,
+            LogId::Http => crate::l7log::HTTP.name,
+            LogId::Dns => crate::l7log::DNS.name,
         }
     }
 
-    /// The columns of this log with every set.
+    /// Whether the run of `periodic` (`--periodic` on) and `l7` (the application layer
+    /// on) writes this log.
+    pub fn written(self, periodic: bool, l7: bool) -> bool {
+        match self {
+            LogId::TcpPeriodic | LogId::UdpPeriodic => periodic,
+            LogId::Http | LogId::Dns => l7,
+            _ => true,
+        }
+    }
+
+    /// The columns of this log of ended flows with every set.
     pub fn log(self) -> &'static Log<Flow> {
         self.log_for(crate::TcpSets::Full, true)
     }
 
-    /// The columns of this log with the given TCP sets, with or without the
-    /// application layer.
+    /// The columns of this log of ended flows ([`LogId::FLOWS`]) with the given TCP
+    /// sets, with or without the application layer. The other logs' rows are not
+    /// flows: reach their columns with [`LogId::visit`].
     pub fn log_for(self, sets: crate::TcpSets, l7: bool) -> &'static Log<Flow> {
         let i = match self {
             LogId::TcpComplete | LogId::TcpNocomplete => 0,
             LogId::Udp => 1,
             LogId::Other => 2,
+            _ => unreachable!("{} is not a log of flows", self.name()),
         };
         &VARIANTS[i][(sets == crate::TcpSets::Full) as usize][l7 as usize]
+    }
+
+    /// Hands `v` this log's columns (with the given TCP sets and application layer, for
+    /// the logs of flows).
+    pub fn visit<V: LogVisitor>(self, sets: crate::TcpSets, l7: bool, v: V) -> V::Out {
+        match self {
+            LogId::TcpPeriodic => v.visit(&*crate::periodic::TCP_PERIODIC),
+            LogId::UdpPeriodic => v.visit(&*crate::periodic::UDP_PERIODIC),
+            LogId::Http => v.visit(&*crate::l7log::HTTP),
+            LogId::Dns => v.visit(&*crate::l7log::DNS),
+            flows => v.visit(flows.log_for(sets, l7)),
+        }
     }
 }
 

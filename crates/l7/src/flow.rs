@@ -17,7 +17,7 @@ use crate::{Dir, L7Config, Records, Transport};
 enum State {
     Probing(ProbeMemory),
     /// Probing, with the first bytes of a TCP direction that were too few to decide.
-    Held(Box<Held>),
+    Undecided(Box<Undecided>),
     Tls(Box<TlsState>),
     Dtls(Box<DtlsState>),
     Quic(Box<QuicState>),
@@ -41,13 +41,13 @@ const HELD_MAX: usize = 32;
 /// the next segment and handed to the parser first when the probes say yes. Boxed, so
 /// only flows whose first bytes arrive in such pieces pay for it, and only while probing.
 #[derive(Clone, Debug, Default)]
-struct Held {
+struct Undecided {
     mem: ProbeMemory,
     len: [u8; 2],
     bytes: [[u8; HELD_MAX]; 2],
 }
 
-impl Held {
+impl Undecided {
     fn prefix(&self, dir: Dir) -> &[u8] {
         let d = dir as usize;
         &self.bytes[d][..usize::from(self.len[d])]
@@ -104,7 +104,7 @@ impl L7Flow {
             return Records::default();
         }
         match self.state {
-            State::Probing(_) | State::Held(_) => self.probe(cfg, dir, payload, ts_ns),
+            State::Probing(_) | State::Undecided(_) => self.probe(cfg, dir, payload, ts_ns),
             _ => self.parse(cfg, dir, payload, ts_ns),
         }
     }
@@ -130,7 +130,7 @@ impl L7Flow {
         // begun in earlier segments too short to decide: probe those bytes and these as one.
         let joined: Vec<u8>;
         let stream: &[u8] = match &self.state {
-            State::Held(h) if h.len[d] > 0 => {
+            State::Undecided(h) if h.len[d] > 0 => {
                 joined = [h.prefix(dir), payload].concat();
                 &joined
             }
@@ -138,7 +138,7 @@ impl L7Flow {
         };
         let mem = match &mut self.state {
             State::Probing(mem) => mem,
-            State::Held(h) => &mut h.mem,
+            State::Undecided(h) => &mut h.mem,
             _ => return Records::default(),
         };
         let verdict = match self.transport {
@@ -172,15 +172,15 @@ impl L7Flow {
         let d = dir as usize;
         let keep = if stream.len() <= HELD_MAX { stream } else { &[] };
         match &mut self.state {
-            State::Held(h) => {
+            State::Undecided(h) => {
                 h.bytes[d][..keep.len()].copy_from_slice(keep);
                 h.len[d] = keep.len() as u8;
             }
             State::Probing(mem) if !keep.is_empty() => {
-                let mut h = Box::new(Held { mem: *mem, ..Held::default() });
+                let mut h = Box::new(Undecided { mem: *mem, ..Undecided::default() });
                 h.bytes[d][..keep.len()].copy_from_slice(keep);
                 h.len[d] = keep.len() as u8;
-                self.state = State::Held(h);
+                self.state = State::Undecided(h);
             }
             _ => {}
         }
@@ -196,7 +196,7 @@ impl L7Flow {
         };
         // The other direction may hold undecided bytes too; they start its stream.
         let other_held = match &self.state {
-            State::Held(h) if h.len[other as usize] > 0 => Some(h.prefix(other).to_vec()),
+            State::Undecided(h) if h.len[other as usize] > 0 => Some(h.prefix(other).to_vec()),
             _ => None,
         };
         self.state = match (app, self.transport) {
@@ -392,7 +392,7 @@ impl L7Flow {
                 s.on_data(dir, payload);
                 true
             }
-            State::Probing(_) | State::Held(_) | State::Idle => false,
+            State::Probing(_) | State::Undecided(_) | State::Idle => false,
         };
         if counted {
             self.used[d] = self.used[d].saturating_add(payload.len().min(u32::MAX as usize) as u32);
@@ -439,7 +439,7 @@ impl L7Flow {
             State::Http(s) => s.is_done(),
             State::Dns(s) => s.is_done(),
             State::Ssh(s) => s.is_done(),
-            State::Probing(_) | State::Held(_) => false,
+            State::Probing(_) | State::Undecided(_) => false,
             State::Idle => true,
         };
         records
@@ -623,7 +623,7 @@ impl L7Flow {
             State::Quic(s) => s.events,
             State::Http(s) => s.events,
             State::Dns(s) => s.events,
-            State::Ssh(_) | State::Probing(_) | State::Held(_) | State::Idle => Events::default(),
+            State::Ssh(_) | State::Probing(_) | State::Undecided(_) | State::Idle => Events::default(),
         };
         let mut all = self.events;
         for e in inner.iter() {
@@ -643,7 +643,7 @@ impl L7Flow {
             State::Tunnel(h, t) => size_of::<HttpState>() + h.heap_bytes() + size_of::<TlsState>() + t.heap_bytes(),
             State::Dns(s) => size_of::<DnsState>() + s.heap_bytes(),
             State::Ssh(s) => size_of::<SshState>() + s.heap_bytes(),
-            State::Held(_) => size_of::<Held>(),
+            State::Undecided(_) => size_of::<Undecided>(),
             State::Probing(_) | State::Idle => 0,
         }
     }
@@ -911,7 +911,7 @@ mod tests {
         feed(&mut f, &cfg, Dir::ServerToClient, &[greeting]);
         assert_eq!(f.heap_bytes(), 0, "too long to hold");
         feed(&mut f, &cfg, Dir::ClientToServer, &[b"E"]);
-        assert_eq!(f.heap_bytes(), std::mem::size_of::<Held>());
+        assert_eq!(f.heap_bytes(), std::mem::size_of::<Undecided>());
         feed(&mut f, &cfg, Dir::ClientToServer, &[b"HLO me\r\n"]);
         assert_eq!((f.app(), f.app_source()), (Some(App::Smtp), AppSource::Payload));
         assert!(f.is_done());

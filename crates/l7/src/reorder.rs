@@ -42,12 +42,12 @@ pub struct Stream {
     /// Stream offset one past the last byte handed over (or skipped over a hole).
     next: u64,
     /// Segments beyond `next`, by offset.
-    held: Vec<Held>,
+    held: Vec<HeldSegment>,
     held_bytes: usize,
 }
 
 #[derive(Clone, Debug)]
-struct Held {
+struct HeldSegment {
     at: u64,
     ts_ns: u64,
     bytes: Box<[u8]>,
@@ -75,7 +75,7 @@ impl Stream {
                         return;
                     }
                     self.held_bytes += b.len();
-                    self.held.insert(i, Held { at, ts_ns, bytes: b.into() });
+                    self.held.insert(i, HeldSegment { at, ts_ns, bytes: b.into() });
                     return;
                 }
                 // Over the bounds, or cut: the hole is lost; what waited goes out first.
@@ -165,7 +165,7 @@ mod tests {
         assert_eq!(run(5, &[(8, "rld!"), (5, " wo")], false), " world!");
         // Three out of order, one retransmitted, one overlapping what was given.
         assert_eq!(run(0, &[(8, "rld!"), (5, " wo"), (8, "rld!"), (3, "lo wo"), (0, "hel")], false), "hello world!");
-        // Held bytes are handed over at the time of the segment that filled the hole.
+        // HeldSegment bytes are handed over at the time of the segment that filled the hole.
         let mut s = Stream::new(0);
         let mut times = Vec::new();
         let mut feed = |st: Step<'_>| {

@@ -42,13 +42,13 @@ impl ThreadCount {
 
 /// One run: its threads (busiest first) and the packets it read.
 #[derive(Clone, Debug)]
-pub struct Run {
+pub struct ScalingRun {
     pub workers: usize,
     pub packets: u64,
     pub threads: Vec<ThreadCount>,
 }
 
-impl Run {
+impl ScalingRun {
     pub fn total(&self) -> u64 {
         self.threads.iter().map(|t| t.instructions).sum()
     }
@@ -58,12 +58,12 @@ impl Run {
     }
 
     /// Speedup predicted against `one` (the 1-worker run of the same input).
-    pub fn predicted_speedup(&self, one: &Run) -> f64 {
+    pub fn predicted_speedup(&self, one: &ScalingRun) -> f64 {
         one.total() as f64 / self.busiest().max(1) as f64
     }
 
     /// Work of this run over the 1-worker run's.
-    pub fn work_ratio(&self, one: &Run) -> f64 {
+    pub fn work_ratio(&self, one: &ScalingRun) -> f64 {
         self.total() as f64 / one.total().max(1) as f64
     }
 }
@@ -71,7 +71,13 @@ impl Run {
 /// Runs `tapstat -r PCAP -w W -q --hash-seed 1 EXTRA...` under callgrind in `dir`
 /// (which it fills) and reads back every thread's instructions and the packet count of
 /// its summary.json.
-pub fn measure(tapstat: &Path, pcap: &[PathBuf], workers: usize, extra: &[String], dir: &Path) -> io::Result<Run> {
+pub fn measure(
+    tapstat: &Path,
+    pcap: &[PathBuf],
+    workers: usize,
+    extra: &[String],
+    dir: &Path,
+) -> io::Result<ScalingRun> {
     std::fs::create_dir_all(dir)?;
     let out = dir.join("out");
     let status = Command::new("valgrind")
@@ -108,7 +114,7 @@ pub fn measure(tapstat: &Path, pcap: &[PathBuf], workers: usize, extra: &[String
     threads.sort_by(|a, b| b.instructions.cmp(&a.instructions).then(a.thread.cmp(&b.thread)));
     let summary = std::fs::read_to_string(out.join("summary.json"))?;
     let packets = packets_of(&summary).ok_or_else(|| io::Error::other("summary.json has no packet count"))?;
-    Ok(Run { workers, packets, threads })
+    Ok(ScalingRun { workers, packets, threads })
 }
 
 /// The top-level `"packets"` count of a summary.json.
@@ -119,7 +125,7 @@ fn packets_of(summary: &str) -> Option<u64> {
 
 /// The table `tapstat-lab scaling` prints: one row per worker count, against the first
 /// run (which should be the 1-worker run).
-pub fn table(runs: &[Run]) -> String {
+pub fn table(runs: &[ScalingRun]) -> String {
     let mut s = String::from("workers\tpackets\tinstr/pkt\tbusiest/pkt\tpredicted_speedup\tof_linear\twork_ratio\tthreads (instr/pkt, busiest first)\n");
     let Some(one) = runs.first() else { return s };
     for r in runs {
@@ -161,9 +167,12 @@ mod tests {
     #[test]
     fn speedup_is_one_worker_total_over_busiest_thread() {
         let t = |thread, instructions| ThreadCount { thread, instructions };
-        let one = Run { workers: 1, packets: 10, threads: vec![t(2, 900), t(1, 100)] };
-        let four =
-            Run { workers: 4, packets: 10, threads: vec![t(3, 300), t(4, 250), t(5, 250), t(6, 200), t(1, 100)] };
+        let one = ScalingRun { workers: 1, packets: 10, threads: vec![t(2, 900), t(1, 100)] };
+        let four = ScalingRun {
+            workers: 4,
+            packets: 10,
+            threads: vec![t(3, 300), t(4, 250), t(5, 250), t(6, 200), t(1, 100)],
+        };
         assert_eq!(four.predicted_speedup(&one), 1000.0 / 300.0);
         assert_eq!(four.work_ratio(&one), 1.1);
         let table = table(&[one, four]);

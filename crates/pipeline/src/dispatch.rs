@@ -1,14 +1,14 @@
 //! The dispatcher: decode a frame once, key it, hash it, and route it to the worker
 //! that owns its flow; on the file path, dispatcher threads batch packets per worker.
 
-use crate::*;
-#[allow(unused_imports)]
-use crate::{backend::*, flow_groups::*, migrate::*, reader::*, record_out::*, schedule::*, worker::*, writer::*};
+use crate::reader::Clocked;
+use crate::schedule::{Scheduler, Table, BINS};
+use crate::worker::WorkerResult;
+use crate::{Receiver, Sender};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use tapstat_analyze::dnhunter;
-use tapstat_analyze::InputClock;
+use tapstat_analyze::{dnhunter, InputClock};
 use tapstat_capture::{Backing, FrameMeta};
 use tapstat_decode::{Anomalies, DecodeConfig, Decoded, Decoder, Fragment, SharedFrags, L4};
 use tapstat_flow::{FlowHasher, FlowKey};
@@ -151,6 +151,31 @@ impl Dispatch {
     /// when several dispatchers share the input); counts nothing but frames without IP.
     #[inline]
     pub(crate) fn frame_at(&mut self, f: &FrameMeta, bytes: &[u8], now_ns: u64) -> Option<(usize, Pkt)> {
+        self.route(f, bytes, now_ns, |w, p| (w, p))
+    }
+
+    /// [`Dispatch::frame_at`] for a dispatcher thread: the packet goes straight to the
+    /// end of its worker's batch (no decoded packet returned and moved again: ~100
+    /// instructions a packet of copies); returns the worker.
+    #[inline]
+    pub(crate) fn frame_to(
+        &mut self,
+        f: &FrameMeta,
+        bytes: &[u8],
+        now_ns: u64,
+        batches: &mut [Vec<Pkt>],
+    ) -> Option<usize> {
+        self.route(f, bytes, now_ns, |w, p| {
+            batches[w].push(p);
+            w
+        })
+    }
+
+    /// Decodes frame `f` once, keys and hashes its flow, picks the worker that owns it
+    /// and hands `put` the worker and the packet; `None` for a frame without IP.
+    /// `put` is inlined, so the packet is built where it goes.
+    #[inline(always)]
+    fn route<R>(&mut self, f: &FrameMeta, bytes: &[u8], now_ns: u64, put: impl FnOnce(usize, Pkt) -> R) -> Option<R> {
         let d = self.dec.decode(f.link, bytes, f.ts_ns);
         if d.l4 == L4::None {
             self.r.non_ip += 1;
@@ -177,47 +202,7 @@ impl Dispatch {
             learnt: None,
             dec: d,
         };
-        Some((w, pkt))
-    }
-
-    /// [`Dispatch::frame_at`] for a dispatcher thread: the packet goes straight to the
-    /// end of its worker's batch (no decoded packet returned and moved again: ~100
-    /// instructions a packet of copies); returns the worker.
-    #[inline]
-    pub(crate) fn frame_to(
-        &mut self,
-        f: &FrameMeta,
-        bytes: &[u8],
-        now_ns: u64,
-        batches: &mut [Vec<Pkt>],
-    ) -> Option<usize> {
-        let d = self.dec.decode(f.link, bytes, f.ts_ns);
-        if d.l4 == L4::None {
-            self.r.non_ip += 1;
-            return None;
-        }
-        let (key, _) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
-        let hash = self.hasher.hash(&key);
-        let w = match &self.table {
-            None => FlowHasher::worker_of(hash, self.workers),
-            Some(t) => {
-                let b = FlowHasher::bin_of(hash, BINS);
-                self.per_bin[b] += 1;
-                t.bins[b] as usize
-            }
-        };
-        batches[w].push(Pkt {
-            ts_ns: f.ts_ns,
-            now_ns,
-            wire_len: f.orig_len,
-            caplen: f.caplen,
-            offset: f.offset,
-            hash,
-            learn_only: false,
-            learnt: None,
-            dec: d,
-        });
-        Some(w)
+        Some(put(w, pkt))
     }
 
     /// The counters, and the input's clock at the end.

@@ -1,16 +1,22 @@
 //! The file front end: a reader thread, dispatcher threads and workers joined by
 //! bounded rings ([`run`]).
 
-use crate::*;
-#[allow(unused_imports)]
+use crate::backend::Backend;
+use crate::dispatch::{run_dispatcher, Dispatch, DispatchResult, Ends, Msg, Pkt};
+use crate::flow_groups::FlowGroups;
+use crate::migrate::{Mail, Mailboxes};
+use crate::reader::{Clocked, Reader, ReaderResult};
+use crate::schedule::Scheduler;
+use crate::worker::{run_inline, run_worker, Worker};
 use crate::{
-    backend::*, dispatch::*, flow_groups::*, migrate::*, reader::*, record_out::*, schedule::*, worker::*, writer::*,
+    cpu_seconds, random_seed, ring, EngineConfig, EngineError, Progress, Receiver, Schedule, SchedulingSummary, Sender,
+    Summary,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use tapstat_analyze::{InputClock, Tracker, TrackerConfig, TrackerStats};
+use tapstat_analyze::{InputClock, Tracker, TrackerConfig};
 use tapstat_capture::{CaptureStats, Chunk, PacketSource};
 use tapstat_decode::Decoder;
 use tapstat_flow::FlowHasher;
@@ -29,14 +35,9 @@ pub fn run(
     let seed = cfg.hash_seed.unwrap_or_else(random_seed);
     let hasher = FlowHasher::with_kind(cfg.flow_hash, seed);
 
-    // The IPFIX collector and the output files first: a collector that refuses the
-    // connection or an unwritable directory is an error before any work (and before
-    // the files exist).
-    let exporter = cfg.ipfix.as_ref().map(crate::export::ipfix::Exporter::start).transpose()?;
-    let kafka = cfg.kafka.as_ref().map(|k| crate::export::kafka::Exporter::start(k, cfg)).transpose()?;
-    let (free_tx, free_rx) = crossbeam_channel::bounded::<Vec<u8>>(16);
-    let (mut block_txs, writer) = spawn_writer(cfg, n, free_tx, &stop)?;
-    let mut block_tx = move || block_txs.pop().expect("a sender per worker");
+    // The back end first: a collector that refuses the connection or an unwritable
+    // directory is an error before any work.
+    let mut backend = Backend::start(cfg, n, &stop, None, |_| {})?;
 
     let p0 = source.progress();
     progress.bytes_total.store(p0.bytes_total.unwrap_or(0), Ordering::Relaxed);
@@ -48,19 +49,14 @@ pub fn run(
     // Each of n workers holds about 1/n of the flows: its index starts that much
     // smaller (it grows as any other), instead of n times one worker's start-up.
     let tracker_cfg = TrackerConfig { start_flows: (cfg.tracker.start_flows / n).max(4096), ..cfg.tracker };
-    let new_work = |tx: crossbeam_channel::Sender<Block>| Work {
-        timer: PacketTimer::new(cfg.time_sample),
-        tracker: Tracker::new(tracker_cfg),
-        rout: RecordOut::new(cfg, tx, free_rx.clone())
-            .by_due()
-            .with_ipfix(exporter.as_ref())
-            .with_kafka(kafka.as_ref()),
-    };
+    // Records go to the interval they were due in (`--rotate`; see `Rotation`).
+    let mut new_worker =
+        |w: usize| Worker::new(cfg.time_sample, Tracker::new(tracker_cfg), backend.record_out(cfg, w).by_due());
     let (dispatchers, workers) = if n == 1 && !reader.source.may_block() {
         // One worker reading regular files: it reads, decodes and analyzes in
         // one pass, so each packet's bytes are brought into the cache once. (A
         // separate reader thread would take that miss, and the worker a second one.)
-        let work = new_work(block_tx());
+        let work = new_worker(0);
         let h = std::thread::Builder::new()
             .name("tapstat-w0".into())
             .spawn(move || {
@@ -90,7 +86,7 @@ pub fn run(
                 let _ = reader_done_tx.send(reader.finish());
             })
             .expect("spawning a thread succeeds");
-        let work = new_work(block_tx());
+        let work = new_worker(0);
         let stop = stop.clone();
         let h = std::thread::Builder::new()
             .name("tapstat-w0".into())
@@ -167,13 +163,13 @@ pub fn run(
         let (mail_tx, mail_rx): (Vec<_>, Vec<_>) = (0..n).map(|_| crossbeam_channel::unbounded::<Mail>()).unzip();
         let mut workers = Vec::with_capacity(n);
         for (w, ((rx, recycle), inbox)) in to_worker.into_iter().zip(recycle_tx).zip(mail_rx).enumerate() {
-            let work = new_work(block_tx());
-            let post = Post { me: w, inbox, outboxes: mail_tx.clone(), early: Vec::new(), moved_in: 0 };
+            let work = new_worker(w);
+            let mail = Mailboxes { me: w, inbox, outboxes: mail_tx.clone(), early: Vec::new(), moved_in: 0 };
             let groups = cfg.flow_batches.then(|| FlowGroups::new(cfg.tracker.periodic_ns));
             workers.push(
                 std::thread::Builder::new()
                     .name(format!("tapstat-w{w}"))
-                    .spawn(move || run_worker(work, groups, rx, recycle, post))
+                    .spawn(move || run_worker(work, groups, rx, recycle, mail))
                     .expect("spawning a thread succeeds"),
             );
         }
@@ -181,39 +177,18 @@ pub fn run(
         drop(dispatch);
         (dispatchers, workers)
     };
-    drop(block_tx);
-
     let mut disp = DispatchResult::default();
-    let mut inline_work = None;
+    let mut results = Vec::with_capacity(n);
     for h in dispatchers {
         let (r, w) = h.join().map_err(|_| EngineError::Thread("dispatcher"))?;
         disp.merge(&r);
-        inline_work = inline_work.or(w);
+        results.extend(w);
     }
-    let mut stats = TrackerStats::default();
-    let mut records = [0u64; NLOGS];
-    let mut timers = Vec::new();
-    let mut histo = HistoMerge::default();
-    let worker_results = workers.into_iter().map(|h| h.join().map_err(|_| EngineError::Thread("worker")));
-    let mut sched = SchedulingSummary {
-        policy: cfg.schedule.name(),
-        dispatchers: if n > 1 { cfg.dispatchers_for(n) } else { 0 },
-        ..SchedulingSummary::default()
-    };
-    for r in inline_work.into_iter().map(Ok).chain(worker_results) {
-        let r = r?;
-        sched.flows_moved += r.moved_in;
-        histo.add(r.histo.as_deref());
-        sched.per_worker_packets.push(r.stats.packets);
-        stats.merge(&r.stats);
-        timers.push(r.timer);
-        for (total, n) in records.iter_mut().zip(r.records) {
-            *total += n;
-        }
+    for h in workers {
+        results.push(h.join().map_err(|_| EngineError::Thread("worker"))?);
     }
-    let (written, writer_warnings) = writer.join().map_err(|_| EngineError::Thread("writer"))?;
-    let exported = exporter.map(crate::export::ipfix::Exporter::finish).transpose()?;
-    let kafka = kafka.map(crate::export::kafka::Exporter::finish).transpose()?;
+    let ended = backend.finish(results)?;
+    let written = &ended.written;
     // A closed standard output (`| head`) stops the run too, but nobody interrupted it.
     let interrupted = stop.load(Ordering::Relaxed) && written.error.is_none() && !written.closed;
     // After a normal end the reader has finished; after Ctrl-C it may be blocked in
@@ -229,7 +204,7 @@ pub fn run(
         return Err(e.into());
     }
     let mut warnings = reader.warnings;
-    warnings.extend(writer_warnings);
+    warnings.extend(ended.warnings.iter().cloned());
     let mut summary = Summary::new(
         cfg,
         n,
@@ -239,15 +214,15 @@ pub fn run(
         disp.wire_bytes,
         disp.first_ns,
         disp.last_ns,
-        &stats,
-        &records_by_log(cfg, &records),
+        &ended.stats,
+        &ended.records,
         reader.stats,
         warnings,
         interrupted,
         started.elapsed().as_secs_f64(),
         cpu_seconds() - cpu0,
     );
-    if let Some(e) = written.error {
+    if let Some(e) = &written.error {
         summary.write_error = Some(format!("{e}: {}", e.source));
         summary.records_not_written = written.lost;
     }
@@ -257,10 +232,12 @@ pub fn run(
     }
     summary.flow_table = cfg.tracker.index.name();
     summary.flow_hash = cfg.flow_hash.name();
-    summary.packet_time = PacketTimeSummary::of(&timers);
-    summary.scheduling = (n > 1).then_some(sched);
-    summary.histograms = histo.0;
-    summary.set_ipfix(exported);
-    summary.set_kafka(kafka);
+    summary.scheduling = (n > 1).then(|| SchedulingSummary {
+        policy: cfg.schedule.name(),
+        dispatchers: cfg.dispatchers_for(n),
+        flows_moved: ended.moved_in,
+        per_worker_packets: ended.per_worker_packets.clone(),
+    });
+    ended.fill(&mut summary);
     Ok(summary)
 }

@@ -1,19 +1,18 @@
 //! Flow-affinity batches: the order in which a worker accounts a batch's packets,
 //! grouped by flow (see [`FlowGroups`]).
 
-#[allow(unused_imports)]
-use crate::{backend::*, dispatch::*, migrate::*, reader::*, record_out::*, schedule::*, worker::*, writer::*};
-
+use crate::dispatch::{Batch, Pkt};
+use crate::worker::Worker;
 use tapstat_analyze::dnhunter;
 use tapstat_decode::Fragment;
 
-/// Accounts batch `b` grouped by flow: the runs that `groups` plans, each held run with
+/// Accounts batch `b` grouped by flow: the stretches that `groups` plans, each held run with
 /// its clock held at its first packet's and moved to its last packet's after it.
-pub(crate) fn account_grouped(work: &mut Work, b: &Batch, groups: &mut FlowGroups) {
+pub(crate) fn account_grouped(work: &mut Worker, b: &Batch, groups: &mut FlowGroups) {
     groups.plan(&b.pkts, !b.wholes.is_empty());
     let g = &*groups;
     let mut from = 0;
-    for run in &g.runs {
+    for run in &g.stretches {
         for &i in &g.order[from..run.end as usize] {
             let p = &b.pkts[i as usize];
             let frame = tapstat_capture::bytes_at(&*b.backing, p.offset, p.caplen);
@@ -37,7 +36,7 @@ pub(crate) fn account_grouped(work: &mut Work, b: &Batch, groups: &mut FlowGroup
 /// A stretch of [`FlowGroups::order`]: up to `end`, in input order (`held: None`) or
 /// grouped by flow with the clocks of its first and last packets in input order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Run {
+pub(crate) struct Stretch {
     pub(crate) end: u32,
     pub(crate) held: Option<(u64, u64)>,
 }
@@ -67,9 +66,9 @@ pub(crate) struct Run {
 pub(crate) struct FlowGroups {
     /// `--periodic`'s interval (0: off).
     pub(crate) periodic_ns: u64,
-    /// The batch's packet indexes in the order to account them, and its runs.
+    /// The batch's packet indexes in the order to account them, and its stretches.
     pub(crate) order: Vec<u32>,
-    pub(crate) runs: Vec<Run>,
+    pub(crate) stretches: Vec<Stretch>,
     /// Each packet's index in the batch's `wholes` (for IP fragments), filled only for
     /// a batch that has some.
     pub(crate) whole_of: Vec<u32>,
@@ -90,7 +89,7 @@ impl FlowGroups {
         FlowGroups {
             periodic_ns,
             order: Vec::new(),
-            runs: Vec::new(),
+            stretches: Vec::new(),
             whole_of: Vec::new(),
             next: Vec::new(),
             heads: Vec::new(),
@@ -106,11 +105,11 @@ impl FlowGroups {
         p.learn_only || p.learnt.is_some() || dnhunter::is_dns_response(&p.dec)
     }
 
-    /// Plans the order of `pkts` (`order`, `runs`); `fragments`: the batch carries
+    /// Plans the order of `pkts` (`order`, `stretches`); `fragments`: the batch carries
     /// reassembled payloads (`whole_of` is then filled).
     pub(crate) fn plan(&mut self, pkts: &[Pkt], fragments: bool) {
         self.order.clear();
-        self.runs.clear();
+        self.stretches.clear();
         self.next.clear();
         self.next.resize(pkts.len(), NIL);
         if fragments {
@@ -125,7 +124,7 @@ impl FlowGroups {
         while i < pkts.len() {
             if Self::keeps_place(&pkts[i]) {
                 self.order.push(i as u32);
-                self.runs.push(Run { end: self.order.len() as u32, held: None });
+                self.stretches.push(Stretch { end: self.order.len() as u32, held: None });
                 i += 1;
                 continue;
             }
@@ -195,7 +194,7 @@ impl FlowGroups {
         }
         // All of different flows: the order is input order, accounted as such.
         let held = (self.heads.len() < len).then_some((first_ns, last_ns));
-        self.runs.push(Run { end: self.order.len() as u32, held });
+        self.stretches.push(Stretch { end: self.order.len() as u32, held });
     }
 }
 
@@ -219,10 +218,10 @@ mod tests {
     /// A planned run: its packet indexes and held clocks.
     type Planned = (Vec<u32>, Option<(u64, u64)>);
 
-    /// The planned runs.
-    fn runs(g: &FlowGroups) -> Vec<Planned> {
+    /// The planned stretches.
+    fn stretches(g: &FlowGroups) -> Vec<Planned> {
         let mut from = 0;
-        g.runs
+        g.stretches
             .iter()
             .map(|r| {
                 let v = g.order[from..r.end as usize].to_vec();
@@ -241,7 +240,7 @@ mod tests {
         let pkts: Vec<Pkt> = [a, b, a, c, b, a].iter().enumerate().map(|(i, &h)| pkt(h, 100 + i as u64)).collect();
         let mut g = FlowGroups::new(0);
         g.plan(&pkts, false);
-        assert_eq!(runs(&g), vec![(vec![3, 1, 4, 0, 2, 5], Some((100, 105)))]);
+        assert_eq!(stretches(&g), vec![(vec![3, 1, 4, 0, 2, 5], Some((100, 105)))]);
     }
 
     /// Every packet that teaches DNS answers keeps its place, alone: a DNS response,
@@ -261,7 +260,7 @@ mod tests {
         let mut g = FlowGroups::new(0);
         g.plan(&pkts, false);
         assert_eq!(
-            runs(&g),
+            stretches(&g),
             vec![
                 (vec![1, 0, 2], Some((0, 2))),
                 (vec![3], None),
@@ -281,13 +280,16 @@ mod tests {
         let pkts: Vec<Pkt> = (0..5).map(|i| pkt(i, i)).collect();
         let mut g = FlowGroups::new(0);
         g.plan(&pkts, false);
-        assert_eq!(runs(&g), vec![(vec![0, 1, 2, 3, 4], None)]);
+        assert_eq!(stretches(&g), vec![(vec![0, 1, 2, 3, 4], None)]);
 
         let (a, b) = (11, 22);
         let pkts = vec![pkt(a, 1), pkt(b, 5), pkt(a, 9), pkt(b, 10), pkt(a, 12), pkt(b, 19), pkt(a, 20)];
         let mut g = FlowGroups::new(10);
         g.plan(&pkts, false);
-        assert_eq!(runs(&g), vec![(vec![1, 0, 2], Some((1, 9))), (vec![4, 3, 5], Some((10, 19))), (vec![6], None)]);
+        assert_eq!(
+            stretches(&g),
+            vec![(vec![1, 0, 2], Some((1, 9))), (vec![4, 3, 5], Some((10, 19))), (vec![6], None)]
+        );
     }
 
     /// Reassembled payloads travel in the order of the fragments: each fragment finds
@@ -300,7 +302,7 @@ mod tests {
         pkts[3].dec.fragment = Fragment::First;
         let mut g = FlowGroups::new(0);
         g.plan(&pkts, true);
-        assert_eq!(runs(&g), vec![(vec![0, 2, 1, 3], Some((0, 3)))]);
+        assert_eq!(stretches(&g), vec![(vec![0, 2, 1, 3], Some((0, 3)))]);
         assert_eq!((g.whole_of[1], g.whole_of[3]), (0, 1));
     }
 
@@ -334,7 +336,7 @@ mod tests {
                 }
                 last.insert(h, i);
             }
-            assert_eq!(g.runs.last().map_or(0, |r| r.end) as usize, n);
+            assert_eq!(g.stretches.last().map_or(0, |r| r.end) as usize, n);
         }
     }
 }

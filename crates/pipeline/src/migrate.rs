@@ -1,8 +1,8 @@
 //! Flow migration between workers (`--schedule balance|bundle`): when the scheduler
 //! moves bins, each worker mails the flows of the bins it gives away to their new owners.
 
-#[allow(unused_imports)]
-use crate::{backend::*, dispatch::*, flow_groups::*, reader::*, record_out::*, schedule::*, worker::*, writer::*};
+use crate::schedule::{Table, BINS};
+use crate::worker::Worker;
 use std::collections::BTreeMap;
 
 use tapstat_flow::FlowHasher;
@@ -11,7 +11,7 @@ use tapstat_flow::FlowHasher;
 pub(crate) type Mail = (u64, usize, Vec<tapstat_analyze::MovedFlow>);
 
 /// A worker's mailboxes for the flows of moved bins.
-pub(crate) struct Post {
+pub(crate) struct Mailboxes {
     pub(crate) me: usize,
     pub(crate) inbox: crossbeam_channel::Receiver<Mail>,
     pub(crate) outboxes: Vec<crossbeam_channel::Sender<Mail>>,
@@ -21,13 +21,13 @@ pub(crate) struct Post {
     pub(crate) moved_in: u64,
 }
 
-impl Post {
+impl Mailboxes {
     /// Between two chunks, at the start of an epoch whose table `t` moved bins: sends
     /// the flows of the bins this worker gives away to their new workers (one message
     /// to each taker, empty or not), then takes the flows of the bins it receives. A
     /// worker sends before it waits, and sending never blocks, so no worker waits for
     /// one that waits for it.
-    pub(crate) fn exchange(&mut self, work: &mut Work, t: &Table) {
+    pub(crate) fn exchange(&mut self, work: &mut Worker, t: &Table) {
         let me = self.me as u16;
         let takers: std::collections::BTreeSet<u16> = t.moves.iter().filter(|m| m.1 == me).map(|m| m.2).collect();
         if !takers.is_empty() {

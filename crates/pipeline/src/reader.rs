@@ -1,9 +1,7 @@
 //! The file front end's reader: the source read chunk by chunk, and the input's clock
 //! stamped on each frame for the dispatchers.
 
-use crate::*;
-#[allow(unused_imports)]
-use crate::{backend::*, dispatch::*, flow_groups::*, migrate::*, record_out::*, schedule::*, worker::*, writer::*};
+use crate::Progress;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 

@@ -1,38 +1,28 @@
 //! A worker's record output: records formatted into one buffer per log, handed to
 //! the writer in blocks, and to the exporters.
 
-use crate::*;
-#[allow(unused_imports)]
-use crate::{backend::*, dispatch::*, flow_groups::*, migrate::*, reader::*, schedule::*, worker::*, writer::*};
+use crate::EngineConfig;
 use std::collections::BTreeMap;
 
 use tapstat_analyze::l7log::{self, DnsRow, HttpRow};
-use tapstat_analyze::logs::LogId;
+use tapstat_analyze::logs::{LogId, LogVisitor};
 use tapstat_analyze::periodic::{self, PeriodicRow};
-use tapstat_analyze::Kind;
-use tapstat_analyze::{Flow, FlowSink, TcpSets};
+use tapstat_analyze::{Flow, FlowSink, Kind, TcpSets};
 use tapstat_sink::Format;
 
-/// Output files: the four logs of finished flows ([`LogId`] order), then the periodic
-/// logs of TCP and UDP (created only with `--periodic`).
-pub(crate) const NLOGS: usize = 8;
+/// How many logs there are: the length of the per-log tables, indexed by
+/// `LogId as usize`.
+pub(crate) const NLOGS: usize = LogId::COUNT;
 
-pub(crate) const TCP_PERIODIC: usize = 4;
-
-pub(crate) const UDP_PERIODIC: usize = 5;
-
-/// The application layer's logs (created only when it is on).
-pub(crate) const HTTP: usize = 6;
-
-pub(crate) const DNS: usize = 7;
-
-/// Formatted records on their way to the writer: (log index, bytes).
-pub(crate) type Block = (usize, Vec<u8>);
-
-/// Index of a writer message that is not a block of records (`--rotate`): the worker's
-/// records go to the interval whose start (epoch seconds) the 8 bytes hold, until the
-/// next such message.
-pub(crate) const ROTATE: usize = usize::MAX;
+/// What a worker sends the writer.
+#[derive(Debug)]
+pub(crate) enum ToWriter {
+    /// Formatted records of output file `file` (its place in [`LogFiles`]).
+    Records { file: usize, bytes: Vec<u8> },
+    /// With `--rotate`: the records that follow go to the interval starting at
+    /// `start_s` (epoch seconds), until the next such message.
+    Interval { start_s: u64 },
+}
 
 /// A log's buffer goes to the writer once it holds this many bytes.
 pub(crate) const BLOCK_BYTES: usize = 256 * 1024;
@@ -55,7 +45,7 @@ pub(crate) struct RecordOut {
     pub(crate) file: [usize; NLOGS],
     pub(crate) bufs: [Vec<u8>; NLOGS],
     pub(crate) records: [u64; NLOGS],
-    pub(crate) tx: crossbeam_channel::Sender<Block>,
+    pub(crate) tx: crossbeam_channel::Sender<ToWriter>,
     pub(crate) free: crossbeam_channel::Receiver<Vec<u8>>,
     /// Ended flows as IPFIX records too (`--ipfix`).
     pub(crate) ipfix: Option<crate::export::ipfix::IpfixOut>,
@@ -137,7 +127,7 @@ impl RecordOut {
     /// `start_ns`.
     pub(crate) fn announce(&mut self, start_ns: u64) {
         // The writer only goes away on an I/O error, which it reports itself.
-        let _ = self.tx.send((ROTATE, (start_ns / 1_000_000_000).to_le_bytes().to_vec()));
+        let _ = self.tx.send(ToWriter::Interval { start_s: start_ns / 1_000_000_000 });
     }
 
     /// Hands the writer the waiting records of earlier interval `only`, or of every
@@ -156,7 +146,7 @@ impl RecordOut {
             self.announce(start);
             for (i, b) in bufs.into_iter().enumerate() {
                 if !b.is_empty() {
-                    let _ = self.tx.send((self.file[i], b));
+                    let _ = self.tx.send(ToWriter::Records { file: self.file[i], bytes: b });
                 }
             }
         }
@@ -170,20 +160,21 @@ impl RecordOut {
             let fresh = self.free.try_recv().unwrap_or_else(|_| Vec::with_capacity(BLOCK_CAPACITY));
             let b = std::mem::replace(&mut self.bufs[i], fresh);
             // The writer only goes away on an I/O error, which it reports itself.
-            let _ = self.tx.send((self.file[i], b));
+            let _ = self.tx.send(ToWriter::Records { file: self.file[i], bytes: b });
         }
     }
 
     pub(crate) fn new(
         cfg: &EngineConfig,
-        tx: crossbeam_channel::Sender<Block>,
+        files: &LogFiles,
+        tx: crossbeam_channel::Sender<ToWriter>,
         free: crossbeam_channel::Receiver<Vec<u8>>,
     ) -> RecordOut {
         RecordOut {
             format: cfg.format,
             sets: cfg.tracker.tcp_sets,
             l7: cfg.tracker.l7.is_some(),
-            file: file_of_log(cfg),
+            file: files.file_of_log(),
             bufs: Default::default(),
             records: [0; NLOGS],
             tx,
@@ -299,70 +290,65 @@ impl FlowSink for RecordOut {
     }
 
     fn on_http(&mut self, row: &HttpRow) {
-        self.put(HTTP, l7log::HTTP.name, &l7log::HTTP, row, row.flow.flow_id.as_str());
+        self.put(LogId::Http as usize, l7log::HTTP.name, &l7log::HTTP, row, row.flow.flow_id.as_str());
     }
 
     fn on_dns(&mut self, row: &DnsRow) {
-        self.put(DNS, l7log::DNS.name, &l7log::DNS, row, row.flow.flow_id.as_str());
+        self.put(LogId::Dns as usize, l7log::DNS.name, &l7log::DNS, row, row.flow.flow_id.as_str());
     }
 
     fn on_periodic(&mut self, row: &PeriodicRow) {
         let (i, log) = match row.kind {
-            Kind::Tcp => (TCP_PERIODIC, &*periodic::TCP_PERIODIC),
-            _ => (UDP_PERIODIC, &*periodic::UDP_PERIODIC),
+            Kind::Tcp => (LogId::TcpPeriodic as usize, &*periodic::TCP_PERIODIC),
+            _ => (LogId::UdpPeriodic as usize, &*periodic::UDP_PERIODIC),
         };
         self.put(i, log.name, log, row, row.flow_id.as_str());
     }
 }
 
-/// The logs this run writes, in the order of their files: (log index, file stem). The
-/// periodic logs come with `--periodic`, the HTTP and DNS logs with the application
+/// The logs a run writes, in the order of their files, and each file's name and header.
+/// The periodic logs come with `--periodic`, the HTTP and DNS logs with the application
 /// layer.
-pub(crate) fn logs_on(cfg: &EngineConfig) -> Vec<(usize, &'static str)> {
-    let mut v: Vec<(usize, &'static str)> = LogId::ALL.iter().map(|l| (*l as usize, l.name())).collect();
-    if cfg.tracker.periodic_ns > 0 {
-        v.extend([(TCP_PERIODIC, periodic::TCP_PERIODIC.name), (UDP_PERIODIC, periodic::UDP_PERIODIC.name)]);
-    }
-    if cfg.tracker.l7.is_some() {
-        v.extend([(HTTP, l7log::HTTP.name), (DNS, l7log::DNS.name)]);
-    }
-    v
+pub(crate) struct LogFiles {
+    pub(crate) logs: Vec<LogId>,
+    pub(crate) names: Vec<String>,
+    pub(crate) headers: Vec<Vec<u8>>,
 }
 
-/// The header line(s) of log index `i`.
-pub(crate) fn header_of(cfg: &EngineConfig, i: usize) -> Vec<u8> {
-    let mut h = Vec::new();
-    let f = cfg.format;
-    match i {
-        TCP_PERIODIC => f.header(&periodic::TCP_PERIODIC, &mut h),
-        UDP_PERIODIC => f.header(&periodic::UDP_PERIODIC, &mut h),
-        HTTP => f.header(&l7log::HTTP, &mut h),
-        DNS => f.header(&l7log::DNS, &mut h),
-        _ => f.header(LogId::ALL[i].log_for(cfg.tracker.tcp_sets, cfg.tracker.l7.is_some()), &mut h),
+impl LogFiles {
+    pub(crate) fn of(cfg: &EngineConfig) -> LogFiles {
+        let (periodic, l7) = (cfg.tracker.periodic_ns > 0, cfg.tracker.l7.is_some());
+        let logs: Vec<LogId> = LogId::ALL.into_iter().filter(|l| l.written(periodic, l7)).collect();
+        let names = logs.iter().map(|l| cfg.format.file_name(l.name()) + cfg.compress.suffix()).collect();
+        let headers = logs.iter().map(|l| l.visit(cfg.tracker.tcp_sets, l7, Header(cfg.format))).collect();
+        LogFiles { logs, names, headers }
     }
-    h
-}
 
-/// The output files' names and headers, in the order of [`logs_on`].
-pub(crate) fn log_files(cfg: &EngineConfig) -> (Vec<String>, Vec<Vec<u8>>) {
-    logs_on(cfg)
-        .into_iter()
-        .map(|(i, name)| (cfg.format.file_name(name) + cfg.compress.suffix(), header_of(cfg, i)))
-        .unzip()
-}
-
-/// The output file of each log index (`usize::MAX` for a log that is off).
-pub(crate) fn file_of_log(cfg: &EngineConfig) -> [usize; NLOGS] {
-    let mut file = [usize::MAX; NLOGS];
-    for (pos, (i, _)) in logs_on(cfg).into_iter().enumerate() {
-        file[i] = pos;
+    /// The output file of each log (`usize::MAX` for a log that is off).
+    pub(crate) fn file_of_log(&self) -> [usize; NLOGS] {
+        let mut file = [usize::MAX; NLOGS];
+        for (pos, l) in self.logs.iter().enumerate() {
+            file[*l as usize] = pos;
+        }
+        file
     }
-    file
+
+    /// Records written per log, by file stem, for the summary.
+    pub(crate) fn records_by_log(&self, records: &[u64; NLOGS]) -> Vec<(&'static str, u64)> {
+        self.logs.iter().map(|l| (l.name(), records[*l as usize])).collect()
+    }
 }
 
-/// Records written per log, by file stem, for the summary.
-pub(crate) fn records_by_log(cfg: &EngineConfig, records: &[u64; NLOGS]) -> Vec<(&'static str, u64)> {
-    logs_on(cfg).into_iter().map(|(i, name)| (name, records[i])).collect()
+/// A log's header line(s) in a format.
+struct Header(Format);
+
+impl LogVisitor for Header {
+    type Out = Vec<u8>;
+    fn visit<T>(self, log: &tapstat_record::Log<T>) -> Vec<u8> {
+        let mut h = Vec::new();
+        self.0.header(log, &mut h);
+        h
+    }
 }
 
 #[cfg(test)]
@@ -376,9 +362,9 @@ mod tests {
     fn rotation_sends_late_records_under_their_interval() {
         const S: u64 = 1_000_000_000;
         let cfg = EngineConfig { rotate: Some(std::time::Duration::from_secs(60)), ..EngineConfig::default() };
-        let (tx, rx) = crossbeam_channel::unbounded::<Block>();
+        let (tx, rx) = crossbeam_channel::unbounded::<ToWriter>();
         let (_free_tx, free_rx) = crossbeam_channel::bounded::<Vec<u8>>(1);
-        let mut r = RecordOut::new(&cfg, tx, free_rx).by_due();
+        let mut r = RecordOut::new(&cfg, &LogFiles::of(&cfg), tx, free_rx).by_due();
         let write = |r: &mut RecordOut, due: u64, text: &[u8]| {
             r.at(due * S);
             r.buf(0).extend_from_slice(text);
@@ -393,9 +379,9 @@ mod tests {
         drop(r);
         let got: Vec<String> = rx
             .iter()
-            .map(|(i, b)| match i {
-                ROTATE => format!("@{}", u64::from_le_bytes(b[..8].try_into().unwrap())),
-                _ => String::from_utf8(b).unwrap(),
+            .map(|m| match m {
+                ToWriter::Interval { start_s } => format!("@{start_s}"),
+                ToWriter::Records { bytes, .. } => String::from_utf8(bytes).unwrap(),
             })
             .collect();
         assert_eq!(got, ["@0", "a\n", "@60", "b\n", "@0", "late\n", "@60", "@120"]);

@@ -1,25 +1,31 @@
 //! A worker: its flow table (the [`Tracker`]) and its record output; the worker
 //! threads of the file front end.
 
-use crate::*;
-#[allow(unused_imports)]
-use crate::{backend::*, dispatch::*, flow_groups::*, migrate::*, reader::*, record_out::*, schedule::*, writer::*};
+use crate::dispatch::{payload_of, Dispatch, DispatchResult, Msg, Pkt};
+use crate::flow_groups::{account_grouped, FlowGroups};
+use crate::migrate::Mailboxes;
+use crate::record_out::{RecordOut, NLOGS};
+use crate::{PacketTimer, Receiver, Sender};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tapstat_analyze::dnhunter;
-use tapstat_analyze::{Packet, Tracker, TrackerStats};
+use tapstat_analyze::{dnhunter, Packet, Tracker, TrackerStats};
 use tapstat_capture::Chunk;
 use tapstat_decode::Fragment;
 use tapstat_flow::FlowKey;
 
 /// A worker's state: its flows and its record formatter.
-pub(crate) struct Work {
+pub(crate) struct Worker {
     pub(crate) timer: PacketTimer,
     pub(crate) tracker: Tracker,
     pub(crate) rout: RecordOut,
 }
 
-impl Work {
+impl Worker {
+    /// A worker of `tracker` writing to `rout`, timing 1 packet in `time_sample`.
+    pub(crate) fn new(time_sample: u32, tracker: Tracker, rout: RecordOut) -> Worker {
+        Worker { timer: PacketTimer::new(time_sample), tracker, rout }
+    }
+
     #[inline]
     /// Accounts packet `p`, whose captured bytes are `frame`. `whole` is called once for
     /// a packet that is an IP fragment, never for another: it gives the reassembled
@@ -35,7 +41,7 @@ impl Work {
         self.packet_at(p, frame, whole, answers, None);
     }
 
-    /// [`Work::packet`], in a run of packets grouped by flow whose garbage collection
+    /// [`Worker::packet`], in a run of packets grouped by flow whose garbage collection
     /// and periodic boundaries are held at clock `held` ([`Tracker::on_packet_held`]),
     /// or in input order (`None`).
     #[inline]
@@ -166,7 +172,7 @@ pub(crate) struct WorkerResult {
 /// The thread of a single worker that dispatches its own packets.
 pub(crate) fn run_inline(
     mut dispatch: Dispatch,
-    mut work: Work,
+    mut work: Worker,
     stop: &AtomicBool,
     mut next_chunk: impl FnMut() -> Option<Chunk>,
 ) -> (DispatchResult, Option<WorkerResult>) {
@@ -186,18 +192,18 @@ pub(crate) fn run_inline(
 /// `seq % D`, so taking them in turn keeps the input's order. With `groups`
 /// (`--flow-batches on`), each batch is accounted grouped by flow.
 pub(crate) fn run_worker(
-    mut work: Work,
+    mut work: Worker,
     mut groups: Option<FlowGroups>,
     mut rx: Vec<Receiver<Msg>>,
     mut recycle: Vec<Sender<Vec<Pkt>>>,
-    mut post: Post,
+    mut mail: Mailboxes,
 ) -> WorkerResult {
     let (mut final_ns, mut interrupted) = (0, false);
     for d in (0..rx.len()).cycle() {
         match rx[d].recv() {
             Some(Msg::Batch(b)) => {
                 if let Some(t) = &b.moves {
-                    post.exchange(&mut work, t);
+                    mail.exchange(&mut work, t);
                 }
                 if let Some(g) = groups.as_mut() {
                     account_grouped(&mut work, &b, g);
@@ -228,6 +234,6 @@ pub(crate) fn run_worker(
         }
     }
     let mut r = work.finish(final_ns, interrupted);
-    r.moved_in = post.moved_in;
+    r.moved_in = mail.moved_in;
     r
 }

@@ -2,9 +2,8 @@
 //! standard output, or (`--rotate`) a directory per interval; and the link histograms
 //! of live runs.
 
-use crate::*;
-#[allow(unused_imports)]
-use crate::{backend::*, dispatch::*, flow_groups::*, migrate::*, reader::*, record_out::*, schedule::*, worker::*};
+use crate::record_out::{LogFiles, ToWriter};
+use crate::EngineConfig;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,47 +13,20 @@ use std::time::{Duration, Instant};
 use tapstat_sink::{Compress, Format, OutputDir, SinkError};
 
 /// The logs' files in the output directory, or standard output (`-o -`).
-pub(crate) fn open_output(cfg: &EngineConfig, names: &[String], headers: &[Vec<u8>]) -> Result<OutputDir, SinkError> {
+pub(crate) fn open_output(cfg: &EngineConfig, files: &LogFiles) -> Result<OutputDir, SinkError> {
     if !cfg.stdout {
-        return OutputDir::create_compressed(&cfg.out_dir, names, headers, cfg.compress);
+        return OutputDir::create_compressed(&cfg.out_dir, &files.names, &files.headers, cfg.compress);
     }
     if cfg.format != Format::Jsonl {
         let source = std::io::Error::other("standard output takes JSON lines only (--format jsonl)");
         return Err(SinkError { path: "-".into(), source });
     }
-    let logs: Vec<&str> = logs_on(cfg).into_iter().map(|(_, name)| name).collect();
+    let logs: Vec<&str> = files.logs.iter().map(|l| l.name()).collect();
     OutputDir::stdout(&logs, cfg.compress)
 }
 
 /// What the writer thread hands back: how writing went, and its warnings.
 pub(crate) type WriterResult = (Written, Vec<String>);
-
-/// Starts the writer thread of a file run; gives each of the `n` workers its sender.
-/// One channel for all of them into the output directory (or standard output); with
-/// `--rotate`, one per worker into the live engine's [`Writer`], which keeps
-/// each worker's interval.
-pub(crate) fn spawn_writer(
-    cfg: &EngineConfig,
-    n: usize,
-    free: crossbeam_channel::Sender<Vec<u8>>,
-    stop: &Arc<AtomicBool>,
-) -> Result<(Vec<crossbeam_channel::Sender<Block>>, std::thread::JoinHandle<WriterResult>), EngineError> {
-    let (names, headers) = log_files(cfg);
-    let spawn = |f: Box<dyn FnOnce() -> WriterResult + Send>| {
-        std::thread::Builder::new().name("tapstat-writer".into()).spawn(f).expect("spawning a thread succeeds")
-    };
-    if cfg.rotate.is_some() {
-        // An unwritable directory is an error before any work.
-        std::fs::create_dir_all(&cfg.out_dir).map_err(|source| SinkError { path: cfg.out_dir.clone(), source })?;
-        let (txs, rxs): (Vec<_>, Vec<_>) = (0..n).map(|_| crossbeam_channel::bounded::<Block>(64)).unzip();
-        let w = Writer::new(cfg, names, headers, None, stop.clone(), None);
-        return Ok((txs, spawn(Box::new(move || w.run(rxs, free)))));
-    }
-    let out = open_output(cfg, &names, &headers)?;
-    let (tx, rx) = crossbeam_channel::bounded::<Block>(64);
-    let stop = stop.clone();
-    Ok((vec![tx; n], spawn(Box::new(move || (write_blocks(out, rx, free, &stop), Vec::new())))))
-}
 
 /// What the writer thread did: the first write error, and the records it could not
 /// write (those of the block that failed, and of every block after it).
@@ -91,34 +63,6 @@ impl Written {
     pub(crate) fn lose(&mut self, records: u64) {
         self.lost += records;
     }
-}
-
-/// The writer thread: blocks to files. At the first error (a full disk) it stops the
-/// run ([`Written::fail`]); it then drains what the workers still send, counting the
-/// records lost, so that the summary can say.
-pub(crate) fn write_blocks(
-    mut out: OutputDir,
-    blocks: crossbeam_channel::Receiver<Block>,
-    free: crossbeam_channel::Sender<Vec<u8>>,
-    stop: &AtomicBool,
-) -> Written {
-    let mut w = Written::default();
-    for (i, mut b) in blocks {
-        if !w.stopped() {
-            if let Err(e) = out.append(i, &b) {
-                w.fail(e, stop);
-            }
-        }
-        if w.stopped() {
-            w.lose(out.records_in(i, &b));
-        }
-        b.clear();
-        let _ = free.try_send(b);
-    }
-    if let Err(e) = out.finish() {
-        w.fail(e, stop);
-    }
-    w
 }
 
 /// The directory name of an output interval starting at `secs` (UTC) of a rotation
@@ -280,16 +224,15 @@ impl Writer {
     /// else into an interval directory per `--rotate` period.
     pub(crate) fn new(
         cfg: &EngineConfig,
-        names: Vec<String>,
-        headers: Vec<Vec<u8>>,
+        files: &LogFiles,
         single: Option<OutputDir>,
         stop: Arc<AtomicBool>,
         flush: Option<Duration>,
     ) -> Writer {
         Writer {
             out_dir: cfg.out_dir.clone(),
-            names,
-            headers,
+            names: files.names.clone(),
+            headers: files.headers.clone(),
             compress: cfg.compress,
             period_ns: cfg.rotate_ns().unwrap_or(0),
             single,
@@ -317,7 +260,7 @@ impl Writer {
     /// it stops the run and counts the records it could not write from then on.
     pub(crate) fn run(
         mut self,
-        rxs: Vec<crossbeam_channel::Receiver<Block>>,
+        rxs: Vec<crossbeam_channel::Receiver<ToWriter>>,
         free: crossbeam_channel::Sender<Vec<u8>>,
     ) -> (Written, Vec<String>) {
         let mut out = Written::default();
@@ -365,18 +308,13 @@ impl Writer {
                     let w = idx[op.index()];
                     let r = match op.recv(&rxs[w]) {
                         // After a failure, what comes is counted, not written.
-                        Ok((i, b)) if out.stopped() => {
-                            if i != ROTATE {
-                                out.lose(tapstat_sink::records_in(&self.headers[i], &b));
-                            }
+                        Ok(ToWriter::Records { file, bytes }) if out.stopped() => {
+                            out.lose(tapstat_sink::records_in(&self.headers[file], &bytes));
                             Ok(())
                         }
-                        Ok((ROTATE, b)) => {
-                            let mut s = [0u8; 8];
-                            s.copy_from_slice(&b[..8]);
-                            self.enter(w, u64::from_le_bytes(s))
-                        }
-                        Ok((i, mut b)) => {
+                        Ok(ToWriter::Interval { .. }) if out.stopped() => Ok(()),
+                        Ok(ToWriter::Interval { start_s }) => self.enter(w, start_s),
+                        Ok(ToWriter::Records { file: i, bytes: mut b }) => {
                             let r = self.append(w, i, &b);
                             if r.is_err() {
                                 out.lose(tapstat_sink::records_in(&self.headers[i], &b));
@@ -560,14 +498,20 @@ mod tests {
     fn a_write_error_stops_the_run_and_counts_what_was_lost() {
         let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full exists");
         let out = OutputDir::from_files(std::path::Path::new("/dev"), vec![("/dev/full".into(), full)]);
-        let (tx, rx) = crossbeam_channel::bounded::<Block>(8);
+        let (tx, rx) = crossbeam_channel::bounded::<ToWriter>(8);
         let (free_tx, _free_rx) = crossbeam_channel::bounded::<Vec<u8>>(8);
         for b in [&b"a\nb\n"[..], b"c\nd\ne\n", b"f\ng\nh\ni\n"] {
-            tx.send((0, b.to_vec())).unwrap();
+            tx.send(ToWriter::Records { file: 0, bytes: b.to_vec() }).unwrap();
         }
         drop(tx);
-        let stop = AtomicBool::new(false);
-        let w = write_blocks(out, rx, free_tx, &stop);
+        let stop = Arc::new(AtomicBool::new(false));
+        let files = LogFiles {
+            logs: vec![tapstat_analyze::logs::LogId::TcpComplete],
+            names: vec!["full".into()],
+            headers: vec![Vec::new()],
+        };
+        let writer = Writer::new(&EngineConfig::default(), &files, Some(out), stop.clone(), None);
+        let (w, _) = writer.run(vec![rx], free_tx);
         assert!(stop.load(Ordering::SeqCst), "a write error must stop the run");
         let e = w.error.expect("the error is kept");
         assert_eq!(e.source.raw_os_error(), Some(libc::ENOSPC));

@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tapstat_analyze::logs::LogVisitor;
 use tapstat_record::{Field, Log};
 use tapstat_sink::broker::{Broker, Outcome, Report, Sent};
 use tapstat_sink::spool::Spool;
@@ -153,22 +154,17 @@ pub(crate) struct Exporter(Blocks<KafkaSummary>);
 
 /// The logs' topics of run `cfg`: (log name, the log's columns).
 pub(crate) fn logs_of(cfg: &crate::EngineConfig) -> Vec<(&'static str, Vec<Field>)> {
-    fn f<T>(l: &Log<T>) -> Vec<Field> {
-        l.fields().copied().collect()
+    struct Fields;
+    impl LogVisitor for Fields {
+        type Out = Vec<Field>;
+        fn visit<T>(self, l: &Log<T>) -> Vec<Field> {
+            l.fields().copied().collect()
+        }
     }
-    use tapstat_analyze::{l7log, logs::LogId, periodic};
-    crate::record_out::logs_on(cfg)
+    crate::record_out::LogFiles::of(cfg)
+        .logs
         .into_iter()
-        .map(|(i, name)| {
-            let cols = match i {
-                crate::record_out::TCP_PERIODIC => f(&periodic::TCP_PERIODIC),
-                crate::record_out::UDP_PERIODIC => f(&periodic::UDP_PERIODIC),
-                crate::record_out::HTTP => f(&l7log::HTTP),
-                crate::record_out::DNS => f(&l7log::DNS),
-                _ => f(LogId::ALL[i].log_for(cfg.tracker.tcp_sets, cfg.tracker.l7.is_some())),
-            };
-            (name, cols)
-        })
+        .map(|l| (l.name(), l.visit(cfg.tracker.tcp_sets, cfg.tracker.l7.is_some(), Fields)))
         .collect()
 }
 

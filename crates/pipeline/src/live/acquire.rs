@@ -19,10 +19,8 @@ use crate::Progress;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
-use std::time::Duration;
-use std::time::Instant;
-use tapstat_capture::live::LiveError;
-use tapstat_capture::live::LiveSource;
+use std::time::{Duration, Instant};
+use tapstat_capture::live::{LiveError, LiveSource};
 
 /// The acquisition policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,12 +1,13 @@
 //! A live worker's analysis thread: drains its buffer into its tracker, shares the
 //! DNS answers it learns with the other workers, and reports its link histograms.
 
+use crate::dispatch::{Dispatch, DispatchResult};
 use crate::live::buffer::{Consumer, Rec};
 use crate::live::telemetry::{Gauges, ProcTimes};
 use crate::live::*;
+use crate::worker::{Worker, WorkerResult};
+use crate::writer::HistoReport;
 use crate::PacketTimer;
-#[allow(unused_imports)]
-use crate::{backend::*, dispatch::*, record_out::*, worker::*, writer::*};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -17,7 +18,7 @@ use tapstat_capture::LinkType;
 /// An analysis thread: drains its buffer into its tracker.
 pub(crate) struct Analysis {
     pub(crate) dispatch: Dispatch,
-    pub(crate) work: Work,
+    pub(crate) work: Worker,
     pub(crate) cons: Consumer,
     pub(crate) link: LinkType,
     pub(crate) gauges: Arc<Gauges>,
@@ -97,7 +98,7 @@ impl Analysis {
             let k = self.cons.read(256, self.link, |f, bytes, rec| {
                 let t0 = Instant::now();
                 if let Some((_, p)) = dispatch.frame(f, bytes) {
-                    // (`Work` follows the packet's clock into its output interval.)
+                    // (`Worker` follows the packet's clock into its output interval.)
                     if let Rec::Tails(t) = rec {
                         // Tail packets the controller held: their flow counts them,
                         // nothing more; so does the run.

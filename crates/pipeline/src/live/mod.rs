@@ -25,6 +25,10 @@
 //! drops the answer, counted); each worker takes in what the others sent before each
 //! burst of its own packets.
 
+use crate::backend::Backend;
+use crate::dispatch::{Dispatch, DispatchResult};
+use crate::worker::Worker;
+use crate::writer::{HistoReport, HistoWriter, NEVER};
 pub(crate) mod acquire;
 pub(crate) mod analysis;
 pub(crate) mod buffer;
@@ -36,8 +40,6 @@ use crate::live::analysis::*;
 use crate::live::buffer::packet_buffer_sampled;
 use crate::live::overload::{Controller, Overload, OverloadConfig};
 use crate::live::telemetry::{serve_metrics, spawn_reporter, Gauges, ReportTo};
-#[allow(unused_imports)]
-use crate::{backend::*, dispatch::*, record_out::*, worker::*, writer::*};
 use crate::{
     cpu_seconds, random_seed, Acquire, EngineConfig, EngineError, PacketTimeSummary, PacketTimer, Progress, Summary,
 };
@@ -47,7 +49,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 use tapstat_analyze::dnhunter::DnsAnswer;
-use tapstat_analyze::{Tracker, TrackerStats};
+use tapstat_analyze::Tracker;
 use tapstat_capture::live::LiveSource;
 use tapstat_capture::CaptureStats;
 use tapstat_decode::Anomalies;
@@ -216,23 +218,28 @@ pub fn run_live(
     let n = sources.len().max(1);
     let seed = cfg.hash_seed.unwrap_or_else(random_seed);
     let hasher = FlowHasher::with_kind(cfg.flow_hash, seed);
-    let (names, headers) = log_files(cfg);
     let source_names: Vec<String> = sources.iter().map(|s| s.name()).collect();
 
     // The IPFIX collector, the output directory, the stats file and the metrics port
     // first: a mistake in any of them is an error before the capture starts. With
     // `-o -` there is no directory: the logs go to standard output, the figures to
     // stderr only.
-    let exporter = cfg.ipfix.as_ref().map(crate::export::ipfix::Exporter::start).transpose()?;
-    let kafka = cfg.kafka.as_ref().map(|k| crate::export::kafka::Exporter::start(k, cfg)).transpose()?;
-    if !cfg.stdout {
-        std::fs::create_dir_all(&cfg.out_dir).map_err(|source| SinkError { path: cfg.out_dir.clone(), source })?;
-    }
-    let out = match cfg.rotate {
-        None => Some(open_output(cfg, &names, &headers)?),
-        Some(_) => None,
-    };
     let reopen_stats = Arc::new(AtomicBool::new(false));
+    // Link histograms: each worker hands the intervals it has closed to the writer,
+    // which writes an interval once every worker has passed its end.
+    let histo_ns = cfg.tracker.histo_ns;
+    let (histo_tx, histo_rx) = match histo_ns {
+        0 => (None, None),
+        _ => {
+            let (tx, rx) = crossbeam_channel::unbounded::<HistoReport>();
+            (Some(tx), Some(rx))
+        }
+    };
+    let mut backend = Backend::start(cfg, n, &stop, Some(live.flush), |w| {
+        w.reopen = live.reopen;
+        w.reopen_stats = reopen_stats.clone();
+        w.histo = histo_rx.map(|rx| HistoWriter::new(rx, n, cfg));
+    })?;
     let jsonl_path = cfg.out_dir.join("stats.jsonl");
     let jsonl = match cfg.stdout {
         true => None,
@@ -253,37 +260,6 @@ pub fn run_live(
     };
 
     let gauges: Vec<Arc<Gauges>> = (0..n).map(|_| Arc::new(Gauges::default())).collect();
-    let mut txs = Vec::with_capacity(n);
-    let mut rxs = Vec::with_capacity(n);
-    for _ in 0..n {
-        let (tx, rx) = crossbeam_channel::bounded::<Block>(64);
-        txs.push(tx);
-        rxs.push(rx);
-    }
-    let (free_tx, free_rx) = crossbeam_channel::bounded::<Vec<u8>>(16 * n);
-    // Link histograms: each worker hands the intervals it has closed to the writer,
-    // which writes an interval once every worker has passed its end.
-    let histo_ns = cfg.tracker.histo_ns;
-    let (histo_tx, histo_rx) = match histo_ns {
-        0 => (None, None),
-        _ => {
-            let (tx, rx) = crossbeam_channel::unbounded::<HistoReport>();
-            (Some(tx), Some(rx))
-        }
-    };
-    let writer = {
-        // A write error (a full disk) ends the capture at once: analyzing traffic
-        // whose records can no longer be written helps nobody. The writer sets `stop`.
-        let mut w = Writer::new(cfg, names.clone(), headers.clone(), out, stop.clone(), Some(live.flush));
-        w.reopen = live.reopen;
-        w.reopen_stats = reopen_stats.clone();
-        w.histo = histo_rx.map(|rx| HistoWriter::new(rx, n, cfg));
-        std::thread::Builder::new()
-            .name("tapstat-writer".into())
-            .spawn(move || w.run(rxs, free_tx))
-            .expect("spawning a thread succeeds")
-    };
-
     let ready = Arc::new(Barrier::new(n + 1));
     let global_clock = Arc::new(AtomicU64::new(0));
     let final_clock = Arc::new(AtomicU64::new(0));
@@ -340,16 +316,10 @@ pub fn run_live(
         if share_dns {
             tracker.share_dns_answers();
         }
-        let work = Work {
-            // The live loop times every packet for the telemetry (`ProcTimes`, all of
-            // the packet's work); summary.json's `packet_time` samples the tracker's
-            // share, as for files.
-            timer: PacketTimer::new(cfg.time_sample),
-            tracker,
-            rout: RecordOut::new(cfg, txs[w].clone(), free_rx.clone())
-                .with_ipfix(exporter.as_ref())
-                .with_kafka(kafka.as_ref()),
-        };
+        // The live loop times every packet for the telemetry (`ProcTimes`, all of the
+        // packet's work); summary.json's `packet_time` samples the tracker's share, as
+        // for files.
+        let work = Worker::new(cfg.time_sample, tracker, backend.record_out(cfg, w));
         let a = Analysis {
             dispatch: Dispatch::new(cfg.decode, hasher.clone(), 1),
             work,
@@ -382,7 +352,6 @@ pub fn run_live(
                 .expect("spawning a thread succeeds"),
         );
     }
-    drop(txs);
     drop(histo_tx);
     ready.wait();
     let mut ready_err = None;
@@ -417,16 +386,13 @@ pub fn run_live(
         first_ns: 0,
         last_ns: 0,
     };
-    let mut stats = TrackerStats::default();
-    let mut histo = HistoMerge::default();
-    let mut records = [0u64; NLOGS];
+    let mut results = Vec::with_capacity(n);
     let mut ana_cpu = Vec::with_capacity(n);
     let mut dns = DnsShare::default();
-    let (mut timers, mut delays) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut delays = Vec::with_capacity(n);
     for h in ana_threads {
         let (d, r, cpu, sh, delay) = h.join().map_err(|_| EngineError::Thread("analysis"))?;
-        timers.push(r.timer);
-        histo.add(r.histo.as_deref());
+        results.push(r);
         delays.push(delay);
         dns.shared += sh.shared;
         dns.dropped += sh.dropped;
@@ -439,18 +405,13 @@ pub fn run_live(
             disp.first_ns = d.first_ns;
         }
         disp.last_ns = disp.last_ns.max(d.last_ns);
-        stats.merge(&r.stats);
-        for (total, k) in records.iter_mut().zip(r.records) {
-            *total += k;
-        }
         ana_cpu.push(cpu);
     }
-    let (written, mut warnings) = writer.join().map_err(|_| EngineError::Thread("writer"))?;
-    if let Some(e) = written.error {
+    let mut ended = backend.finish(results)?;
+    if let Some(e) = ended.written.error.take() {
         return Err(e.into());
     }
-    let exported = exporter.map(crate::export::ipfix::Exporter::finish).transpose()?;
-    let kafka = kafka.map(crate::export::kafka::Exporter::finish).transpose()?;
+    let mut warnings = std::mem::take(&mut ended.warnings);
     done.store(true, Ordering::SeqCst);
     let _ = reporter.join();
     if let Some(e) = ready_err {
@@ -490,7 +451,7 @@ pub fn run_live(
         unanalysed_packets: ld(|g| &g.unanalysed).iter().sum(),
         prioritised_packets: ld(|g| &g.prioritised).iter().sum(),
         min_cutoff: ld(|g| &g.min_cutoff).into_iter().filter(|&c| c > 0).min().map(|c| c as u32),
-        shunted_flows: stats.shunted,
+        shunted_flows: ended.stats.shunted,
         shunted_packets: ld(|g| &g.shunted).iter().sum(),
         shunts_lost: dns.shunts_lost + acq.iter().map(|a| a.shunts_refused).sum::<u64>(),
         offered_pps: 0.0,
@@ -524,8 +485,8 @@ pub fn run_live(
         disp.wire_bytes,
         disp.first_ns,
         disp.last_ns,
-        &stats,
-        &records_by_log(cfg, &records),
+        &ended.stats,
+        &ended.records,
         cap,
         warnings,
         stop.load(Ordering::Relaxed),
@@ -533,11 +494,8 @@ pub fn run_live(
         cpu_seconds() - cpu0,
     );
     s.live = Some(ls);
-    s.output_closed = written.closed;
-    s.records_not_written = written.lost;
-    s.packet_time = PacketTimeSummary::of(&timers);
-    s.histograms = histo.0;
-    s.set_ipfix(exported);
-    s.set_kafka(kafka);
+    s.output_closed = ended.written.closed;
+    s.records_not_written = ended.written.lost;
+    ended.fill(&mut s);
     Ok(s)
 }

@@ -263,7 +263,7 @@ type Shunted = std::collections::HashMap<u64, u64, std::hash::BuildHasherDefault
 
 /// A flow's held tail packets (beside its count slot).
 #[derive(Clone, Copy, Default)]
-struct Held {
+struct HeldTails {
     /// The high half of the flow hash of the flow they belong to.
     tag: u32,
     /// Packets, wire bytes and latest packet time per direction (`FrameFlow::fwd`).
@@ -282,8 +282,8 @@ pub struct Controller {
     keep: Keep,
     flags: u8,
     table: Box<[Slot]>,
-    /// Held tails by slot, and the headers of the first of each.
-    held: Box<[Held]>,
+    /// HeldTails tails by slot, and the headers of the first of each.
+    held: Box<[HeldTails]>,
     heads: Box<[[u8; COUNTED_BYTES]]>,
     /// Packets held now, and the slots that held some when last looked at (the
     /// sweep's list: scanning every slot once per second of packet time took a third
@@ -319,7 +319,7 @@ impl Controller {
             keep,
             flags: keep.flags(),
             table: vec![Slot::default(); SLOTS].into_boxed_slice(),
-            held: vec![Held::default(); SLOTS].into_boxed_slice(),
+            held: vec![HeldTails::default(); SLOTS].into_boxed_slice(),
             heads: vec![[0u8; COUNTED_BYTES]; SLOTS].into_boxed_slice(),
             held_now: 0,
             holding: Vec::new(),
@@ -468,7 +468,7 @@ impl Controller {
             self.holding.push(s as u32);
             let hlen = b.len().min(COUNTED_BYTES);
             self.heads[s][..hlen].copy_from_slice(&b[..hlen]);
-            self.held[s] = Held { tag, first: ts_ns, dir, orig_len, hlen: hlen as u8, ..Held::default() };
+            self.held[s] = HeldTails { tag, first: ts_ns, dir, orig_len, hlen: hlen as u8, ..HeldTails::default() };
         }
         let h = &mut self.held[s];
         let d = dir as usize;
@@ -484,7 +484,7 @@ impl Controller {
 
     /// Pushes the held tails of the last frame's slot, before that frame goes into the
     /// buffer by another way (analysed, kept, shunted): the analysis then sees a
-    /// flow's packets in order. Held packets it finds no room for are lost.
+    /// flow's packets in order. HeldTails packets it finds no room for are lost.
     #[inline]
     pub fn release(&mut self, prod: &mut Producer) {
         if self.held_now == 0 {
@@ -516,7 +516,7 @@ impl Controller {
             if tries > 0 {
                 // Pushed above.
                 self.held_now -= (self.held[s].n[0] + self.held[s].n[1]) as u64;
-                self.held[s] = Held::default();
+                self.held[s] = HeldTails::default();
             } else {
                 self.flush(prod, s);
             }

@@ -35,6 +35,8 @@ histograms, --histo-interval); stats.jsonl (live).
 `-o -` writes every log to stdout as JSON lines, each line with its log's name as
 its first key ({\"log\":\"log_tcp_complete\",...}); the summary goes to stderr only.
 Columns: `tapstat schema` or docs/METRICS.md.
+Lab knobs, for experiments only, are not listed above: --flow-table, --flow-hash,
+--flow-slots, --flow-batches, --time-sample (see docs/USAGE.md).
 
 Exit status: 0 when the whole input was analyzed (a live run stopped by SIGINT or
 SIGTERM included, and a run whose stdout reader left, `-o - | head`, which stops it),
@@ -149,14 +151,14 @@ pub struct RunArgs {
     /// from the first one that is neither an existing file nor `-` on are the
     /// expression, joined by spaces (`-r a.pcap b.pcap tcp port 80`); `--` ends the
     /// files explicitly (`-r a.pcap -- tcp port 80`)
-    #[arg(short = 'r', long = "read", value_name = "FILE", num_args = 1..)]
+    #[arg(help_heading = "Input", short = 'r', long = "read", value_name = "FILE", num_args = 1..)]
     pub read: Vec<PathBuf>,
     /// A trailing filter expression (tcpdump syntax; after `--`, or after options
     /// when no -r precedes it); the same as -f, which it may not be given with
     #[arg(value_name = "EXPR", trailing_var_arg = true)]
     pub expr: Vec<String>,
     /// Stop after N packets (after the filter, as tcpdump's -c) [1..=2^64-1; files only]
-    #[arg(short = 'c', long = "count", value_name = "N", allow_negative_numbers = true, value_parser = int_in::<u64, 1, { u64::MAX }>)]
+    #[arg(help_heading = "Input", short = 'c', long = "count", value_name = "N", allow_negative_numbers = true, value_parser = int_in::<u64, 1, { u64::MAX }>)]
     pub count: Option<u64>,
     /// Live-only flags given on the command line (filled in by main, for the refusal
     /// of those that mean nothing on files).
@@ -165,7 +167,7 @@ pub struct RunArgs {
     /// Output directory (created if missing); `-` streams every log to stdout as JSON
     /// lines, each line with its log's name first ({"log":"log_tcp_complete",...}), and
     /// writes no summary.json (the summary goes to stderr)
-    #[arg(short = 'o', long = "out", value_name = "DIR", default_value = "tapstat.out")]
+    #[arg(help_heading = "Output", short = 'o', long = "out", value_name = "DIR", default_value = "tapstat.out")]
     pub out: PathBuf,
     /// Worker threads [default: available cores; 1..=max(16, 4 × cores), at most 1024]
     #[arg(short = 'w', long = "workers", value_name = "N", allow_negative_numbers = true, value_parser = int_in::<usize, 1, MAX_WORKERS>)]
@@ -173,18 +175,18 @@ pub struct RunArgs {
     /// Record format (parquet: typed columns, zstd; needs a build with --features
     /// parquet, and --rotate on live capture; with -o -, jsonl: the only one a single
     /// stream takes)
-    #[arg(long, value_enum, default_value = "tsv")]
+    #[arg(help_heading = "Output", long, value_enum, default_value = "tsv")]
     pub format: FormatArg,
     /// Also export every flow, as it ends, to the IPFIX collector at HOST:PORT (RFC 7011,
     /// bidirectional records per RFC 5103; see docs/ARCHITECTURE.md, "IPFIX export")
-    #[arg(long, value_name = "HOST:PORT", value_parser = collector_addr)]
+    #[arg(help_heading = "Export", long, value_name = "HOST:PORT", value_parser = collector_addr)]
     pub ipfix: Option<std::net::SocketAddr>,
     /// IPFIX transport: udp (messages of at most 1,400 bytes, templates sent again every
     /// 20 s) or tcp (one connection, opened before the run)
-    #[arg(long, value_enum, default_value = "udp", requires = "ipfix")]
+    #[arg(help_heading = "Export", long, value_enum, default_value = "udp", requires = "ipfix")]
     pub ipfix_transport: IpfixTransportArg,
     /// IPFIX observation domain id of the messages (tells probes apart at one collector) [0..=2^32-1]
-    #[arg(long, value_name = "ID", default_value_t = 1, requires = "ipfix", allow_negative_numbers = true, value_parser = int_in::<u32, 0, { u32::MAX as u64 }>)]
+    #[arg(help_heading = "Export", long, value_name = "ID", default_value_t = 1, requires = "ipfix", allow_negative_numbers = true, value_parser = int_in::<u32, 0, { u32::MAX as u64 }>)]
     pub ipfix_domain: u32,
     /// --format given on the command line (filled in by main: `-o -` defaults to jsonl).
     #[arg(skip)]
@@ -192,47 +194,47 @@ pub struct RunArgs {
     /// Compress the logs as they are written (log_tcp_complete.zst,
     /// log_tcp_complete.jsonl.gz; with -o -, the stream); live runs end a frame every
     /// --flush, so zstdcat or zcat of a log being written shows its records so far
-    #[arg(long, value_enum, value_name = "ALGO")]
+    #[arg(help_heading = "Output", long, value_enum, value_name = "ALGO")]
     pub compress: Option<CompressArg>,
     /// No progress bar and no summary on stderr (warnings and errors still show)
-    #[arg(short = 'q', long)]
+    #[arg(help_heading = "Output", short = 'q', long)]
     pub quiet: bool,
     /// TCP idle timeout, seconds of packet time [0..=1e10]
-    #[arg(long, value_name = "S", default_value_t = 300.0, allow_hyphen_values = true, value_parser = timeout_secs)]
+    #[arg(help_heading = "Flow table", long, value_name = "S", default_value_t = 300.0, allow_hyphen_values = true, value_parser = timeout_secs)]
     pub tcp_timeout: f64,
     /// UDP idle timeout, seconds of packet time [0..=1e10]
-    #[arg(long, value_name = "S", default_value_t = 200.0, allow_hyphen_values = true, value_parser = timeout_secs)]
+    #[arg(help_heading = "Flow table", long, value_name = "S", default_value_t = 200.0, allow_hyphen_values = true, value_parser = timeout_secs)]
     pub udp_timeout: f64,
     /// ICMP / other IP protocols idle timeout, seconds of packet time [0..=1e10]
-    #[arg(long, value_name = "S", default_value_t = 200.0, allow_hyphen_values = true, value_parser = timeout_secs)]
+    #[arg(help_heading = "Flow table", long, value_name = "S", default_value_t = 200.0, allow_hyphen_values = true, value_parser = timeout_secs)]
     pub other_timeout: f64,
     /// Idle timeout of flows of a single packet, seconds [0..=1e10]
-    #[arg(long, value_name = "S", default_value_t = 10.0, allow_hyphen_values = true, value_parser = timeout_secs)]
+    #[arg(help_heading = "Flow table", long, value_name = "S", default_value_t = 10.0, allow_hyphen_values = true, value_parser = timeout_secs)]
     pub singleton_timeout: f64,
     /// Idle time after which a closed TCP flow (FIN both ways, or RST) is written, seconds [0..=1e10]
-    #[arg(long, value_name = "S", default_value_t = 10.0, allow_hyphen_values = true, value_parser = timeout_secs)]
+    #[arg(help_heading = "Flow table", long, value_name = "S", default_value_t = 10.0, allow_hyphen_values = true, value_parser = timeout_secs)]
     pub closed_timeout: f64,
     /// Most flows per worker; beyond it the flow idle the longest is evicted (counted) [1..=2^28]
-    #[arg(long, value_name = "N", default_value_t = 1 << 20, allow_negative_numbers = true, value_parser = int_in::<usize, 1, { 1 << 28 }>)]
+    #[arg(help_heading = "Flow table", long, value_name = "N", default_value_t = 1 << 20, allow_negative_numbers = true, value_parser = int_in::<usize, 1, { 1 << 28 }>)]
     pub max_flows: usize,
     /// Garbage collection period ΔT: the whole flow table is scanned once per ΔT, seconds of packet time [0.001..=86400]
-    #[arg(long, value_name = "S", default_value_t = GcConfig::default().period_ns as f64 / 1e9, allow_hyphen_values = true, value_parser = gc_secs)]
+    #[arg(help_heading = "Flow table", long, value_name = "S", default_value_t = GcConfig::default().period_ns as f64 / 1e9, allow_hyphen_values = true, value_parser = gc_secs)]
     pub gc_period: f64,
     /// Garbage collection steps M: every ΔT/M, 1/M of the table is scanned [1..=1000000]
-    #[arg(long, value_name = "M", default_value_t = GcConfig::default().steps, allow_negative_numbers = true, value_parser = int_in::<u32, 1, 1_000_000>)]
+    #[arg(help_heading = "Flow table", long, value_name = "M", default_value_t = GcConfig::default().steps, allow_negative_numbers = true, value_parser = int_in::<u32, 1, 1_000_000>)]
     pub gc_steps: u32,
     /// TCP sets: `core` (volumes, sequence accounting, timing, state) or `full` (core +
     /// RTT and TTL, options and windows, retransmission causes, and for TCP and UDP the
     /// packet size and gap statistics and the first packets)
-    #[arg(long, value_enum, default_value = "full")]
+    #[arg(help_heading = "Output", long, value_enum, default_value = "full")]
     pub tcp_sets: TcpSetsArg,
     /// Packets per flow whose direction, size and gap are recorded (`first_dirs`,
     /// `first_ps`, `first_piat`; full sets) [0..=1000]
-    #[arg(long, value_name = "N", default_value_t = 10, allow_negative_numbers = true, value_parser = int_in::<usize, 0, 1000>)]
+    #[arg(help_heading = "Output", long, value_name = "N", default_value_t = 10, allow_negative_numbers = true, value_parser = int_in::<usize, 0, 1000>)]
     pub first_n: usize,
     /// Also write, every S seconds of packet time, a row per live TCP and UDP flow with
     /// what it did in the interval (log_tcp_periodic, log_udp_periodic) [0.001..=1e10]
-    #[arg(long, value_name = "S", allow_hyphen_values = true, value_parser = periodic_secs)]
+    #[arg(help_heading = "Output", long, value_name = "S", allow_hyphen_values = true, value_parser = periodic_secs)]
     pub periodic: Option<f64>,
     /// Link histograms every S whole seconds of packet time in histograms.tsv (time,
     /// histogram, direction, bin, count; with -o -, JSON lines tagged "histograms"):
@@ -242,22 +244,22 @@ pub struct RunArgs {
     /// each interval directory: S must divide the period, and the default is the
     /// largest that divides both 300 and the period. `off` (or 0) for none [1..=1e9]
     /// [default: 300]
-    #[arg(long, value_name = "S|off", allow_hyphen_values = true, value_parser = histo_secs)]
+    #[arg(help_heading = "Output", long, value_name = "S|off", allow_hyphen_values = true, value_parser = histo_secs)]
     pub histo_interval: Option<u64>,
     /// Read the server certificate of TLS and DTLS <= 1.2 (tls_subject_cn, tls_issuer_cn,
     /// tls_issuer, tls_sans, tls_not_before, tls_not_after): `off` spares the reassembly and X.509
     /// parsing
-    #[arg(long, value_enum, default_value = "on")]
+    #[arg(help_heading = "Application layer", long, value_enum, default_value = "on")]
     pub tls_certs: OnOff,
     /// Write the `community_id` column (Community ID v1, seed 0) of TCP and UDP records,
     /// the flow id Zeek, Suricata and Wireshark compute alike, to join their records
     /// with tapstat's. Off by default, as in Suricata: one SHA-1 per record
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     pub community_id: bool,
     /// Application layer: classification (`app`), TLS/QUIC server names and
     /// fingerprints, HTTP and DNS transactions (log_http_complete, log_dns_complete),
     /// DNS names of the servers (`fqdn`)
-    #[arg(long, value_enum, default_value = "on")]
+    #[arg(help_heading = "Application layer", long, value_enum, default_value = "on")]
     pub l7: OnOff,
     /// Payload bytes per flow direction the application layer's parsers may inspect once
     /// the flow is classified (TLS and QUIC hellos, HTTP heads and chunk lines; bodies
@@ -265,81 +267,81 @@ pub struct RunArgs {
     /// flow), not bytes. 0 = classify only: `app` still comes from the first packets'
     /// signatures, but nothing is parsed (no server names, fingerprints, TLS times,
     /// HTTP columns, log_http_complete or log_dns_complete rows) [0..=2^24]
-    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024, allow_negative_numbers = true, value_parser = int_in::<u32, 0, { 1 << 24 }>)]
+    #[arg(help_heading = "Application layer", long, value_name = "BYTES", default_value_t = 16 * 1024, allow_negative_numbers = true, value_parser = int_in::<u32, 0, { 1 << 24 }>)]
     pub l7_budget: u32,
     /// How much of an HTTP request's URL log_http_complete keeps (privacy)
-    #[arg(long, value_enum, default_value = "full")]
+    #[arg(help_heading = "Application layer", long, value_enum, default_value = "full")]
     pub http_url: UrlArg,
     /// DNS answers (client, address → name) each worker remembers for `fqdn` [0..=2^24]
-    #[arg(long, value_name = "N", default_value_t = 1 << 16, allow_negative_numbers = true, value_parser = int_in::<usize, 0, { 1 << 24 }>)]
+    #[arg(help_heading = "Application layer", long, value_name = "N", default_value_t = 1 << 16, allow_negative_numbers = true, value_parser = int_in::<usize, 0, { 1 << 24 }>)]
     pub dns_cache: usize,
     /// Internal networks, from a file in Tstat's net file format: one network per line,
     /// `10.0.0.0/8`, `10.0.0.0/255.0.0.0`, `2001:db8::/32` or a bare address; `#`
     /// comments. Sets `c_isint`/`s_isint` and the traffic classes (in, out, local, ext)
     /// of summary.json. Without -N or --internal every address is internal (as in Tstat)
-    #[arg(short = 'N', long = "net-file", value_name = "FILE", value_parser = parse_net_file)]
+    #[arg(help_heading = "Application layer", short = 'N', long = "net-file", value_name = "FILE", value_parser = parse_net_file)]
     pub net_file: Option<tapstat_analyze::nets::Nets>,
     /// Internal networks given on the command line (added to -N's), comma-separated:
     /// --internal 10.0.0.0/8,192.168.0.0/16,2001:db8::/32
-    #[arg(long, value_name = "CIDR,...", value_delimiter = ',', value_parser = parse_cidr)]
+    #[arg(help_heading = "Application layer", long, value_name = "CIDR,...", value_delimiter = ',', value_parser = parse_cidr)]
     pub internal: Vec<String>,
     /// Anonymize every address of every output (logs, DNS answers, IPFIX, Kafka,
     /// Parquet) with prefix-preserving Crypto-PAn, IPv4 and IPv6. KEYFILE holds 32 bytes:
     /// 16 of AES key, 16 of pad (make one: head -c 32 /dev/urandom > KEYFILE; keep it to
     /// anonymize later runs alike). `c_iscrypto`/`s_iscrypto` say which addresses are
-    #[arg(long, value_name = "KEYFILE", value_parser = parse_key_file)]
+    #[arg(help_heading = "Output", long, value_name = "KEYFILE", value_parser = parse_key_file)]
     pub anonymize: Option<KeyBytes>,
     /// Which addresses --anonymize changes: all, internal (those of -N/--internal: the
     /// probe's own users; Tstat's choice) or external
-    #[arg(long, value_name = "WHICH", default_value = "all", value_parser = ["all", "internal", "external"], requires = "anonymize")]
+    #[arg(help_heading = "Output", long, value_name = "WHICH", default_value = "all", value_parser = ["all", "internal", "external"], requires = "anonymize")]
     pub anonymize_only: String,
     /// Seed of the flow hash (default: random at start-up, so crafted traffic cannot aim at buckets) [0..=2^64-1]
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = int_in::<u64, 0, { u64::MAX }>)]
+    #[arg(help_heading = "Tuning", long, value_name = "N", allow_negative_numbers = true, value_parser = int_in::<u64, 0, { u64::MAX }>)]
     pub hash_seed: Option<u64>,
     #[command(flatten)]
     pub live: crate::live::LiveArgs,
     #[command(flatten)]
     pub kafka: crate::kafka::KafkaArgs,
     /// Flow table index structure (records do not depend on it; see docs/BENCHMARKS.md, issue 6)
-    #[arg(long, value_enum, default_value = "chunks")]
+    #[arg(help_heading = "Tuning", hide = true, long, value_enum, default_value = "chunks")]
     pub flow_table: FlowTableArg,
     /// Flow hash function, computed once per packet by the dispatcher; only foldhash and ahash are keyed (the others warn: crafted traffic can collide whatever the seed)
-    #[arg(long, value_enum, default_value = "foldhash")]
+    #[arg(help_heading = "Tuning", hide = true, long, value_enum, default_value = "foldhash")]
     pub flow_hash: FlowHashArg,
     /// Index size per worker: buckets (lists, trees) or slots (swiss, cuckoo, chunks); 0 = start small and grow [0..=2^24]
-    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true, value_parser = int_in::<usize, 0, { 1 << 24 }>)]
+    #[arg(help_heading = "Tuning", hide = true, long, value_name = "N", default_value_t = 0, allow_negative_numbers = true, value_parser = int_in::<usize, 0, { 1 << 24 }>)]
     pub flow_slots: usize,
     /// Time the processing of 1 packet in K in the workers (summary.json `packet_time`); 0 = off [0..=2^32-1]
-    #[arg(long, value_name = "K", default_value_t = 64, allow_negative_numbers = true, value_parser = int_in::<u32, 0, { u32::MAX as u64 }>)]
+    #[arg(help_heading = "Tuning", hide = true, long, value_name = "K", default_value_t = 64, allow_negative_numbers = true, value_parser = int_in::<u32, 0, { u32::MAX as u64 }>)]
     pub time_sample: u32,
     /// Dispatcher threads with several workers on files: each decodes and hashes every
     /// D-th chunk of the input, in parallel; 0 = one per three workers [0..=1024]
-    #[arg(long, value_name = "D", default_value_t = 0, allow_negative_numbers = true, value_parser = int_in::<usize, 0, 1024>)]
+    #[arg(help_heading = "Tuning", long, value_name = "D", default_value_t = 0, allow_negative_numbers = true, value_parser = int_in::<usize, 0, 1024>)]
     pub dispatchers: usize,
     /// Flow-affinity batches: with several workers on files, each worker accounts the
     /// packets of a batch grouped by flow (records are those of input order; see
     /// docs/BENCHMARKS.md, issue 14; off by default: it did not pay). Refused with one
     /// worker and on live capture, which account packets in input order
-    #[arg(long, value_enum, default_value = "off")]
+    #[arg(help_heading = "Tuning", hide = true, long, value_enum, default_value = "off")]
     pub flow_batches: OnOff,
     /// Frames per chunk read from a file (tests use small chunks to put chunk
     /// boundaries everywhere) [1..=65536]
-    #[arg(long, value_name = "N", default_value_t = 1024, hide = true, allow_negative_numbers = true, value_parser = int_in::<usize, 1, 65536>)]
+    #[arg(help_heading = "Tuning", long, value_name = "N", default_value_t = 1024, hide = true, allow_negative_numbers = true, value_parser = int_in::<usize, 1, 65536>)]
     pub chunk_frames: usize,
     /// Which worker a flow's packets go to with several workers on files: hash (fixed
     /// by the flow hash), balance (bins of flows move, state and all, from the busiest
     /// workers to the least busy between epochs), bundle (last-flow-bundle: only bins
     /// idle for an epoch move). Records are the same with every policy; see
     /// docs/ARCHITECTURE.md, "Scheduling"
-    #[arg(long, value_enum, default_value = "hash")]
+    #[arg(help_heading = "Tuning", long, value_enum, default_value = "hash")]
     pub schedule: ScheduleArg,
     /// Chunks per scheduling epoch (balance, bundle) [1..=2^20]
-    #[arg(long, value_name = "N", default_value_t = 64, hide = true, allow_negative_numbers = true, value_parser = int_in::<u64, 1, { 1 << 20 }>)]
+    #[arg(help_heading = "Tuning", long, value_name = "N", default_value_t = 64, hide = true, allow_negative_numbers = true, value_parser = int_in::<u64, 1, { 1 << 20 }>)]
     pub epoch_chunks: u64,
     /// Write into an output directory that holds an earlier run's output: tapstat's
     /// own files there (log_*, summary.json, stats.jsonl, interval directories) are
     /// removed first; other files are left alone
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     pub force: bool,
 }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 /// The Kafka export's flags.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Export")]
 pub struct KafkaArgs {
     /// Also send every record to Kafka, to topic PREFIX.<log> (e.g. tapstat.log_tcp_complete)
     /// as a JSON object keyed by its flow_id; the schema goes to PREFIX.schema. BROKERS:

@@ -22,13 +22,14 @@ pub enum AcquireArg {
 
 /// Live capture (AF_PACKET; DPDK with the `dpdk` feature).
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Live capture")]
 pub struct LiveArgs {
     /// Capture live from this interface (AF_PACKET, one socket per worker in one fanout group)
     #[arg(short = 'i', long = "interface", value_name = "IFACE", conflicts_with = "read")]
     pub interface: Option<String>,
     /// Filter, tcpdump syntax (compiled by libpcap; run in the kernel with -i, on each
     /// packet of the files with -r), e.g. 'tcp port 443'; or give it after the options
-    #[arg(short = 'f', long = "filter", value_name = "EXPR")]
+    #[arg(help_heading = "Input", short = 'f', long = "filter", value_name = "EXPR")]
     pub filter: Option<String>,
     /// Capture through DPDK with these EAL arguments (needs a build with `--features dpdk`)
     #[arg(long, value_name = "EAL ARGS", allow_hyphen_values = true, conflicts_with_all = ["read", "interface"])]
@@ -55,7 +56,7 @@ pub struct LiveArgs {
     /// every DUR of packet time (e.g. 1h, 15m), live or on files. A record goes to the
     /// interval in which its flow was written; on files, in which it was due (a timeout
     /// at the moment it passed), the same with any number of workers [1s..=366d]
-    #[arg(long, value_name = "DUR", allow_hyphen_values = true, value_parser = rotate_dur)]
+    #[arg(help_heading = "Output", long, value_name = "DUR", allow_hyphen_values = true, value_parser = rotate_dur)]
     pub rotate: Option<Duration>,
     /// Write each log's pending records at least this often (wall time), so the logs can
     /// be followed while the capture runs [10ms..=1d]

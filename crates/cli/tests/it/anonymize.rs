@@ -4,9 +4,7 @@
 //! anywhere in the output directory, the same mapping in every log, prefixes preserved,
 //! and `--anonymize-only` keeping one side of the internal networks clear.
 
-mod common;
-
-use common::{analyze, corpus, python_has, read_log, ready, tempdir, L7_LOGS, LOGS};
+use crate::common::{analyze, corpus, python_has, read_log, ready, tempdir, L7_LOGS, LOGS};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::path::Path;
@@ -300,7 +298,7 @@ fn bad_key_files_are_refused_in_one_line() {
     let work = tempdir("anonymize-badkey");
     let keyfile = work.join("key");
     std::fs::write(&keyfile, [1u8; 16]).unwrap();
-    let o = common::tapstat(&[
+    let o = crate::common::tapstat(&[
         "-r",
         "/dev/null",
         "-o",
@@ -311,8 +309,14 @@ fn bad_key_files_are_refused_in_one_line() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("exactly 32 bytes"), "{err}");
-    let o =
-        common::tapstat(&["-r", "/dev/null", "-o", work.join("o").to_str().unwrap(), "--anonymize-only", "internal"]);
+    let o = crate::common::tapstat(&[
+        "-r",
+        "/dev/null",
+        "-o",
+        work.join("o").to_str().unwrap(),
+        "--anonymize-only",
+        "internal",
+    ]);
     assert!(!o.status.success(), "--anonymize-only needs --anonymize");
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -1,7 +1,6 @@
 //! The command line as a user meets it: errors, formats, stdin, several files.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::io::Write;
 use std::process::{Command, Stdio};
 use tapstat_lab::synth::{synthesize, SynthConfig};

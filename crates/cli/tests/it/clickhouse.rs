@@ -13,9 +13,8 @@
 //! Skipped (with the reason printed) where clickhouse-server or clickhouse-client is
 //! not installed, unless `TAPSTAT_REQUIRE_CLICKHOUSE=1`.
 
-mod common;
-use common::clickhouse::{clickhouse_ready, Server};
-use common::*;
+use crate::common::clickhouse::{clickhouse_ready, Server};
+use crate::common::*;
 use std::collections::BTreeMap;
 use std::time::Instant;
 

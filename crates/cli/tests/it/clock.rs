@@ -1,7 +1,6 @@
 //! Capture clocks that step back: flows after the step are not taken for idle.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 #[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]

@@ -3,9 +3,7 @@
 //! captures with IPv4, IPv6, tunnels and many flows. Skipped, with the reason printed,
 //! where python3 or the package is missing, unless TAPSTAT_REQUIRE_PYTHON=1.
 
-mod common;
-
-use common::{analyze, corpus, python_has, read_log, ready, tempdir};
+use crate::common::{analyze, corpus, python_has, read_log, ready, tempdir};
 use std::process::Command;
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/community_id_check.py");

@@ -2,9 +2,8 @@
 //! each capture is written here, tapstat must find the flow inside, and where tshark is
 //! installed its two-pass reading (`tshark -2`) must find the same one.
 
-mod common;
-use common::frames::*;
-use common::*;
+use crate::common::frames::*;
+use crate::common::*;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,8 +1,7 @@
 //! The output directory as a hostile or careless world leaves it (issue 13): planted
 //! links, earlier runs' files, concurrent runs, a full disk.
 
-mod common;
-use common::*;
+use crate::common::*;
 use tapstat_lab::synth::{synthesize, SynthConfig};
 
 fn small_sample(dir: &std::path::Path) -> std::path::PathBuf {

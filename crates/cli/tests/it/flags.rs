@@ -3,8 +3,7 @@
 //! packets, live-only flags are refused on files, and every numeric flag has a
 //! range whose violation is a one-line error, never a panic.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 

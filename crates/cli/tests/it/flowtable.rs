@@ -2,8 +2,7 @@
 //! and index sizes from tiny (long chains, cuckoo displacements, growth) to the default
 //! give the same records as the default table (issue 6).
 
-mod common;
-use common::*;
+use crate::common::*;
 
 const TABLES: [&str; 5] = ["lists", "trees", "swiss", "cuckoo", "chunks"];
 const HASHES: [&str; 9] =

@@ -6,9 +6,8 @@
 //! On the corpus, the DNS responses of `ndpi__dns_fragmented.pcap` agree with tshark's
 //! reassembling view (`tshark -2`).
 
-mod common;
-use common::frames::*;
-use common::*;
+use crate::common::frames::*;
+use crate::common::*;
 
 use std::collections::BTreeMap;
 use std::process::Command;

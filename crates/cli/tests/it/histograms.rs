@@ -2,8 +2,7 @@
 //! on every dev capture, counts that add up to the records, and a file that pandas and
 //! DuckDB read without options.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;

@@ -11,8 +11,7 @@
 //! docs/METRICS.md ("Application layer") lists the disagreements and who is right.
 //! `TAPSTAT_L7_VERBOSE=1` prints every one.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;

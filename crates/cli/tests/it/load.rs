@@ -3,9 +3,7 @@
 //! against `tapstat schema --format json` by load_check.py. Skipped, with the reason
 //! printed, where python3, pandas or DuckDB is missing, unless TAPSTAT_REQUIRE_PYTHON=1.
 
-mod common;
-
-use common::{analyze, corpus, dev_captures, python_ready, tapstat, tempdir};
+use crate::common::{analyze, corpus, dev_captures, python_ready, tapstat, tempdir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -1,8 +1,7 @@
 //! Every file of the corpus's malformed/ folder is processed without a crash: exit 0
 //! with anomalies counted, or a clear one-line error for a file that is not a capture.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 #[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]

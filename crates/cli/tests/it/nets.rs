@@ -3,9 +3,7 @@
 //! add up to the records, and the records (anonymized too) are the same with 1 and 3
 //! workers.
 
-mod common;
-
-use common::{analyze, corpus, read_log, record_set, summary, tempdir, L7_LOGS, LOGS};
+use crate::common::{analyze, corpus, read_log, record_set, summary, tempdir, L7_LOGS, LOGS};
 use std::net::IpAddr;
 use tapstat_analyze::nets::{Class, Nets};
 
@@ -108,12 +106,25 @@ fn bad_networks_are_refused_naming_the_line() {
     let work = tempdir("nets-bad");
     let file = work.join("nets");
     std::fs::write(&file, "10.0.0.0/8\n\n192.168.0.0/33\n").unwrap();
-    let o = common::tapstat(&["-r", "/dev/null", "-o", work.join("o").to_str().unwrap(), "-N", file.to_str().unwrap()]);
+    let o = crate::common::tapstat(&[
+        "-r",
+        "/dev/null",
+        "-o",
+        work.join("o").to_str().unwrap(),
+        "-N",
+        file.to_str().unwrap(),
+    ]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("line 3") && err.contains("prefix length"), "{err}");
-    let o =
-        common::tapstat(&["-r", "/dev/null", "-o", work.join("o").to_str().unwrap(), "--internal", "10.0.0.0/8,bogus"]);
+    let o = crate::common::tapstat(&[
+        "-r",
+        "/dev/null",
+        "-o",
+        work.join("o").to_str().unwrap(),
+        "--internal",
+        "10.0.0.0/8,bogus",
+    ]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("bogus"));
     let _ = std::fs::remove_dir_all(&work);

@@ -13,8 +13,7 @@
 //! differs by less than 1 ms, so the min, max and mean of the gaps must agree within
 //! 1 ms; the standard deviation is not compared (a sum of rounded squares).
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::collections::HashMap;
 

@@ -15,8 +15,7 @@
 //! flow has at least tshark's counts. An exception that stops differing fails too, so the
 //! list stays true.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::collections::BTreeMap;
 use std::fmt;

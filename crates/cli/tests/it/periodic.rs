@@ -1,7 +1,6 @@
 //! `--periodic`: rows of live flows per interval of packet time.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::collections::HashMap;
 

@@ -2,8 +2,7 @@
 //! scheduling policies), read back by tapstat. The records must show the shape, every
 //! connection complete, no decoding anomaly, and the same records with 1 worker and 3.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::collections::BTreeMap;
 
 fn packets(r: &BTreeMap<String, String>) -> u64 {

@@ -5,8 +5,7 @@
 //! with the reason printed, where chromium is missing, unless
 //! TAPSTAT_REQUIRE_CHROMIUM=1.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::process::Command;
 

@@ -2,8 +2,7 @@
 //! equal its truth (packets, wire and payload bytes, retransmissions, out-of-sequence
 //! fills, handshake, how it closed), with 1 worker and with 2.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::collections::BTreeMap;
 use tapstat_lab::synth::{write_pcap, Close, FlowKind, SynthConfig};
 

@@ -3,9 +3,8 @@
 //! written here; where tshark is installed its two-pass reading (`tshark -2`, which
 //! reassembles IP) must count the same data segments and bytes.
 
-mod common;
-use common::frames::*;
-use common::*;
+use crate::common::frames::*;
+use crate::common::*;
 
 use std::process::Command;
 

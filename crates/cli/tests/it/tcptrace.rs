@@ -13,8 +13,7 @@
 //!
 //! `TAPSTAT_TCPTRACE_VERBOSE=1` prints every disagreeing direction.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -10,8 +10,7 @@
 //! probe never saw (tapstat: out of sequence, `pkts_ooo`), and a segment that only
 //! partly overlaps data seen (tapstat: new data, counted in `bytes_uniq`).
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::collections::HashMap;
 use std::process::Command;

@@ -9,8 +9,7 @@
 //! where delayed ACKs or server think time weigh differently on the two sample sets
 //! (docs/METRICS.md, "RTT from timestamps").
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 #[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]

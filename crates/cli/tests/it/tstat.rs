@@ -18,8 +18,7 @@
 //!
 //! `TAPSTAT_TSTAT_VERBOSE=1` prints every disagreement (capture, flow, column, values).
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;

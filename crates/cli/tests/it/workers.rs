@@ -1,8 +1,7 @@
 //! The records of 1 worker and of N workers are the same set, on every dev capture
 //! and on the sample trace.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 #[cfg_attr(not(tapstat_corpus), ignore = "needs the capture corpus (../shared/pcaps/dev or TAPSTAT_CORPUS)")]

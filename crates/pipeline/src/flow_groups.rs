@@ -41,11 +41,11 @@ pub(crate) struct Stretch {
     pub(crate) held: Option<(u64, u64)>,
 }
 
-/// Flow-affinity batches (issue 14; DPDKStat, seeds/000 §7, "Sorting packets"): the order in
+/// Flow-affinity batches (DPDKStat, §7, "Sorting packets"): the order in
 /// which a worker accounts a batch's packets, grouped by flow so that a flow's state
 /// and its table lines are brought into the cache once per batch rather than once per
 /// packet. Off by default: on the captures measured, the planning pass costs more than
-/// the grouping saves (docs/BENCHMARKS.md, "Flow-affinity batches (issue 14)").
+/// the grouping saves (docs/BENCHMARKS.md, "Flow-affinity batches").
 ///
 /// A batch is cut into segments; a segment's packets are grouped by flow hash, each
 /// group in input order (a flow's packets keep their order), the groups in the order of

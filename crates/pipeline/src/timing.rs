@@ -1,4 +1,4 @@
-//! Per-packet processing time in the workers, sampled (seeds/000 §5.2, Fig. 7–8): one
+//! Per-packet processing time in the workers, sampled (DPDKStat, §5.2, Fig. 7–8): one
 //! packet in K is timed with the monotonic clock (a vDSO call, ~20–40 ns, so 1 in 64
 //! costs well under 1 ns per packet on average) into a log-linear histogram (4 steps per
 //! power of two: ±10%) and an EWMA (α = 0.15, the paper's).

@@ -1,4 +1,4 @@
-//! How often an acquisition thread looks at its queue (seeds/000 §3.2, §5.1, §6.1).
+//! How often an acquisition thread looks at its queue (DPDKStat, §3.2, §5.1, §6.1).
 //!
 //! - `Poll`: a busy loop. The best timestamps and the lowest latency, at the price of
 //!   a core that never idles.
@@ -278,7 +278,7 @@ pub(crate) fn acquire_loop(
         };
         if !stamps {
             // A batch-stamped source: the frames arrived between the last poll and
-            // this one; spread them over that time (seeds/000 §3.2, ref. [23]).
+            // this one; spread them over that time (DPDKStat, §3.2 and its reference 23).
             let now = wall_ns();
             if k > 0 {
                 prod.spread_times(mark, last_poll_ns, now);

@@ -1,6 +1,6 @@
 //! The large per-worker packet buffer between an acquisition thread and its analysis
 //! thread: a lock-free single-producer/single-consumer ring of bytes (DPDKStat's
-//! "large buffer", seeds/000 §3.2: absorb processing jitter and bursts, about a
+//! "large buffer", §3.2: absorb processing jitter and bursts, about a
 //! second of traffic).
 //!
 //! Frames are stored as records: a 16-byte header (capture time in ns, original
@@ -9,7 +9,7 @@
 //! (captured length `u32::MAX`) fills the rest and the record starts at 0. Because
 //! every record is a multiple of 16 bytes, the space left at the end is too.
 //!
-//! A *counted-only* record (the overload controller's tail packet, issue 15 item 2)
+//! A *counted-only* record (the overload controller's tail packet)
 //! is a frame's first [`COUNTED_BYTES`] bytes, enough for its headers, with the
 //! [`COUNTED`] bit set in the captured length; the original length stays the wire
 //! length. The consumer hands it out as [`Rec::Counted`] with the captured length
@@ -282,7 +282,7 @@ impl Producer {
     /// Rewrites the capture times of the records written since `mark` (a value of
     /// [`Producer::mark`]) and not yet published: the n-th of k gets
     /// `from_ns + n·(to_ns − from_ns)/k`, spreading a batch that arrived between two
-    /// polls over the time between them (seeds/000 §3.2 and its ref. [23]).
+    /// polls over the time between them (DPDKStat, §3.2 and its reference 23).
     pub fn spread_times(&mut self, mark: u64, from_ns: u64, to_ns: u64) {
         let base = self.s.base();
         let cap = self.s.cap;

@@ -10,7 +10,7 @@
 //! every flow on the same queue, so each worker decodes its own packets, as a single
 //! worker does for files (`run_inline`). Per worker, an acquisition thread moves frames
 //! from its queue into a large byte buffer and an analysis thread drains it
-//! (DPDKStat, seeds/000 §3.2): a slow packet, a burst or a pause of the analysis thread
+//! (DPDKStat, §3.2): a slow packet, a burst or a pause of the analysis thread
 //! fills the buffer instead of overflowing the kernel's ring.
 //!
 //! Time is still packet time. Each worker's clock follows its own packets; at the end
@@ -75,7 +75,7 @@ pub struct LiveConfig {
     /// Called once the sources are open and the acquisition threads have their
     /// scheduling, before any frame is read (to drop privileges, say).
     pub on_ready: Option<Box<dyn FnOnce() -> Result<(), String> + Send>>,
-    /// What to do when a worker's buffer fills (issue 15: TED or plain dropping).
+    /// What to do when a worker's buffer fills (TED or plain dropping).
     pub overload: OverloadConfig,
 }
 

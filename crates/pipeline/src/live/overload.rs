@@ -1,4 +1,4 @@
-//! Overload control between acquisition and analysis (issue 15; DNAC, seeds/004 §3,
+//! Overload control between acquisition and analysis (DNAC, §3,
 //! Table 2): tail early dropping (TED) with open-loop priorities.
 //!
 //! A [`Controller`] lives in each acquisition thread and is asked about every frame

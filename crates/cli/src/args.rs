@@ -74,6 +74,13 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 15, value_parser = int_in::<usize, 1, 1000>)]
         top: usize,
     },
+    /// Write the manual pages (roff: tapstat.1, tapstat-bench.1, ...) into DIR, made from
+    /// the flags' definitions (`man -l DIR/tapstat.1`; docs/man holds them)
+    Man {
+        /// The directory to write the pages in (created if missing)
+        #[arg(value_name = "DIR", default_value = ".")]
+        dir: PathBuf,
+    },
     /// Print the columns of every log (name, type, unit, meaning)
     Schema {
         /// text: a table to read; markdown: docs/METRICS.md's generated part; json:

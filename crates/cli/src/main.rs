@@ -17,6 +17,7 @@ mod clickhouse;
 mod columnar;
 mod kafka;
 mod live;
+mod man;
 mod outdir;
 mod replay;
 mod report;
@@ -58,6 +59,9 @@ fn main() {
     let result = match cli.command {
         Some(Command::Bench(b)) => bench::run(&b),
         Some(Command::Synth(s)) => synth(&s),
+        Some(Command::Man { dir }) => {
+            man::write(&dir).map(|n| say!("tapstat: wrote {n} manual pages in {}", dir.display()))
+        }
         Some(Command::Report { dir, out, top }) => report::run(&dir, out.as_deref(), top).map(|p| {
             say!("tapstat: wrote {}", p.display());
         }),

@@ -21,6 +21,7 @@ mod man;
 mod outdir;
 mod replay;
 mod report;
+mod schema;
 
 use anyhow::{bail, Context, Result};
 use args::{Cli, Command, RunArgs};
@@ -37,8 +38,8 @@ use tapstat_pipeline::{Progress, Summary};
 /// segments. Built without transparent huge pages (feature `no_thp`): a packet that
 /// faults one in waits for 2 MiB to be cleared. mimalloc moves a growing block by
 /// copying it, so the tracker reserves its flow table up front
-/// (`FlowTable::reserve_all`). Measured in docs/BENCHMARKS.md (issue 3, and "The
-/// allocator and the table's growth").
+/// (`FlowTable::reserve_all`). Measured in docs/BENCHMARKS.md ("TCP end-to-end and
+/// options sets", and "The allocator and the table's growth").
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -81,9 +82,9 @@ fn main() {
                         ttl_days: 30,
                     },
                 ),
-                (_, true) | (args::SchemaFormat::Markdown, _) => metrics_markdown(),
-                (args::SchemaFormat::Json, _) => schema_json(),
-                (args::SchemaFormat::Text, _) => schema_text(),
+                (_, true) | (args::SchemaFormat::Markdown, _) => schema::metrics_markdown(),
+                (args::SchemaFormat::Json, _) => schema::schema_json(),
+                (args::SchemaFormat::Text, _) => schema::schema_text(),
             };
             // A closed stdout (`| head`) ends the listing, not the process with a panic.
             let _ = write!(std::io::stdout().lock(), "{text}");
@@ -153,7 +154,7 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
     if !a.given_live_flags.is_empty() {
         // A file run has no socket, buffer, acquisition thread or privileges to
         // drop; --metrics and the overload flags are for the live path only. Refused
-        // rather than ignored (issue 13).
+        // rather than ignored.
         let verb = if a.given_live_flags.len() > 1 { "apply" } else { "applies" };
         bail!("{} {verb} only to live capture (-i or --dpdk), not to -r files", a.given_live_flags.join(", "));
     }
@@ -370,160 +371,4 @@ fn synth(s: &args::SynthArgs) -> Result<()> {
     let pkts: u64 = truth.iter().map(|t| t.c_pkts + t.s_pkts).sum();
     say!("tapstat: wrote {} ({} flows, {} packets)", s.output.display(), truth.len(), pkts);
     Ok(())
-}
-
-fn schema_text() -> String {
-    let mut s = String::new();
-    for log in tapstat_analyze::logs::docs() {
-        s += &format!("{}\n", log.name);
-        for f in &log.fields {
-            s += &format!("  {:<16} {:<6} {:<9} {}\n", f.name, f.ty.name(), f.unit, f.meaning);
-        }
-    }
-    s
-}
-
-use tapstat_record::SCHEMA_VERSION;
-
-/// The DuckDB type a column's values load as, for `read_csv(f, dtype=...)`: what
-/// DuckDB's sniffer finds from the values, given even where a file has none.
-fn duckdb_type(t: tapstat_record::Type) -> &'static str {
-    use tapstat_record::Type;
-    match t {
-        Type::U64 => "UBIGINT",
-        Type::F64 => "DOUBLE",
-        Type::Bool => "BOOLEAN",
-        Type::Str | Type::Ip | Type::List | Type::Strs => "VARCHAR",
-    }
-}
-
-/// `tapstat schema --format json`: every log with its columns, for programs (loaders
-/// that want each column's type, whatever a given file holds).
-fn schema_json() -> String {
-    let logs: Vec<serde_json::Value> = tapstat_analyze::logs::docs()
-        .iter()
-        .map(|log| {
-            let columns: Vec<serde_json::Value> = log
-                .fields
-                .iter()
-                .map(|f| {
-                    serde_json::json!({
-                        "name": f.name,
-                        "type": f.ty.name(),
-                        "unit": f.unit,
-                        "meaning": f.meaning,
-                        "group": f.group,
-                        "duckdb_type": duckdb_type(f.ty),
-                        "parquet_type": tapstat_sink::columnar::ColumnType::of(f).name(),
-                    })
-                })
-                .collect();
-            serde_json::json!({ "name": log.name, "meaning": log.meaning, "columns": columns })
-        })
-        .collect();
-    let doc = serde_json::json!({
-        "schema_version": SCHEMA_VERSION,
-        "tapstat_version": env!("CARGO_PKG_VERSION"),
-        "types": {
-            "u64": "unsigned integer",
-            "f64": "real number (times in ms with 3 decimals)",
-            "string": "text; in TSV, tab, line feed, carriage return, backslash and double quote are escaped by a backslash",
-            "ip": "IPv4 or IPv6 address, as text",
-            "bool": "0 or 1 in TSV, false or true in JSON",
-            "list": "numbers: comma-separated in brackets in TSV ([60,1514]), an array in JSON",
-            "strings": "texts: comma-separated in brackets in TSV ([a.example,192.0.2.1], each escaped as a string), an array of strings in JSON",
-        },
-        "absent": "an empty field in TSV, null in JSON",
-        "logs": logs,
-    });
-    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
-}
-
-/// docs/METRICS.md's generated part (a test checks the committed file is current).
-pub(crate) fn metrics_markdown() -> String {
-    let mut s = String::from(
-        "# Metrics\n\n<!-- Generated by `tapstat schema --markdown` from the schema in crates/analyze/src/logs.rs; do not edit by hand (a test checks it is current). -->\n\n",
-    );
-    s += "Every log is a file in the output directory: TSV with a header line of column names (an empty field for no value; in strings, tab, line feed, carriage return, backslash and double quote are escaped by a backslash: `\\t` `\\n` `\\r` `\\\\` `\\\"`), or JSON lines with `--format jsonl` (`<log>.jsonl`, keys = column names, `null` for no value; each key has one JSON type in every record). Lists are arrays in JSON and in TSV alike (`[60,1514]`: JSON, and DuckDB's list syntax); a list without items is `[]` in JSON, never `null` (absent and empty are the same for a list; TSV leaves the field empty when absent). `tapstat schema --format json` gives these tables to programs. Direction prefixes: `c_` client to server, `s_` server to client. With `--tcp-sets core` the TCP logs have only the columns of the groups endpoints, core, time and state (and no `pkts_push`).\n\n";
-    s += &tapstat_record::render_markdown(&tapstat_analyze::logs::docs());
-    s += "\n## summary.json\n\nWritten in the output directory at the end of every run (a JSON object; keys in this order).\n\n| key | what it holds |\n|---|---|\n";
-    for (k, v) in tapstat_pipeline::SUMMARY_KEYS {
-        s += &format!("| `{k}` | {v} |\n");
-    }
-    s += "\n## histograms.tsv\n\nLink histograms, every `--histo-interval` seconds of packet time (default 300; `off` for none), in the output directory (with `-o -`, as JSON lines `{\"log\":\"histograms\",...}`): a file run writes them at its end, after the records; a live capture (`-i`, `--dpdk`, `bench --speed/--pps`) appends each interval while it runs, once every worker has passed the interval's end (a worker without packets follows the others one interval behind, or one `--flush` period if longer), so an interval appears once the input's clock (on a live link, wall time) passes its end, at most one interval later when a worker is quiet, and the file ends with the same rows in the same order as a file run's. With `--rotate`, each interval directory has its own histograms.tsv, with the histogram intervals that start in it (every directory has the file, its header alone where nothing was counted), written before the directory gets its final name, so a directory picked up by its name is complete; the histogram interval must divide the rotation period, and its default becomes the largest that divides both 300 s and the period (60 s for `--rotate 7m`). A busy interval has about a thousand rows (mix-small's first 5 minutes: 1,358), some 300,000 a day. Tidy long format, one row per nonzero bin: `time` (start of the interval, epoch seconds, a multiple of the interval), `histogram`, `direction` (`all` without internal networks; with `-N` or `--internal`, `in`, `out`, `local` or `ext`: a packet by its source and destination, a flow by its client and server), `bin` (a numeric bin is its inclusive lower edge and holds values up to the next edge; a name for `app`), `count`. Packet histograms count every packet in a flow in the interval of its input clock; flow histograms count every record in the interval it was due in (a timed-out flow at its timeout, the flows left at the end at the last packet). The same with any number of workers.\n\n| histogram | counts | bins |\n|---|---|---|\n";
-    for f in tapstat_analyze::histo::Family::ALL {
-        s += &format!("| `{}` | {} | {} |\n", f.name(), f.counts(), f.bins().replace('|', "\\|"));
-    }
-    s += "\n## Anomalies\n\nNamed problems met while decoding frames, counted in summary.json's `anomalies` (never an error: the frame is taken as far as it could be decoded).\n\n| name | meaning |\n|---|---|\n";
-    for a in tapstat_decode::Anomaly::ALL {
-        s += &format!("| `{}` | {} |\n", a.name(), a.meaning().trim().replace('|', "\\|"));
-    }
-    s += "\n## Application-layer events\n\nNamed limits and problems of the application layer, listed per flow in `l7_events` (the TCP and UDP logs, and the HTTP and DNS logs with their flow's events when the row was written). A flow whose layer met none has no value there.\n\n| name | meaning |\n|---|---|\n";
-    for e in tapstat_l7::Event::ALL {
-        s += &format!("| `{}` | {} |\n", e.name(), e.meaning().trim().replace('|', "\\|"));
-    }
-    s += &ipfix_markdown();
-    s
-}
-
-/// docs/METRICS.md's table of the IPFIX templates and elements (`--ipfix`), from the
-/// templates the exporter sends.
-fn ipfix_markdown() -> String {
-    use tapstat_sink::ipfix::{elements, REVERSE_PEN, TAPSTAT_PEN, TEMPLATES, VARLEN};
-    let mut s = format!(
-        "\n## IPFIX information elements\n\nWith `--ipfix HOST:PORT` every flow is also exported as it ends, as one IPFIX data record (RFC 7011) of a bidirectional flow (RFC 5103): the client is the source, the server's direction is in the reverse elements (enterprise {REVERSE_PEN} for IANA's elements; the same enterprise number and the element id + 0x4000 for tapstat's). tapstat's own elements use enterprise number {TAPSTAT_PEN}, IANA's number for documentation (RFC 5612), as a placeholder for a registered one. Byte counts are the frames' lengths on the wire, as the logs' `bytes_wire` (the link-layer header included, unlike RFC 7012's `octetDeltaCount`, which starts at the IP header). Periodic rows, HTTP and DNS transactions are not exported.\n\n| template | id | elements, in record order |\n|---|---|---|\n"
-    );
-    for t in &TEMPLATES {
-        let names: Vec<&str> = t.fields.iter().map(|f| f.name).collect();
-        s += &format!("| {} | {} | {} |\n", t.name, t.id, names.join(", "));
-    }
-    s += "\n| element | enterprise | id | type | bytes | meaning |\n|---|---|---|---|---|---|\n";
-    for e in elements() {
-        let len = if e.len == VARLEN { "variable".to_string() } else { e.len.to_string() };
-        s += &format!(
-            "| `{}` | {} | {} | {} | {len} | {} |\n",
-            e.name,
-            e.pen,
-            e.id,
-            e.ty,
-            e.meaning.replace('|', "\\|")
-        );
-    }
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn schema_json_has_every_column_with_its_type() {
-        let v: serde_json::Value = serde_json::from_str(&super::schema_json()).unwrap();
-        assert_eq!(v["schema_version"], super::SCHEMA_VERSION);
-        assert_eq!(v["tapstat_version"], env!("CARGO_PKG_VERSION"));
-        let docs = tapstat_analyze::logs::docs();
-        let logs = v["logs"].as_array().unwrap();
-        assert_eq!(logs.len(), docs.len());
-        for (l, d) in logs.iter().zip(&docs) {
-            assert_eq!(l["name"], d.name);
-            let cols = l["columns"].as_array().unwrap();
-            assert_eq!(cols.len(), d.fields.len(), "{}", d.name);
-            for (c, f) in cols.iter().zip(&d.fields) {
-                assert_eq!((c["name"].as_str(), c["type"].as_str()), (Some(f.name), Some(f.ty.name())));
-                assert!(v["types"][f.ty.name()].is_string(), "{} has a documented type", f.name);
-                let duck = c["duckdb_type"].as_str().unwrap();
-                let numeric = matches!(f.ty, tapstat_record::Type::U64 | tapstat_record::Type::F64);
-                assert_eq!(duck != "VARCHAR", numeric, "{}: {duck}", f.name);
-            }
-        }
-    }
-
-    #[test]
-    fn metrics_md_is_current() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/METRICS.md");
-        let doc = std::fs::read_to_string(path).expect("docs/METRICS.md exists");
-        let generated = super::metrics_markdown();
-        assert!(
-            doc.starts_with(&generated),
-            "docs/METRICS.md is not current: regenerate its head with `tapstat schema --markdown` (hand-written notes go after the generated part)"
-        );
-    }
 }

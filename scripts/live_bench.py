@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Highest no-loss replay rate of `tapstat -i` (the sustainable-rate method of
-DPDKStat, seeds/000 §6): tcpreplay --pps R into a veth in a network namespace of its
+DPDKStat §6): tcpreplay --pps R into a veth in a network namespace of its
 own, tapstat capturing on the peer; a rate passes when tapstat received every frame
 tcpreplay sent, with no kernel or buffer drop. Bisection to 1% between a passing and a
 failing rate. Needs root, iproute2, tcpreplay.

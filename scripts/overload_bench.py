@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """overload_bench.py - events kept under overload, TED against plain dropping
-(issue 15's goal, after DNAC's evaluation).
+(the overload controller's goal, after DNAC's evaluation).
 
 1. The capture: FILE, or one synthesized with `--synth PROFILE:PACKETS` (`tapstat synth
    --profile PROFILE --packets PACKETS`: dominant or balanced give long flows).

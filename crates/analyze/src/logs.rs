@@ -851,7 +851,7 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
 });
 
 /// The packets of each side that a live run's overload controller counted but did not
-/// analyse (TED and shunting, issue 15): in `pkts_all` and `bytes_wire`, in no other
+/// analyse (TED and shunting): in `pkts_all` and `bytes_wire`, in no other
 /// column; and whether the flow was shunted.
 fn unanalysed_cols() -> Run<Flow> {
     run!(Flow;

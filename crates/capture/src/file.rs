@@ -20,7 +20,7 @@
 //! ends with a warning and every flow seen is written. The cost is one copy of each
 //! byte in the kernel, which the page cache makes a `memcpy`; user-space
 //! instructions per packet do not change (`read_to_end` fills the block without
-//! zeroing it first): docs/ARCHITECTURE.md, issue 13.
+//! zeroing it first).
 //!
 //! Damage inside a capture is not an error (see [`CaptureStats`]): a truncated
 //! last record, or a record that breaks the framing, ends that file with a warning

@@ -309,7 +309,7 @@ pub struct RunArgs {
     pub live: crate::live::LiveArgs,
     #[command(flatten)]
     pub kafka: crate::kafka::KafkaArgs,
-    /// Flow table index structure (records do not depend on it; see docs/BENCHMARKS.md, issue 6)
+    /// Flow table index structure (records do not depend on it; see docs/BENCHMARKS.md)
     #[arg(help_heading = "Tuning", hide = true, long, value_enum, default_value = "chunks")]
     pub flow_table: FlowTableArg,
     /// Flow hash function, computed once per packet by the dispatcher; only foldhash and ahash are keyed (the others warn: crafted traffic can collide whatever the seed)
@@ -327,7 +327,7 @@ pub struct RunArgs {
     pub dispatchers: usize,
     /// Flow-affinity batches: with several workers on files, each worker accounts the
     /// packets of a batch grouped by flow (records are those of input order; see
-    /// docs/BENCHMARKS.md, issue 14; off by default: it did not pay). Refused with one
+    /// docs/BENCHMARKS.md; off by default: it did not pay). Refused with one
     /// worker and on live capture, which account packets in input order
     #[arg(help_heading = "Tuning", hide = true, long, value_enum, default_value = "off")]
     pub flow_batches: OnOff,

@@ -1,4 +1,4 @@
-//! `--kafka` and its flags (issue 16): every record to Kafka too, one topic per log.
+//! `--kafka` and its flags: every record to Kafka too, one topic per log.
 //! The export itself is `tapstat_pipeline::KafkaConfig`'s (crates/pipeline/src/kafka.rs);
 //! a build without the `kafka` feature refuses `--kafka` with one line saying how to
 //! build it.

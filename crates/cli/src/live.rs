@@ -488,7 +488,7 @@ mod tests {
     use super::*;
 
     /// `--user`'s hand-over of the output directory changes the owner of what is
-    /// there, never of what a planted link (soft or hard) points to (issue 13).
+    /// there, never of what a planted link (soft or hard) points to.
     #[test]
     fn chown_never_follows_planted_links() {
         use std::os::unix::fs::MetadataExt;

@@ -1,4 +1,4 @@
-//! The output directory's rules (issue 13): one run at a time, never a mix of runs.
+//! The output directory's rules: one run at a time, never a mix of runs.
 //!
 //! - A lock (`.tapstat.lock`, `flock`) is held for the whole run: a second run on the
 //!   same directory fails at once instead of interleaving its lines with the first's.

@@ -1,6 +1,6 @@
 //! `tapstat bench -r FILE --speed X | --pps N | --find-rate`: a capture replayed
-//! through the live path (issue 15, item 1), and the sustainable no-loss rate found by
-//! bisection (seeds/000 §5).
+//! through the live path, and the sustainable no-loss rate found by
+//! bisection (DPDKStat §5).
 
 use crate::args::{BenchArgs, Cli, RunArgs};
 use anyhow::{bail, Context, Result};
@@ -161,7 +161,7 @@ fn loss(s: &Summary) -> u64 {
     s.live.as_ref().map_or(0, |l| l.buffer_drops + l.kernel_drops + l.unanalysed_packets)
 }
 
-/// The sustainable no-loss rate (seeds/000 §5): the highest `--pps` at which every
+/// The sustainable no-loss rate (DPDKStat §5): the highest `--pps` at which every
 /// one of `runs` replays of the whole file loses nothing, by bisection, starting from
 /// the file's offline rate as an upper estimate.
 fn find_rate(a: &RunArgs, file: &Arc<ReplayFile>, runs: usize, stop: &Arc<AtomicBool>) -> Result<()> {

@@ -1,4 +1,4 @@
-//! The whole chain (issue 16, item 4; docs/DEPLOYMENT.md): two probes → Kafka →
+//! The whole chain (docs/DEPLOYMENT.md): two probes → Kafka →
 //! ClickHouse → one query.
 //!
 //! A Kafka broker (tests/common/kafka.rs) and a ClickHouse server

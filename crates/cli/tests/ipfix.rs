@@ -1,4 +1,4 @@
-//! IPFIX export (issue 16, item 3) against nfdump's collector, `nfcapd`: for every dev
+//! IPFIX export against nfdump's collector, `nfcapd`: for every dev
 //! capture, the flows, packets and bytes nfdump reads back equal tapstat's logs, flow by
 //! flow, each way, over UDP and over TCP.
 //!

@@ -1,4 +1,4 @@
-//! Kafka export (issue 16, item 2) against a real broker: Apache Kafka 4.1 in KRaft mode
+//! Kafka export against a real broker: Apache Kafka 4.1 in KRaft mode
 //! (broker and controller in one JVM, three partitions a topic), from Maven Central's
 //! jars (`scripts/kafka_jars.sh`, cached under the target directory), started and
 //! stopped by the tests on free loopback ports.

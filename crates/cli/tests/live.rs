@@ -401,7 +401,7 @@ fn histograms_reach_the_disk_while_the_capture_runs() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// DN-Hunter across live workers (issue 14, item 2): a DNS answer reaches only the
+/// DN-Hunter across live workers: a DNS answer reaches only the
 /// worker the kernel gave its flow to, yet the connections it names land on every
 /// worker. The answers a worker learns are handed to the others and flows are named by
 /// packet time, so `fqdn` of every flow equals that of `-r` with one worker.

@@ -1,4 +1,4 @@
-//! Where the records go (issue 16, "Files"): compressed logs (`--compress`), every
+//! Where the records go: compressed logs (`--compress`), every
 //! log as JSON lines on stdout (`-o -`), and output directories by interval of packet
 //! time on file runs (`--rotate`). Real runs of the binary on the dev captures; the
 //! compressed files are read back with the zstd and flate2 crates (and the `zstdcat`

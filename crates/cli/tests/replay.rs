@@ -1,5 +1,5 @@
 //! `tapstat bench --speed/--pps/--find-rate`: a capture replayed through the live path
-//! (issue 15, item 1).
+//!.
 
 mod common;
 
@@ -151,7 +151,7 @@ fn replay_flag_errors_are_one_line() {
     }
 }
 
-/// TED (issue 15, item 2) at 2 M packets a second (several times what a debug build
+/// TED at 2 M packets a second (several times what a debug build
 /// analyses) into the smallest buffer: it drops next to nothing where plain dropping
 /// loses hundreds, every flow's packets and wire bytes stay exact (the tails counted,
 /// not analysed: `*_pkts_unanalysed`), and more of the unloaded run's complete TCP
@@ -220,7 +220,7 @@ fn ted_keeps_heads_and_counts_tails_where_dropping_loses_flows() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
-/// Shunting (issue 15, item 3): a flow a `--shunt` rule matches is marked `shunted`, its
+/// Shunting: a flow a `--shunt` rule matches is marked `shunted`, its
 /// later packets are only counted (SYN, FIN and RST still analysed), and its packets and
 /// wire bytes stay those of the offline run, as do its end and every other flow; the
 /// summary's totals are the records' — with either overload policy, since a calm

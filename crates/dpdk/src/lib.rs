@@ -7,7 +7,7 @@
 //! and [`PortDesc`] (what was configured). Ports get one RX queue per worker and
 //! RSS over IP, TCP and UDP with a symmetric key (0x6d5a repeated), so both
 //! directions of a flow reach the same queue and so the same worker (DPDKStat,
-//! seeds/000 §3.2; seeds/002 §III).
+//! DPDKStat §3.2; STA-COTS §III).
 //!
 //! ```ignore
 //! use tapstat_capture::live::LiveSource;

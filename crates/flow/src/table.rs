@@ -11,7 +11,7 @@
 //! use: when the table is full, the head (the flow idle the longest) is evicted,
 //! counted, and handed back to the caller to be written out — never dropped silently.
 //!
-//! Garbage collection is incremental, as in DPDKStat (seeds/002 §III, seeds/000 §5.2):
+//! Garbage collection is incremental, as in DPDKStat (STA-COTS §III, DPDKStat §5.2):
 //! every ΔT/M of packet time the caller scans 1/M of the slots ([`Gc`]), so the cost of
 //! expiry is spread over packets instead of stalling one packet with a full scan.
 //!
@@ -542,7 +542,7 @@ pub struct GcConfig {
 }
 
 impl Default for GcConfig {
-    /// ΔT = 5 s of packet time (Tstat's period, seeds/000 §5.2) in M = 10,000 steps of
+    /// ΔT = 5 s of packet time (Tstat's period, DPDKStat §5.2) in M = 10,000 steps of
     /// 0.5 ms: a step scans 0.01% of the table, which keeps a GC packet within a few
     /// times an ordinary packet's time up to ~10^5 flows per worker (the bound
     /// α ≤ (L−1)·t/t_OP and the measurements: docs/BENCHMARKS.md, "Garbage
@@ -574,7 +574,7 @@ impl Gc {
     /// is due): one step (`1/steps` of the slots) at most per call. Steps missed during
     /// a gap in packet time are owed, at most one full scan's worth, and paid one per
     /// packet by the packets that follow: a gap never makes one packet scan more than a
-    /// step (which is what bounds the time of a GC packet, seeds/000 §5.2).
+    /// step (which is what bounds the time of a GC packet, DPDKStat §5.2).
     #[inline]
     pub fn poll(&mut self, now_ns: u64, slab_len: usize) -> usize {
         let step_ns = self.step_ns;

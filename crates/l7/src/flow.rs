@@ -779,7 +779,7 @@ mod tests {
         }
     }
 
-    /// Guards the false positives issue 17 found: Redis's `+OK` and `+PONG` were POP3's
+    /// Guards against false positives found once: Redis's `+OK` and `+PONG` were POP3's
     /// greeting (POP3's server speaks first; Redis answers a client), NetBIOS names on 137
     /// were DNS, and mDNS/LLMNR are named for what they are while DNS parses them.
     #[test]

@@ -1,4 +1,4 @@
-//! The flow-table emulator (after fmsim, seeds/003 §3): feeds a stream of flow keys to
+//! The flow-table emulator (after fmsim, FlowMgmt §3): feeds a stream of flow keys to
 //! one [`FlowTable`] in a loop — lookup, insertion of missing flows, removal of flows
 //! idle longer than a timeout in stream time, incremental garbage collection — and
 //! measures lookups per CPU-second of the thread, the probe-length distribution, the
@@ -131,7 +131,7 @@ impl Stream {
     }
 
     /// `n` keys drawn from `population` random flows, the flow of rank r with
-    /// probability ∝ r^-α (seeds/003 §4.5: Zipf interpolates between deterministic and
+    /// probability ∝ r^-α (FlowMgmt §4.5: Zipf interpolates between deterministic and
     /// random).
     pub fn zipf(n: usize, population: usize, alpha: f64, seed: u64) -> Stream {
         let mut r = ChaCha8Rng::seed_from_u64(seed);

@@ -256,7 +256,7 @@ fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
 /// link or a hard link is removed, its target untouched), and the file is created
 /// with `O_EXCL`, which refuses to follow a symbolic link planted in between. The
 /// output directory may belong to another user (`--user`): a root process must never
-/// truncate or write through a name that user can point elsewhere (issue 13).
+/// truncate or write through a name that user can point elsewhere.
 pub fn create_fresh(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     match std::fs::remove_file(path) {
@@ -736,7 +736,7 @@ mod tests {
         d
     }
 
-    /// A link named like a log, planted to point outside (issue 13): the log replaces
+    /// A link named like a log, planted to point outside: the log replaces
     /// the link, and the file it pointed to is neither truncated nor written.
     #[test]
     fn create_replaces_a_planted_link_and_leaves_its_target_alone() {

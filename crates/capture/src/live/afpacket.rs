@@ -3,7 +3,7 @@
 //!
 //! Why these choices:
 //! - `TPACKET_V3` hands whole blocks of frames to user space at a time, so one
-//!   status check covers many frames (the batching of seeds/000 §3.2), and frames are
+//!   status check covers many frames (the batching of DPDKStat §3.2), and frames are
 //!   packed by their real size instead of a fixed frame slot.
 //! - `PACKET_FANOUT_HASH` spreads flows over the sockets with the kernel's
 //!   `__skb_get_hash_symmetric` (af_packet.c `fanout_demux_hash`): both directions of

@@ -16,7 +16,7 @@
 //!
 //! A live source is not a [`crate::PacketSource`]: the engine gives each worker its
 //! own source and an acquisition thread that copies frames into the worker's large
-//! buffer (DPDKStat, seeds/000 §3.2), so a source hands out borrowed frames that are
+//! buffer (DPDKStat §3.2), so a source hands out borrowed frames that are
 //! valid only during the callback, and never blocks in `poll`.
 
 mod afpacket;
@@ -92,7 +92,7 @@ pub trait LiveSource: Send {
     /// Drop counters so far.
     fn stats(&mut self) -> LiveStats;
     /// Whether frames carry their own capture time. When not, the acquisition
-    /// thread stamps each batch and spreads the stamps over it (seeds/000 §3.2, [23]).
+    /// thread stamps each batch and spreads the stamps over it (DPDKStat §3.2, [23]).
     fn stamps_frames(&self) -> bool {
         true
     }

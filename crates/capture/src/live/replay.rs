@@ -286,7 +286,7 @@ pub fn flow_worker(link: LinkType, b: &[u8], n: usize) -> usize {
 
 /// What the acquisition side reads of a frame's outer headers without decoding it:
 /// enough to spread flows over workers and to keep the packets whose loss costs most
-/// (issue 15: the overload controller's priorities).
+/// (the overload controller's priorities).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameFlow {
     /// A symmetric hash of the outer addresses and (outside fragments) the TCP/UDP

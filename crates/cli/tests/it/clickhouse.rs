@@ -1,4 +1,4 @@
-//! ClickHouse (issue 16, item 4): the tables `tapstat schema --clickhouse` prints are
+//! ClickHouse: the tables `tapstat schema --clickhouse` prints are
 //! created in a real server (Debian's clickhouse-server, 18.16, started by the test as
 //! an unprivileged process on loopback ports of its own, its files in a temp
 //! directory), the Kafka-engine tables and views included (18.16 takes them without a

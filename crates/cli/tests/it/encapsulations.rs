@@ -1,4 +1,4 @@
-//! Encapsulations and capture properties found missing against tshark (issue 13, 6b):
+//! Encapsulations and capture properties found missing against tshark:
 //! each capture is written here, tapstat must find the flow inside, and where tshark is
 //! installed its two-pass reading (`tshark -2`) must find the same one.
 

@@ -1,4 +1,4 @@
-//! The output directory as a hostile or careless world leaves it (issue 13): planted
+//! The output directory as a hostile or careless world leaves it: planted
 //! links, earlier runs' files, concurrent runs, a full disk.
 
 use crate::common::*;

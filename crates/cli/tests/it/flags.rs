@@ -1,4 +1,4 @@
-//! Flags that do what they say (issue 13, items 2 and 4): `-f` and a trailing
+//! Flags that do what they say: `-f` and a trailing
 //! expression filter files as `tcpdump -r FILE EXPR` does, `-c N` stops after N
 //! packets, live-only flags are refused on files, and every numeric flag has a
 //! range whose violation is a one-line error, never a panic.
@@ -242,7 +242,7 @@ fn refused(tag: &str, case: &[&str]) {
 
 const MAX: &str = "18446744073709551615";
 
-/// One test per value of issue 13's list of panics and silent changes: each is a
+/// One test per value that once panicked or was silently changed: each is a
 /// clear error now, naming the flag and its range.
 macro_rules! refused {
     ($($name:ident: [$($a:expr),*];)*) => {$(

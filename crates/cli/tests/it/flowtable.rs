@@ -1,6 +1,6 @@
 //! Records do not depend on the flow table: every index structure, every hash function
 //! and index sizes from tiny (long chains, cuckoo displacements, growth) to the default
-//! give the same records as the default table (issue 6).
+//! give the same records as the default table.
 
 use crate::common::*;
 

@@ -1,4 +1,4 @@
-//! `tapstat synth --profile`: the three traffic shapes of issue 14 (for comparing
+//! `tapstat synth --profile`: the three traffic shapes of DPI-Sched (for comparing
 //! scheduling policies), read back by tapstat. The records must show the shape, every
 //! connection complete, no decoding anomaly, and the same records with 1 worker and 3.
 

@@ -1,5 +1,5 @@
 //! TCP segments carried in IP fragments: the sequence analysis must see the segments
-//! the receiver reassembles, not their first shares (issue 13, 6b). The capture is
+//! the receiver reassembles, not their first shares. The capture is
 //! written here; where tshark is installed its two-pass reading (`tshark -2`, which
 //! reassembles IP) must count the same data segments and bytes.
 

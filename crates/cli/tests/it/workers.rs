@@ -84,7 +84,7 @@ fn every_scheduling_policy_writes_the_records_of_one_worker() {
     assert!(moved > 1000, "the policies moved too few flows to test anything: {moved}");
 }
 
-/// Flow-affinity batches (`--flow-batches on`, issue 14): workers account each batch
+/// Flow-affinity batches (`--flow-batches on`): workers account each batch
 /// grouped by flow, and the records are those of input order. Chunks of 64 frames put
 /// many batch and segment boundaries in every capture; DNS answers cut segments (the
 /// `fqdn` of every flow is compared); with `--periodic`, segments stop at boundaries

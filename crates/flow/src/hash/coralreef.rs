@@ -1,4 +1,4 @@
-//! CoralReef's flow hash, as seeds/003 uses it: the endpoints and ports XOR-folded into
+//! CoralReef's flow hash, as FlowMgmt uses it: the endpoints and ports XOR-folded into
 //! 32 bits, reduced modulo the table size by the structure. Cheap, and weak in its low
 //! bits (two flows that differ in mirrored fields cancel out), which is why the paper
 //! finds it must not be used with a power-of-two table (§4.4, Fig. 5). Written by hand:

@@ -1,4 +1,4 @@
-//! Bob Jenkins' lookup3 `hashlittle` (2006, public domain), the "Bob" hash of seeds/003
+//! Bob Jenkins' lookup3 `hashlittle` (2006, public domain), the "Bob" hash of FlowMgmt
 //! Fig. 2 and 4. Written by hand: the crates that carry it wrap C or are unmaintained,
 //! and it is 40 lines.
 

@@ -136,7 +136,7 @@ fn widen(h: u32) -> u64 {
 /// The flow hash: one of [`HashKind`] over the canonical key, seeded where the function
 /// takes a seed. The seed is drawn at start-up, so traffic crafted to collide in one
 /// run's buckets does not collide in the next (cf. the "adversarial key streams" of
-/// seeds/003, future work there).
+/// FlowMgmt, future work there).
 ///
 /// The same 64-bit value picks the worker (upper bits, after a multiply) and the
 /// bucket in that worker's table, so a packet is hashed once, by the dispatcher.
@@ -224,7 +224,7 @@ impl FlowHasher {
     /// from the top byte; hashbrown its group from the low bits and its tag from the
     /// top 7; cuckoo, lists and trees the low bits (a mask) or the remainder, and tags
     /// from the high half. A worker chosen from the high bits of `hash × 2^64/φ` (as
-    /// this was until issue 13) gave every worker a contiguous 1/n of each chunks
+    /// this was once) gave every worker a contiguous 1/n of each chunks
     /// index, one long cluster for linear probing: a flood of 1 M random flows ran
     /// about 60× slower at 2 workers than at 1. So the worker comes from a finalizer
     /// (MurmurHash3's `fmix64`): a bijection in which every output bit depends on every

@@ -2,7 +2,7 @@
 //! contributions per input byte and value, so a 12-byte IPv4 tuple costs 12 loads and
 //! XORs. Written by hand: no maintained crate has it, and with the symmetric key
 //! (0x6d5a repeated, Woo & Park 2012) a NIC computes the same value for both directions
-//! — the value a NIC hands over and the flow table could reuse (seeds/003 §4.3).
+//! — the value a NIC hands over and the flow table could reuse (FlowMgmt §4.3).
 
 /// The key of the Microsoft RSS verification suite.
 pub const MS_KEY: [u8; 40] = [

@@ -1,4 +1,4 @@
-//! Chaining with the first entry of every bucket in the bucket array (seeds/003 §3.1:
+//! Chaining with the first entry of every bucket in the bucket array (FlowMgmt §3.1:
 //! "pre-allocates directly in the hash table one empty flow element per table line"):
 //! a lookup in a bucket of one flow reads one 12-byte entry; collisions walk a chain of
 //! entries in an overflow pool.

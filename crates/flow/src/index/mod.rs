@@ -1,5 +1,5 @@
 //! The flow table's index: hash → slot id, behind one interface ([`FlowIndex`]) with
-//! five structures (seeds/003 §3–4 and what came after):
+//! five structures (FlowMgmt §3–4 and what came after):
 //!
 //! - [`Lists`]: chaining, with the first entry of every bucket pre-allocated in the
 //!   bucket array (the paper's "lists"), overflow entries in a pool;
@@ -102,7 +102,7 @@ pub enum IndexKind {
     Swiss,
     Cuckoo,
     /// The default: the fastest, or within 10% of the fastest, on every key stream of
-    /// the lab (docs/BENCHMARKS.md, issue 6).
+    /// the lab (docs/BENCHMARKS.md).
     #[default]
     Chunks,
 }

@@ -1,4 +1,4 @@
-//! A balanced search structure per bucket, reached through a pointer (seeds/003 §3.1:
+//! A balanced search structure per bucket, reached through a pointer (FlowMgmt §3.1:
 //! "an hash table of tree roots"): here a vector of (hash, id) sorted by hash and
 //! binary-searched, which has a tree's O(log L) lookup and its extra memory access
 //! even for a bucket of one flow, without a node allocation per flow.

@@ -708,8 +708,8 @@ mod tests {
         assert_eq!(&ja4(&ch, Ja4Transport::Tcp)[8..10], "ad");
     }
 
-    /// The implementation before the hand-written hex and single-pass walk (PR of
-    /// issue 4's cost), kept to check the new one gives the same strings.
+    /// The implementation before the hand-written hex and single-pass walk (the
+    /// first, slower version), kept to check the new one gives the same strings.
     mod reference {
         use std::fmt::Write;
 

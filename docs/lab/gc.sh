@@ -1,5 +1,5 @@
 #!/bin/sh
-# GC study (issue 6, seeds/000 §5.2 Fig. 7/8): every packet timed, 1 worker, four
+# GC study (DPDKStat §5.2, Fig. 7/8): every packet timed, 1 worker, four
 # (period, fraction) settings and GC=... more; prints one TSV line per run from
 # summary.json. R rounds (default 3), interleaved: every setting once per round.
 T=${T:-target/release/tapstat}

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Reproduces docs/lab/*.csv (issue 6). Run from the workspace root after
+# Reproduces docs/lab/*.csv. Run from the workspace root after
 # `cargo build --release -p tapstat-lab`; then `python3 docs/lab/plot.py`.
 set -e
 L=${L:-target/release/tapstat-lab}

@@ -17,6 +17,7 @@ mod files;
 mod flags;
 mod flowtable;
 mod fragment_payloads;
+mod golden;
 mod histograms;
 mod l7;
 mod load;

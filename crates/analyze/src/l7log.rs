@@ -151,7 +151,7 @@ pub static HTTP: LazyLock<Log<HttpRow>> = LazyLock::new(|| {
             .fqdn
             .as_deref()
             .map_or(Value::None, Value::Str)),
-        rcol!(HttpRow, "req_time", F64, "epoch ms", "time of the request's first packet", |r: &HttpRow| ms(r
+        rcol!(HttpRow, "req_time", Time, "epoch ms", "time of the request's first packet", |r: &HttpRow| ms(r
             .tx
             .request
             .as_ref()
@@ -184,7 +184,7 @@ pub static HTTP: LazyLock<Log<HttpRow>> = LazyLock::new(|| {
             .request
             .as_ref()
             .map_or(Value::None, |q| opt_str(&q.referer))),
-        rcol!(HttpRow, "res_time", F64, "epoch ms", "time of the response's first packet", |r: &HttpRow| ms(r
+        rcol!(HttpRow, "res_time", Time, "epoch ms", "time of the response's first packet", |r: &HttpRow| ms(r
             .tx
             .response
             .as_ref()
@@ -219,8 +219,8 @@ pub static HTTP: LazyLock<Log<HttpRow>> = LazyLock::new(|| {
 pub static DNS: LazyLock<Log<DnsRow>> = LazyLock::new(|| {
     let mut v = flow_cols!(DnsRow);
     v.extend([
-        rcol!(DnsRow, "query_time", F64, "epoch ms", "time of the query", |r: &DnsRow| ms(r.tx.query_ts_ns)),
-        rcol!(DnsRow, "response_time", F64, "epoch ms", "time of the response", |r: &DnsRow| ms(r.tx.response_ts_ns)),
+        rcol!(DnsRow, "query_time", Time, "epoch ms", "time of the query", |r: &DnsRow| ms(r.tx.query_ts_ns)),
+        rcol!(DnsRow, "response_time", Time, "epoch ms", "time of the response", |r: &DnsRow| ms(r.tx.response_ts_ns)),
         rcol!(DnsRow, "resp_delay", F64, "ms", "response time - query time", |r: &DnsRow| match (
             r.tx.query_ts_ns,
             r.tx.response_ts_ns

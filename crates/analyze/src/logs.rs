@@ -336,8 +336,8 @@ fn end_cols() -> Run<Flow> {
 
 fn time_cols() -> Run<Flow> {
     run!(Flow;
-        col!("first", F64, "epoch ms", "time", "time of the flow's first packet", |f: &Flow| abs_ms(f.first_ns)),
-        col!("last", F64, "epoch ms", "time", "time of the flow's last packet", |f: &Flow| abs_ms(f.last_ns)),
+        col!("first", Time, "epoch ms", "time", "time of the flow's first packet", |f: &Flow| abs_ms(f.first_ns)),
+        col!("last", Time, "epoch ms", "time", "time of the flow's last packet", |f: &Flow| abs_ms(f.last_ns)),
         col!("durat", F64, "ms", "time", "last - first", |f: &Flow| Value::Micros(us(f
             .last_ns
             .saturating_sub(f.first_ns)))),
@@ -437,8 +437,8 @@ fn stats_cols() -> Vec<Run<Flow>> {
     stat_cols!(v, "", 2, "both directions");
     v.push(run!(Flow;
         col!("first_dirs", Str, "", "first_n", "direction of each of the flow's first packets (`--first-n`, default 10): c client to server, s server to client", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::Str(x.first.dirs()))),
-        col!("first_ps", List, "bytes", "first_n", "frame length on the wire of each of the flow's first packets", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::U32s(x.first.sizes()))),
-        col!("first_piat", List, "ms", "first_n", "gap from the flow's previous packet to each of its first packets (0 for the first)", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::MicrosU32s(x.first.gaps_us()))),
+        col!("first_ps", Counts, "bytes", "first_n", "frame length on the wire of each of the flow's first packets", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::U32s(x.first.sizes()))),
+        col!("first_piat", Durations, "ms", "first_n", "gap from the flow's previous packet to each of its first packets (0 for the first)", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::MicrosU32s(x.first.gaps_us()))),
     ));
     v
 }
@@ -724,9 +724,9 @@ fn cert_run() -> Run<Flow> {
             .map_or(Value::None, |c| Value::Str(&c.issuer))),
         col!("tls_sans", Strs, "", "l7", "DNS names of the server certificate's subjectAltName, in order", |f: &Flow| cert(f)
             .map_or(Value::None, |c| Value::Strs(&c.sans))),
-        col!("tls_not_before", F64, "epoch ms", "l7", "notBefore of the server's certificate", |f: &Flow| cert(f)
+        col!("tls_not_before", Time, "epoch ms", "l7", "notBefore of the server's certificate", |f: &Flow| cert(f)
             .map_or(Value::None, |c| Value::F64(c.not_before as f64 * 1000.0))),
-        col!("tls_not_after", F64, "epoch ms", "l7", "notAfter of the server's certificate", |f: &Flow| cert(f)
+        col!("tls_not_after", Time, "epoch ms", "l7", "notAfter of the server's certificate", |f: &Flow| cert(f)
             .map_or(Value::None, |c| Value::F64(c.not_after as f64 * 1000.0)))
     )
 }
@@ -901,7 +901,7 @@ pub static UDP: LazyLock<Log<Flow>> = LazyLock::new(|| {
                 }),
                 col!(
                     concat!($p, "_first_abs"),
-                    F64,
+                    Time,
                     "epoch ms",
                     "time",
                     concat!("time of the first packet of the ", $who),
@@ -1136,6 +1136,22 @@ mod tests {
             let mut seen = HashSet::new();
             for f in log.fields() {
                 assert!(seen.insert(f.name), "{} repeats {}", log.name, f.name);
+            }
+        }
+    }
+
+    #[test]
+    fn units_agree_with_types() {
+        // The stores read times and lists of durations from the type, never the unit:
+        // the two must say the same.
+        use tapstat_record::EPOCH_MS;
+        for log in docs() {
+            for f in &log.fields {
+                let at = format!("{}.{}", log.name, f.name);
+                assert_eq!(f.ty == Type::Time, f.unit == EPOCH_MS, "{at}");
+                if matches!(f.ty, Type::Counts | Type::Durations) {
+                    assert_eq!(f.ty == Type::Durations, f.unit == "ms", "{at}");
+                }
             }
         }
     }

@@ -178,12 +178,12 @@ fn periodic_log(name: &'static str, meaning: &'static str, tcp: bool) -> Log<Per
         pcol!("s_port", U64, "", "port of the server", |r: &PeriodicRow| Value::U64(r.s_port as u64)),
         pcol!(
             "start",
-            F64,
+            Time,
             "epoch ms",
             "start of the interval: the previous boundary, or the flow's first packet",
             |r: &PeriodicRow| ms(r.start_ns)
         ),
-        pcol!("end", F64, "epoch ms", "the boundary that closed the interval", |r: &PeriodicRow| ms(r.end_ns)),
+        pcol!("end", Time, "epoch ms", "the boundary that closed the interval", |r: &PeriodicRow| ms(r.end_ns)),
     ];
     side!(v, "c", 0, "client", tcp);
     side!(v, "s", 1, "server", tcp);

@@ -11,7 +11,7 @@
 //!   has no nullable array: an absent list is `[]`; 18.16 cannot read `null` for an
 //!   array, see docs/DEPLOYMENT.md).
 //! - Times stay as the logs write them, `Float64` epoch milliseconds (18.16 has no
-//!   `DateTime64`); the log's time (`first`, or its first `epoch ms` column) gets a
+//!   `DateTime64`); the log's time (`first`, or its first `Time` column) gets a
 //!   `MATERIALIZED` `DateTime` beside it (`<name>_time`, whole seconds) for
 //!   partitions, the sorting key and TTL. Nullable columns cannot be in a sorting key,
 //!   so the addresses are there as `ifNull(c_ip, '')`.
@@ -47,27 +47,13 @@ pub fn logs() -> Vec<LogDoc> {
     v
 }
 
-/// The ClickHouse type of a column.
-pub fn column_type(f: &Field) -> &'static str {
-    match f.ty {
-        Type::U64 => "Nullable(UInt64)",
-        Type::F64 => "Nullable(Float64)",
-        Type::Str | Type::Ip => "Nullable(String)",
-        Type::Bool => "Nullable(UInt8)",
-        // Lists of durations are written in ms with 3 decimals; the others are counts.
-        Type::List if f.unit.contains("ms") => "Array(Float64)",
-        Type::List => "Array(UInt64)",
-        Type::Strs => "Array(String)",
-    }
-}
-
 /// The column the log's rows are ordered, partitioned and expired by: `first` where
 /// the log has it, else its first absolute time.
 pub fn time_column(log: &LogDoc) -> Option<&Field> {
     log.fields
         .iter()
-        .find(|f| f.name == "first" && f.unit == "epoch ms")
-        .or_else(|| log.fields.iter().find(|f| f.unit == "epoch ms"))
+        .find(|f| f.name == "first" && f.ty == Type::Time)
+        .or_else(|| log.fields.iter().find(|f| f.ty == Type::Time))
 }
 
 /// The name of the materialized `DateTime` beside time column `t`.
@@ -96,7 +82,7 @@ fn columns(log: &LogDoc, materialized: bool) -> String {
         .iter()
         .map(|f| {
             let unit = if f.unit.is_empty() { String::new() } else { format!(" [{}]", f.unit) };
-            format!("    `{}` {}, -- {}{}", f.name, column_type(f), comment(f.meaning), unit)
+            format!("    `{}` {}, -- {}{}", f.name, f.ty.clickhouse(), comment(f.meaning), unit)
         })
         .collect();
     if materialized {
@@ -219,7 +205,7 @@ mod tests {
                 assert!(!names.contains(&datetime_name(t).as_str()), "{}: {} is a column", log.name, datetime_name(t));
             }
             for f in &log.fields {
-                assert!(out.contains(&format!("`{}` {}", f.name, column_type(f))));
+                assert!(out.contains(&format!("`{}` {}", f.name, f.ty.clickhouse())));
             }
             assert!(out.contains(&format!("Kafka('k1:9092,k2:9092', 'probe.{}'", log.name)));
         }

@@ -20,13 +20,7 @@ pub(crate) fn schema_text() -> String {
 /// The DuckDB type a column's values load as, for `read_csv(f, dtype=...)`: what
 /// DuckDB's sniffer finds from the values, given even where a file has none.
 fn duckdb_type(t: tapstat_record::Type) -> &'static str {
-    use tapstat_record::Type;
-    match t {
-        Type::U64 => "UBIGINT",
-        Type::F64 => "DOUBLE",
-        Type::Bool => "BOOLEAN",
-        Type::Str | Type::Ip | Type::List | Type::Strs => "VARCHAR",
-    }
+    t.duckdb()
 }
 
 /// `tapstat schema --format json`: every log with its columns, for programs (loaders
@@ -142,7 +136,8 @@ mod tests {
                 assert_eq!((c["name"].as_str(), c["type"].as_str()), (Some(f.name), Some(f.ty.name())));
                 assert!(v["types"][f.ty.name()].is_string(), "{} has a documented type", f.name);
                 let duck = c["duckdb_type"].as_str().unwrap();
-                let numeric = matches!(f.ty, tapstat_record::Type::U64 | tapstat_record::Type::F64);
+                let numeric =
+                    matches!(f.ty, tapstat_record::Type::U64 | tapstat_record::Type::F64 | tapstat_record::Type::Time);
                 assert_eq!(duck != "VARCHAR", numeric, "{}: {duck}", f.name);
             }
         }

@@ -37,6 +37,7 @@ pub fn civil(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
     (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+pub mod targets;
 pub mod tsv;
 
 /// The version of the schema's layout as programs see it (`tapstat schema --format
@@ -44,39 +45,63 @@ pub mod tsv;
 /// the tapstat version dates: raised when a key changes meaning or goes away.
 pub const SCHEMA_VERSION: u64 = 1;
 
-/// The type of a field's values, as written.
+/// The type of a field's values, as written. A type says everything the stores need
+/// to know (what a list holds, whether a real is an instant): [`targets`] maps each to
+/// ClickHouse, DuckDB and the columnar files without looking at the field's unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Type {
     /// Unsigned integer.
     U64,
-    /// Real number; times in ms are written with 3 decimals (µs precision).
+    /// Real number; durations in ms are written with 3 decimals (µs precision).
     F64,
+    /// An absolute time (unit [`EPOCH_MS`]): milliseconds since the epoch (UTC) with 3
+    /// decimals, written as an `F64`.
+    Time,
     /// Text (empty in TSV, `null` in JSON when absent).
     Str,
     /// An IPv4 or IPv6 address.
     Ip,
     /// 0 or 1.
     Bool,
-    /// A list of numbers: comma-separated in brackets in TSV (`[60,1514]`, as in JSON),
-    /// an array in JSON; empty in TSV and `[]` in JSON when absent (for a list, absent
-    /// and empty are the same: ClickHouse has no nullable array).
-    List,
+    /// A list of unsigned integers (counts, sizes in bytes): comma-separated in brackets
+    /// in TSV (`[60,1514]`, as in JSON), an array in JSON; empty in TSV and `[]` in JSON
+    /// when absent (for a list, absent and empty are the same: ClickHouse has no
+    /// nullable array).
+    Counts,
+    /// A list of durations in ms with 3 decimals (unit `ms`), written as [`Type::Counts`]
+    /// is.
+    Durations,
     /// A list of texts: comma-separated in brackets in TSV (`[a.example,192.0.2.1]`, each
-    /// escaped as a string), an array of strings in JSON; absent as for `List`.
+    /// escaped as a string), an array of strings in JSON; absent as for `Counts`.
     Strs,
 }
 
+/// The unit of the absolute times ([`Type::Time`]): epoch milliseconds.
+pub const EPOCH_MS: &str = "epoch ms";
+
 impl Type {
+    /// Every type, in declaration order.
+    pub const ALL: [Type; 9] =
+        [Type::U64, Type::F64, Type::Time, Type::Str, Type::Ip, Type::Bool, Type::Counts, Type::Durations, Type::Strs];
+
+    /// The name the schema gives the type (`tapstat schema`, its JSON's `type`, the
+    /// Kafka schema, docs/METRICS.md): how its values are written, so a time is an
+    /// `f64` and both lists of numbers are a `list`.
     pub fn name(self) -> &'static str {
         match self {
             Type::U64 => "u64",
-            Type::F64 => "f64",
+            Type::F64 | Type::Time => "f64",
             Type::Str => "string",
             Type::Ip => "ip",
             Type::Bool => "bool",
-            Type::List => "list",
+            Type::Counts | Type::Durations => "list",
             Type::Strs => "strings",
         }
+    }
+
+    /// Whether the values are lists (`[]` when absent in JSON, never `null`).
+    pub fn is_list(self) -> bool {
+        matches!(self, Type::Counts | Type::Durations | Type::Strs)
     }
 }
 
@@ -108,9 +133,9 @@ pub enum Value<'a> {
     Bool(bool),
     /// No value (an event that did not happen): an empty field in TSV, `null` in JSON.
     None,
-    /// Integers (`Type::List`).
+    /// Integers (`Type::Counts`).
     U32s(&'a [u32]),
-    /// Durations in µs written as ms with 3 decimals (`Type::List`).
+    /// Durations in µs written as ms with 3 decimals (`Type::Durations`).
     MicrosU32s(&'a [u32]),
     /// Texts (`Type::Strs`), one string with the items separated by NUL (which no
     /// name or address holds: names from the wire have it escaped), so that a row

@@ -12,81 +12,12 @@
 //! output directory for the start of each file) is its schema: [`LogSchema`], the
 //! log's columns with their [`ColumnType`]s and units, from which the output
 //! directory builds the file's Arrow schema. Each column's type is derived from its
-//! [`Field`] ([`ColumnType::of`]); no column is declared twice.
+//! field's type ([`ColumnType::of`], in `tapstat_record::targets`); no column is
+//! declared twice.
 
-use tapstat_record::{Field, Log, Type, Value};
-
-/// The unit of the absolute times (`first`, `last`, ...): epoch milliseconds.
-pub const EPOCH_MS: &str = "epoch ms";
-
-/// A column's type in a columnar file, derived from its field's type and unit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ColumnType {
-    /// `u64`: a signed 64-bit integer (no tapstat value comes near 2^63; engines
-    /// without unsigned types — Spark, Trino, Java's readers — read it as it is, and
-    /// DuckDB's `BIGINT` subtracts without overflowing below 0, where `UBIGINT` fails).
-    Int64,
-    /// `f64`: a double (durations and other reals; the unit is the field's).
-    Float64,
-    /// `f64` in `epoch ms`: an instant, microseconds since the epoch in UTC.
-    Timestamp,
-    /// `string` and `ip`: UTF-8 text.
-    Utf8,
-    /// `bool`.
-    Bool,
-    /// `list` of counts (sizes in bytes).
-    ListInt64,
-    /// `list` in `ms`: durations as doubles.
-    ListFloat64,
-    /// `strings`.
-    ListUtf8,
-}
-
-impl ColumnType {
-    pub const ALL: [ColumnType; 8] = [
-        ColumnType::Int64,
-        ColumnType::Float64,
-        ColumnType::Timestamp,
-        ColumnType::Utf8,
-        ColumnType::Bool,
-        ColumnType::ListInt64,
-        ColumnType::ListFloat64,
-        ColumnType::ListUtf8,
-    ];
-
-    /// The type of `f`'s column.
-    pub fn of(f: &Field) -> ColumnType {
-        match f.ty {
-            Type::U64 => ColumnType::Int64,
-            Type::F64 if f.unit == EPOCH_MS => ColumnType::Timestamp,
-            Type::F64 => ColumnType::Float64,
-            Type::Str | Type::Ip => ColumnType::Utf8,
-            Type::Bool => ColumnType::Bool,
-            Type::List if f.unit == "ms" => ColumnType::ListFloat64,
-            Type::List => ColumnType::ListInt64,
-            Type::Strs => ColumnType::ListUtf8,
-        }
-    }
-
-    /// The type's name as pyarrow prints it (`tapstat schema --format json`'s
-    /// `parquet_type`).
-    pub fn name(self) -> &'static str {
-        match self {
-            ColumnType::Int64 => "int64",
-            ColumnType::Float64 => "double",
-            ColumnType::Timestamp => "timestamp[us, tz=UTC]",
-            ColumnType::Utf8 => "string",
-            ColumnType::Bool => "bool",
-            ColumnType::ListInt64 => "list<int64>",
-            ColumnType::ListFloat64 => "list<double>",
-            ColumnType::ListUtf8 => "list<string>",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<ColumnType> {
-        ColumnType::ALL.into_iter().find(|t| t.name() == s)
-    }
-}
+pub use tapstat_record::targets::ColumnType;
+pub use tapstat_record::EPOCH_MS;
+use tapstat_record::{Log, Value};
 
 /// One column of a [`LogSchema`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -413,7 +344,7 @@ impl<'a> Cells<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tapstat_record::Column;
+    use tapstat_record::{Column, Field, Type};
 
     struct R {
         v: Vec<Value<'static>>,
@@ -427,8 +358,12 @@ mod tests {
         }
         // One getter per position (getters are plain functions).
         let gets: [for<'a> fn(&'a R) -> Value<'a>; 4] = [|r| r.v[0], |r| r.v[1], |r| r.v[2], |r| r.v[3]];
-        let fields =
-            [f("a", Type::U64, ""), f("first", Type::F64, EPOCH_MS), f("l", Type::List, "ms"), f("s", Type::Strs, "")];
+        let fields = [
+            f("a", Type::U64, ""),
+            f("first", Type::Time, EPOCH_MS),
+            f("l", Type::Durations, "ms"),
+            f("s", Type::Strs, ""),
+        ];
         Log {
             name: "log_t",
             meaning: "",

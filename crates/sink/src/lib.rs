@@ -124,7 +124,7 @@ impl Format {
                     match (c.field.ty, (c.get)(rec)) {
                         // A list without items is `[]`, never `null`: for lists, absent
                         // and empty are the same (docs/DEPLOYMENT.md, "Lists").
-                        (Type::List | Type::Strs, Value::None) => out.extend_from_slice(b"[]"),
+                        (Type::Counts | Type::Durations | Type::Strs, Value::None) => out.extend_from_slice(b"[]"),
                         (_, v) => json_value(v, out),
                     }
                 }
@@ -171,9 +171,9 @@ pub fn json_from_tsv(fields: &[tapstat_record::Field], tsv: &[u8], out: &mut Vec
         let v = values.next()?;
         match f.ty {
             Type::Strs => out.extend_from_slice(parts.next()?),
-            Type::List if v.is_empty() => out.extend_from_slice(b"[]"),
+            Type::Counts | Type::Durations if v.is_empty() => out.extend_from_slice(b"[]"),
             _ if v.is_empty() => out.extend_from_slice(b"null"),
-            Type::U64 | Type::F64 | Type::List => out.extend_from_slice(v),
+            Type::U64 | Type::F64 | Type::Time | Type::Counts | Type::Durations => out.extend_from_slice(v),
             Type::Ip => {
                 out.push(b'"');
                 out.extend_from_slice(v);
@@ -861,8 +861,8 @@ mod tests {
                 Column { field: f("n", Type::U64), get: |r: &X| r.n.map_or(Value::None, Value::U64) },
                 Column { field: f("t", Type::F64), get: |r: &X| Value::F64(r.t) },
                 Column { field: f("b", Type::Bool), get: |r: &X| r.b.map_or(Value::None, Value::Bool) },
-                Column { field: f("ps", Type::List), get: |r: &X| r.ps.map_or(Value::None, Value::U32s) },
-                Column { field: f("ms", Type::List), get: |_: &X| Value::MicrosU32s(&[0, 1_500]) },
+                Column { field: f("ps", Type::Counts), get: |r: &X| r.ps.map_or(Value::None, Value::U32s) },
+                Column { field: f("ms", Type::Durations), get: |_: &X| Value::MicrosU32s(&[0, 1_500]) },
                 Column { field: f("names", Type::Strs), get: |r: &X| Value::Strs(r.names) },
                 Column {
                     field: f("ev", Type::Strs),
@@ -906,7 +906,7 @@ mod tests {
             meaning: "",
             runs: Vec::new(),
             columns: vec![
-                Column { field: f("ps", Type::List), get: |r: &L| r.0.map_or(Value::None, Value::U32s) },
+                Column { field: f("ps", Type::Counts), get: |r: &L| r.0.map_or(Value::None, Value::U32s) },
                 Column { field: f("ev", Type::Strs), get: |r: &L| r.0.map_or(Value::None, |_| Value::Strs("a")) },
                 Column {
                     field: f("n", Type::U64),

@@ -372,12 +372,12 @@ mod tests {
             columns: vec![
                 Column { field: f("n", Type::U64, "packets"), get: |r: &R| Value::U64(r.n) },
                 Column {
-                    field: f("first", Type::F64, crate::columnar::EPOCH_MS),
+                    field: f("first", Type::Time, crate::columnar::EPOCH_MS),
                     get: |r: &R| if r.us == 0 { Value::None } else { Value::Micros(r.us) },
                 },
                 Column { field: f("durat", Type::F64, "ms"), get: |r: &R| Value::F64(r.ms) },
                 Column { field: f("s", Type::Str, ""), get: |r: &R| Value::Str(&r.s) },
-                Column { field: f("ps", Type::List, "bytes"), get: |r: &R| Value::U32s(&r.ps) },
+                Column { field: f("ps", Type::Counts, "bytes"), get: |r: &R| Value::U32s(&r.ps) },
             ],
         }
     }

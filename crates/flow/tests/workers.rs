@@ -4,8 +4,8 @@
 //! index takes its buckets from the same hash. Where the two used the same bits, each
 //! worker's flows fell into 1/n of its index: with chunks (linear probing) that is one
 //! cluster, and a flood of 1 M random flows took ~130 s at 2 workers against 2.3 s at
-//! 1. These tests split random flows over n workers as the dispatcher does
-//! and hold each worker's mean probe length to that of one worker holding them all.
+//! one. These tests split random flows over n workers as the dispatcher does and hold
+//! each worker's mean probe length to that of one worker holding them all.
 
 use tapstat_flow::{FlowHasher, FlowKey, FlowTable, HashKind, IndexKind, Slots};
 

@@ -18,6 +18,9 @@
 //! Architecture invariant: record knows no packets, flows or files; analyzers declare
 //! their logs with it, sinks format them with it.
 
+// Escapes and writes text that came from the wire: no unsafe code.
+#![forbid(unsafe_code)]
+
 use std::net::IpAddr;
 
 /// The UTC civil time of `secs` after the epoch: (year, month 1-12, day 1-31, hour,

@@ -5,8 +5,8 @@
 //! decoded in order, four rounds over, at increasing packet times (a later round can
 //! find the first fragments of an earlier one in the fragment table, or find them
 //! expired), by two decoders: one with the default configuration and one with a
-//! 2-slot fragment table, a 1 µs fragment timeout and a tunnel depth of 1 (table
-//! full, expiry and depth limits reached quickly).
+//! 2-slot fragment table, a 1 µs fragment timeout, 2 KiB of reassembly buffers and a
+//! tunnel depth of 1 (table full, expiry, reassembly and depth limits reached quickly).
 //!
 //! Asserted for every result: only what `tapstat_decode`'s documentation promises
 //! (see `check`). A panic anywhere is a crash too (the architecture invariant:
@@ -15,7 +15,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tapstat_decode::{DecodeConfig, Decoded, Decoder, Fragment, TcpFields, TunnelKind, L4};
+use tapstat_decode::{DecodeConfig, Decoded, Decoder, Fragment, TcpFields, TcpOptions, TunnelKind, L4};
 use tapstat_fuzz::{link_of, split_frames};
 
 /// Packet time at the start of each round, ns: the same second, then 20 s later (the
@@ -26,7 +26,8 @@ fuzz_target!(|data: &[u8]| {
     let Some((&sel, body)) = data.split_first() else { return };
     let link = link_of(sel);
     let frames = split_frames(body);
-    let small = DecodeConfig { fragment_slots: 2, fragment_timeout_ns: 1_000, max_tunnel_depth: 1 };
+    let small =
+        DecodeConfig { fragment_slots: 2, fragment_timeout_ns: 1_000, reassembly_bytes: 2_048, max_tunnel_depth: 1 };
     for cfg in [DecodeConfig::default(), small] {
         let mut dec = Decoder::new(cfg);
         for base in ROUNDS {
@@ -85,6 +86,15 @@ fn check(frame: &[u8], d: &Decoded) {
             assert_eq!((d.sport, d.dport), (0, 0), "ports on an orphan fragment: {}", ctx());
             assert_eq!(d.tcp, TcpFields::default(), "TCP fields on an orphan fragment: {}", ctx());
         }
+        // "TcpHeld: ... `tcp` and `tcp_opts` are default and `payload_len` is 0 here"
+        Fragment::TcpHeld => {
+            assert_eq!(d.tcp, TcpFields::default(), "TCP fields on a held TCP fragment: {}", ctx());
+            assert_eq!(d.tcp_opts, TcpOptions::default(), "TCP options on a held TCP fragment: {}", ctx());
+            assert_eq!(d.payload_len, 0, "payload on a held TCP fragment: {}", ctx());
+        }
+        // "TcpComplete: `tcp` and `tcp_opts` are the first fragment's header": its
+        // options are not in this frame, so there is no offset to check.
+        Fragment::TcpComplete => {}
         Fragment::No | Fragment::First => {
             // TCP options "are at frame[l4_offset + 20 .. payload_offset]" (a header
             // cut short is L4::Other, not Tcp)

@@ -73,9 +73,7 @@ pub fn l7_segments(body: &[u8]) -> Vec<(tapstat_l7::Dir, &[u8])> {
     split_frames(body)
         .into_iter()
         .filter_map(|s| s.split_first())
-        .map(|(&d, p)| {
-            (if d & 1 == 0 { tapstat_l7::Dir::ClientToServer } else { tapstat_l7::Dir::ServerToClient }, p)
-        })
+        .map(|(&d, p)| (if d & 1 == 0 { tapstat_l7::Dir::ClientToServer } else { tapstat_l7::Dir::ServerToClient }, p))
         .collect()
 }
 

@@ -371,8 +371,8 @@ pub struct Flow {
     pub last_ns: u64,
     pub dir: [Dir; 2],
     pub tcp: TcpConn,
-    /// Handshake RTTs in ns (0: not measured): [0] SYN → SYN/ACK (the probe to the
-    /// server and back), [1] SYN/ACK → the client's ACK (the probe to the client).
+    /// Handshake RTTs in ns (0: not measured): \[0\] SYN → SYN/ACK (the probe to the
+    /// server and back), \[1\] SYN/ACK → the client's ACK (the probe to the client).
     pub rtt_3whs: [u64; 2],
     pub history: History,
     pub end: EndReason,

@@ -5,7 +5,7 @@
 //! clock, like `--periodic` and `--rotate`), each [`Family`] counts packets or flows
 //! per bin:
 //!
-//! - packet families ([`Histo::packet`], every packet a tracker accounts), in the
+//! - packet families ([`Histo::packets`], every packet a tracker accounts), in the
 //!   interval of the packet's input clock (`Packet::now_ns`);
 //! - flow families ([`Histo::flow`], every flow record), in the interval its record was
 //!   due in ([`crate::FlowSink::at`]: a timed-out flow at its timeout, the flows left

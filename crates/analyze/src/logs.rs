@@ -1130,6 +1130,39 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
 
+    /// FNV-1a (64 bits) of every log's name, and of each of its columns its name and
+    /// type, in order: stable across platforms and Rust versions (no std hasher).
+    fn columns_fingerprint(logs: &[LogDoc]) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut eat = |s: &str| {
+            for b in s.bytes().chain([b'\n']) {
+                h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        };
+        for log in logs {
+            eat(log.name);
+            for f in &log.fields {
+                eat(f.name);
+                eat(f.ty.name());
+            }
+            eat("");
+        }
+        h
+    }
+
+    #[test]
+    fn columns_version_moves_with_the_columns() {
+        let got = (tapstat_record::COLUMNS_VERSION, columns_fingerprint(&docs()));
+        assert_eq!(
+            got,
+            (1, 0x4e32_25d3_789f_1ebd),
+            "the logs' columns changed (added, removed, renamed, reordered or retyped): raise \
+             tapstat_record::COLUMNS_VERSION (crates/record/src/lib.rs) by one, say what changed \
+             in CHANGELOG.md, and expect (COLUMNS_VERSION, {:#018x}) here",
+            got.1
+        );
+    }
+
     #[test]
     fn column_names_are_unique_per_log() {
         for log in [&*TCP, &*UDP, &*OTHER] {

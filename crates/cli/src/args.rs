@@ -98,6 +98,8 @@ pub enum Command {
         /// consuming from these brokers (host:port,...)
         #[arg(long, value_name = "BROKERS", requires = "clickhouse")]
         kafka_brokers: Option<String>,
+        // clap's help text, printed as written: `<log>` is no HTML tag.
+        #[allow(rustdoc::invalid_html_tags)]
         /// With --clickhouse --kafka-brokers: the topics are PREFIX.<log>
         #[arg(long, value_name = "PREFIX", default_value = "tapstat", requires = "clickhouse")]
         kafka_topic_prefix: String,

@@ -11,6 +11,8 @@ use std::time::Duration;
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Export")]
 pub struct KafkaArgs {
+    // clap's help text, printed as written: `<log>` is no HTML tag.
+    #[allow(rustdoc::invalid_html_tags)]
     /// Also send every record to Kafka, to topic PREFIX.<log> (e.g. tapstat.log_tcp_complete)
     /// as a JSON object keyed by its flow_id; the schema goes to PREFIX.schema. BROKERS:
     /// HOST:PORT[,HOST:PORT...]. Records the broker cannot take (down, slow) are spooled

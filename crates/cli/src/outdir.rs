@@ -101,7 +101,7 @@ pub fn write_rotated_histograms(dir: &Path, period_ns: u64, h: tapstat_analyze::
 }
 
 /// `--rotate`'s interval directories in `dir` with their final names
-/// (YYYY_MM_DD_HH_MM[_SS].out), in order.
+/// (`YYYY_MM_DD_HH_MM[_SS].out`), in order.
 pub fn interval_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?

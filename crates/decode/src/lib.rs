@@ -36,6 +36,9 @@
 //!
 //! [`wire`] has the zero-copy header views the decoder is built on.
 
+// Parses bytes from the wire or from files: no unsafe code, ever.
+#![forbid(unsafe_code)]
+
 pub use tapstat_capture::LinkType;
 
 /// What kind of transport the innermost IP packet carries.

@@ -1,10 +1,10 @@
 //! DPDK as a live source for tapstat (with the `dpdk` feature; without it this crate
 //! is empty and nothing of DPDK is built).
 //!
-//! The main types are [`Dpdk`] (the EAL, started once per process from the
-//! `--dpdk 'EAL ARGS'` string), [`DpdkQueue`] (one RX queue index on every port: a
+//! The main types are `Dpdk` (the EAL, started once per process from the
+//! `--dpdk 'EAL ARGS'` string), `DpdkQueue` (one RX queue index on every port: a
 //! `tapstat_capture::live::LiveSource` that one worker's acquisition thread polls)
-//! and [`PortDesc`] (what was configured). Ports get one RX queue per worker and
+//! and `PortDesc` (what was configured). Ports get one RX queue per worker and
 //! RSS over IP, TCP and UDP with a symmetric key (0x6d5a repeated), so both
 //! directions of a flow reach the same queue and so the same worker (DPDKStat,
 //! DPDKStat §3.2; STA-COTS §III).

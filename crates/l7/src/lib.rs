@@ -35,6 +35,9 @@
 //! assert_eq!(tx[0].response.as_ref().unwrap().status, 204);
 //! ```
 
+// Parses bytes from the wire or from files: no unsafe code, ever.
+#![forbid(unsafe_code)]
+
 pub mod classify;
 mod cursor;
 pub mod dns;

@@ -18,6 +18,9 @@
 //! Architecture invariant: record knows no packets, flows or files; analyzers declare
 //! their logs with it, sinks format them with it.
 
+// Escapes and writes text that came from the wire: no unsafe code.
+#![forbid(unsafe_code)]
+
 use std::net::IpAddr;
 
 /// The UTC civil time of `secs` after the epoch: (year, month 1-12, day 1-31, hour,
@@ -44,6 +47,15 @@ pub mod tsv;
 /// json`, and the `tapstat.schema_version` of Parquet files), not of the columns, which
 /// the tapstat version dates: raised when a key changes meaning or goes away.
 pub const SCHEMA_VERSION: u64 = 1;
+
+/// The version of the logs' columns: raised by one whenever any log's columns change —
+/// a column added, removed, renamed, reordered or given another type — so that a
+/// program reading the logs can tell which columns to expect without comparing
+/// headers. (Not [`SCHEMA_VERSION`], which versions the layout of the schema's
+/// description.) A test in tapstat-analyze (`logs::tests`) pins it to a fingerprint of
+/// every log's (name, column, type): a change of columns fails it until this is raised,
+/// CHANGELOG.md says what changed, and the fingerprint is updated.
+pub const COLUMNS_VERSION: u32 = 1;
 
 /// The type of a field's values, as written. A type says everything the stores need
 /// to know (what a list holds, whether a real is an instant): [`targets`] maps each to

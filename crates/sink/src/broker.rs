@@ -1,6 +1,6 @@
 //! What the Kafka export needs of a Kafka client ([`Broker`]), so that the exporter's
 //! rules (the spool, the order, the counts) are one piece of code whatever the client:
-//! librdkafka's producer with `--features kafka` ([`crate::kafka::Producer`]), a stand-in
+//! librdkafka's producer with `--features kafka` (`crate::kafka::Producer`), a stand-in
 //! in the exporter's unit tests.
 
 use std::time::Duration;

@@ -184,7 +184,7 @@ fn value(v: Value<'_>, out: &mut Vec<u8>) {
     }
 }
 
-/// A decoded value: what [`value`] wrote.
+/// A decoded value: what `value` wrote.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Cell<'a> {
     Null,
@@ -213,7 +213,7 @@ impl<'a> Cell<'a> {
     }
 }
 
-/// A block that is not rows as [`record`] writes them (a bug: blocks never leave the
+/// A block that is not rows as `record` writes them (a bug: blocks never leave the
 /// process).
 #[derive(Debug, thiserror::Error)]
 #[error("a block of records is damaged at byte {0}")]
@@ -251,7 +251,7 @@ pub fn rows_in(block: &[u8]) -> u64 {
 }
 
 /// The values of one row, in order: [`Cells::next`] decodes any; the columnar
-/// writer reads each column's expected tags directly ([`Cells::tag`] and the readers of
+/// writer reads each column's expected tags directly (`Cells::tag` and the readers of
 /// payloads).
 pub struct Cells<'a> {
     row: &'a [u8],

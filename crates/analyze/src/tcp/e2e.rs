@@ -103,7 +103,7 @@ impl<T: Copy + Default, const N: usize> Fifo<T, N> {
     }
 }
 
-/// The rings of [`Fifo`]s of ended flows, for the next flows that need one: kept per
+/// The rings of `Fifo`s of ended flows, for the next flows that need one: kept per
 /// worker by the tracker, next to its pool of full states.
 #[derive(Default)]
 #[allow(clippy::vec_box)]

@@ -92,7 +92,7 @@ pub trait LiveSource: Send {
     /// Drop counters so far.
     fn stats(&mut self) -> LiveStats;
     /// Whether frames carry their own capture time. When not, the acquisition
-    /// thread stamps each batch and spreads the stamps over it (DPDKStat §3.2, [23]).
+    /// thread stamps each batch and spreads the stamps over it (DPDKStat §3.2, \[23\]).
     fn stamps_frames(&self) -> bool {
         true
     }

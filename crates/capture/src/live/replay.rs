@@ -196,7 +196,7 @@ pub struct ReplaySource {
 
 impl ReplaySource {
     /// Bounds each poll to the frames this source is due to hand out in `window` of
-    /// wall time at its pace (at least one; at most [`MAX_POLL`]). An acquisition
+    /// wall time at its pace (at least one; at most `MAX_POLL`). An acquisition
     /// thread that polls once per period and is given twice its period here gets a
     /// period's frames per poll while it keeps up, and catches up at twice the pace
     /// at most after a stall (descheduled, throttled) instead of in one burst of
@@ -295,7 +295,7 @@ pub struct FrameFlow {
     /// The TCP flags byte (RFC 9293 §3.1), for an unfragmented TCP segment whose
     /// header reaches that far.
     pub tcp_flags: Option<u8>,
-    /// A name service on either side ([`DNS_PORTS`]): DNS on TCP or UDP port 53, and
+    /// A name service on either side (`DNS_PORTS`): DNS on TCP or UDP port 53, and
     /// over UDP mDNS (5353), LLMNR (5355) and NetBIOS names (137), whose transactions
     /// the analysis logs as DNS.
     pub dns: bool,

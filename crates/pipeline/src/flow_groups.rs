@@ -51,7 +51,7 @@ pub(crate) struct Stretch {
 /// group in input order (a flow's packets keep their order), the groups in the order of
 /// their flows' *last* packets in the segment, so the flow table's LRU list ends the
 /// segment in the order input order leaves it. The cuts make the records those of
-/// input order (the proof is at [`Tracker::on_packet_held`] and in
+/// input order (the proof is at [`Tracker::on_packet_held`](tapstat_analyze::Tracker::on_packet_held) and in
 /// docs/ARCHITECTURE.md, "Flow-affinity batches"):
 /// - every packet that teaches DNS answers (a DNS response, a `learn_only` copy, a
 ///   packet with `learnt` answers) is a run of its own, in its place: the answers a

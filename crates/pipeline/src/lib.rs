@@ -95,7 +95,7 @@ pub struct EngineConfig {
     /// Chunks per scheduling epoch (`balance`, `bundle`: bins move between epochs).
     pub epoch_chunks: u64,
     /// Flow-affinity batches: workers fed by dispatchers account each batch's packets
-    /// grouped by flow, with the records of input order (see [`FlowGroups`]).
+    /// grouped by flow, with the records of input order (see `flow_groups.rs`).
     pub flow_batches: bool,
     /// Export every ended flow to an IPFIX collector too (`--ipfix`).
     pub ipfix: Option<IpfixConfig>,

@@ -302,7 +302,7 @@ pub struct Controller {
     prev: u64,
     /// Whether TED cuts tails (`--overload ted`); without it only shunting acts.
     ted: bool,
-    /// Flows the worker shunted ([DNAC]'s packet shunting): frame hash → packet time
+    /// Flows the worker shunted (DNAC's packet shunting): frame hash → packet time
     /// of the flow's latest packet (ns).
     shunted: Shunted,
     /// A shunted flow silent this long is forgotten (the shortest flow timeout: the

@@ -2,166 +2,19 @@
 //!
 //!     cargo run --manifest-path fuzz/Cargo.toml --example seeds
 //!
-//! Every seed is generated here: hand-built frames (each link type, VLAN / MPLS /
-//! PPPoE, IPv4 options and AH, IPv6 extension headers, fragments, every tunnel kind)
-//! and a few packets from tapstat's own synthesizer (`tapstat_lab::synth`), wrapped in
-//! pcap / pcapng files of every flavour the reader knows, some of them damaged. No
-//! file is copied from anywhere. Deterministic: the same files on every run.
+//! Every seed is generated here: frames built with the tests' frame builder
+//! (`tapstat_frames`: each link type, VLAN / MPLS / PPPoE, IPv4 options and AH, IPv6
+//! extension headers, fragments, every tunnel kind) and a few packets from tapstat's own
+//! synthesizer (`tapstat_lab::synth`), wrapped in pcap / pcapng files of every flavour
+//! the reader knows, some of them damaged. No file is copied from anywhere.
+//! Deterministic: the same files on every run.
 
 use std::path::{Path, PathBuf};
 
 use tapstat_capture::LinkType;
+use tapstat_frames::*;
 use tapstat_fuzz::decode_input;
 use tapstat_lab::synth::{Synth, SynthConfig};
-
-// ---------------------------------------------------------------------------------
-// Frame builders, each from the inside out: header + payload. Checksums are 0 (the
-// decoder does not check them).
-
-fn cat(parts: &[&[u8]]) -> Vec<u8> {
-    parts.concat()
-}
-
-const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0a];
-const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0b];
-
-fn eth(ethertype: u16, payload: &[u8]) -> Vec<u8> {
-    let mut v = cat(&[&MAC_B, &MAC_A, &ethertype.to_be_bytes(), payload]);
-    if v.len() < 60 {
-        v.resize(60, 0);
-    }
-    v
-}
-
-/// A VLAN tag: TCI + the EtherType that follows it.
-fn tag(vid: u16, inner: u16) -> Vec<u8> {
-    cat(&[&(vid & 0x0fff).to_be_bytes(), &inner.to_be_bytes()])
-}
-
-fn label(label: u32, bottom: bool) -> [u8; 4] {
-    (label << 12 | u32::from(bottom) << 8 | 64).to_be_bytes()
-}
-
-fn pppoe(ppp_proto: u16, payload: &[u8]) -> Vec<u8> {
-    let len = (payload.len() + 2) as u16;
-    cat(&[&[0x11, 0x00, 0x12, 0x34], &len.to_be_bytes(), &ppp_proto.to_be_bytes(), payload])
-}
-
-struct V4 {
-    src: [u8; 4],
-    dst: [u8; 4],
-    proto: u8,
-    id: u16,
-    frag_off: u16,
-    mf: bool,
-    options: Vec<u8>,
-}
-
-impl V4 {
-    fn new(proto: u8) -> V4 {
-        V4 { src: [192, 0, 2, 1], dst: [198, 51, 100, 2], proto, id: 0x1234, frag_off: 0, mf: false, options: vec![] }
-    }
-
-    fn build(&self, payload: &[u8]) -> Vec<u8> {
-        let hl = 20 + self.options.len();
-        let total = (hl + payload.len()) as u16;
-        let ff = (self.frag_off / 8) | if self.mf { 0x2000 } else { 0 };
-        let mut h = vec![0x40 | (hl / 4) as u8, 0];
-        h.extend(total.to_be_bytes());
-        h.extend(self.id.to_be_bytes());
-        h.extend(ff.to_be_bytes());
-        h.extend([64, self.proto, 0, 0]);
-        h.extend(self.src);
-        h.extend(self.dst);
-        h.extend(&self.options);
-        h.extend(payload);
-        h
-    }
-}
-
-fn ipv4(proto: u8, payload: &[u8]) -> Vec<u8> {
-    V4::new(proto).build(payload)
-}
-
-fn v6addr(last: u16) -> [u8; 16] {
-    let mut a = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-    a[14..].copy_from_slice(&last.to_be_bytes());
-    a
-}
-
-fn ipv6(nh: u8, payload: &[u8]) -> Vec<u8> {
-    let mut h = vec![0x60, 0, 0, 0];
-    h.extend((payload.len() as u16).to_be_bytes());
-    h.extend([nh, 61]);
-    h.extend(v6addr(1));
-    h.extend(v6addr(2));
-    h.extend(payload);
-    h
-}
-
-/// A hop-by-hop / routing / destination options header of `units8` × 8 bytes.
-fn ext(nh: u8, units8: u8) -> Vec<u8> {
-    let len = usize::from(units8) * 8;
-    let mut h = vec![nh, units8 - 1, 1, (len - 4) as u8];
-    h.resize(len, 0);
-    h
-}
-
-/// An authentication header with a 12-byte ICV.
-fn ah(nh: u8) -> Vec<u8> {
-    let mut h = vec![nh, 4];
-    h.resize(24, 0xaa);
-    h
-}
-
-fn frag6(nh: u8, offset: u16, more: bool, id: u32) -> Vec<u8> {
-    let om = (offset & 0xfff8) | u16::from(more);
-    cat(&[&[nh, 0], &om.to_be_bytes(), &id.to_be_bytes()])
-}
-
-fn tcp_full(sport: u16, dport: u16, flags: u8, options: &[u8], payload: &[u8]) -> Vec<u8> {
-    let hl = 20 + options.len();
-    let mut h = Vec::new();
-    h.extend(sport.to_be_bytes());
-    h.extend(dport.to_be_bytes());
-    h.extend(1000u32.to_be_bytes());
-    h.extend(2000u32.to_be_bytes());
-    h.extend([((hl / 4) as u8) << 4, flags]);
-    h.extend(8192u16.to_be_bytes());
-    h.extend([0, 0, 0, 0]);
-    h.extend(options);
-    h.extend(payload);
-    h
-}
-
-fn tcp(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
-    tcp_full(sport, dport, 0x18, &[], payload)
-}
-
-fn udp(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
-    let len = (8 + payload.len()) as u16;
-    cat(&[&sport.to_be_bytes(), &dport.to_be_bytes(), &len.to_be_bytes(), &[0, 0], payload])
-}
-
-fn icmp(msg_type: u8, code: u8, payload: &[u8]) -> Vec<u8> {
-    cat(&[&[msg_type, code, 0, 0, 0, 1, 0, 1], payload])
-}
-
-fn gre(flags: u16, proto: u16, opt: &[u8], payload: &[u8]) -> Vec<u8> {
-    cat(&[&flags.to_be_bytes(), &proto.to_be_bytes(), opt, payload])
-}
-
-fn vxlan(vni: u32, payload: &[u8]) -> Vec<u8> {
-    cat(&[&[0x08, 0, 0, 0], &(vni << 8).to_be_bytes(), payload])
-}
-
-fn geneve(proto: u16, vni: u32, payload: &[u8]) -> Vec<u8> {
-    cat(&[&[0x01, 0], &proto.to_be_bytes(), &(vni << 8).to_be_bytes(), &[0x01, 0x02, 0x01, 0x00], payload])
-}
-
-fn gtpu(teid: u32, payload: &[u8]) -> Vec<u8> {
-    cat(&[&[0x32, 0xff], &((payload.len() + 4) as u16).to_be_bytes(), &teid.to_be_bytes(), &[0, 7, 0, 0], payload])
-}
 
 const HTTP: &[u8] = b"GET / HTTP/1.1\r\nHost: example.com\r\n\r\n";
 const DNS: &[u8] = &[
@@ -179,50 +32,76 @@ fn ether_cases() -> Vec<(&'static str, Vec<Vec<u8>>)> {
     let v4_tcp = ipv4(6, &tcp(40000, 443, b"hello"));
     let v6_tcp = ipv6(6, &tcp(40000, 443, b"hello"));
     let mut cases = vec![
-        ("eth-ipv4-tcp-syn", vec![eth(0x0800, &ipv4(6, &tcp_full(40000, 443, 0x02, SYN_OPTS, &[])))]),
+        (
+            "eth-ipv4-tcp-syn",
+            vec![eth(
+                0x0800,
+                &ipv4(6, &Tcp { flags: 0x02, options: SYN_OPTS.to_vec(), ..Tcp::new(40000, 443) }.build(&[])),
+            )],
+        ),
         ("eth-ipv4-tcp-http", vec![eth(0x0800, &ipv4(6, &tcp(40000, 80, HTTP)))]),
-        ("eth-ipv4-tcp-badoff", vec![eth(0x0800, &ipv4(6, &tcp_full(1, 2, 0x10, &[], &[])))[..50].to_vec()]),
+        (
+            "eth-ipv4-tcp-badoff",
+            vec![eth(0x0800, &ipv4(6, &Tcp { flags: 0x10, ..Tcp::new(1, 2) }.build(&[])))[..50].to_vec()],
+        ),
         ("eth-ipv6-tcp", vec![eth(0x86dd, &v6_tcp)]),
         ("eth-ipv4-udp-dns", vec![eth(0x0800, &inner_v4)]),
-        ("eth-ipv4-icmp-echo", vec![eth(0x0800, &ipv4(1, &icmp(8, 0, b"ping")))]),
-        ("eth-ipv4-icmp-error", vec![eth(0x0800, &ipv4(1, &icmp(3, 3, &inner_v4)))]),
-        ("eth-ipv6-icmpv6", vec![eth(0x86dd, &ipv6(58, &icmp(128, 0, b"ping")))]),
-        ("eth-ipv6-icmpv6-error", vec![eth(0x86dd, &ipv6(58, &icmp(1, 4, &ipv6(17, &udp(1, 2, b"x")))))]),
+        ("eth-ipv4-icmp-echo", vec![eth(0x0800, &ipv4(1, &icmp(8, 0, 1, b"ping")))]),
+        ("eth-ipv4-icmp-error", vec![eth(0x0800, &ipv4(1, &icmp(3, 3, 1, &inner_v4)))]),
+        ("eth-ipv6-icmpv6", vec![eth(0x86dd, &ipv6(58, &icmp(128, 0, 1, b"ping")))]),
+        ("eth-ipv6-icmpv6-error", vec![eth(0x86dd, &ipv6(58, &icmp(1, 4, 1, &ipv6(17, &udp(1, 2, b"x")))))]),
         ("eth-arp", vec![eth(0x0806, &[0, 1, 8, 0, 6, 4, 0, 1])]),
-        ("eth-vlan", vec![eth(0x8100, &cat(&[&tag(10, 0x0800), &v4_tcp]))]),
-        ("eth-qinq", vec![eth(0x88a8, &cat(&[&tag(100, 0x8100), &tag(10, 0x86dd), &v6_tcp]))]),
-        ("eth-mpls", vec![eth(0x8847, &cat(&[&label(16, false), &label(17, true), &v4_tcp]))]),
-        ("eth-mpls-pw", vec![eth(0x8847, &cat(&[&label(18, true), &[0, 0, 0, 0], &inner_eth]))]),
+        ("eth-vlan", vec![eth(0x8100, &vlan(10, 0x0800, &v4_tcp))]),
+        ("eth-qinq", vec![eth(0x88a8, &vlan(100, 0x8100, &vlan(10, 0x86dd, &v6_tcp)))]),
+        ("eth-mpls", vec![eth(0x8847, &mpls(&[16, 17], &v4_tcp))]),
+        ("eth-mpls-pw", vec![eth(0x8847, &mpls(&[18], &cat(&[&[0, 0, 0, 0], &inner_eth])))]),
         ("eth-pppoe-v4", vec![eth(0x8864, &pppoe(0x0021, &v4_tcp))]),
         ("eth-pppoe-v6", vec![eth(0x8864, &pppoe(0x0057, &v6_tcp))]),
         (
             "eth-ipv4-options",
-            vec![eth(0x0800, &V4 { options: vec![0x94, 4, 0, 0, 1, 1, 1, 0], ..V4::new(6) }.build(&tcp(1, 2, b"o")))],
+            vec![eth(
+                0x0800,
+                &Ipv4 { options: vec![0x94, 4, 0, 0, 1, 1, 1, 0], ..Ipv4::new(6) }.build(&tcp(1, 2, b"o")),
+            )],
         ),
-        ("eth-ipv4-ah", vec![eth(0x0800, &ipv4(51, &cat(&[&ah(6), &tcp(1, 2, b"ah")])))]),
+        ("eth-ipv4-ah", vec![eth(0x0800, &ipv4(51, &cat(&[&ah(6, 3), &tcp(1, 2, b"ah")])))]),
         (
             "eth-ipv6-ext",
             vec![eth(
                 0x86dd,
-                &ipv6(0, &cat(&[&ext(43, 1), &ext(60, 2), &ext(51, 1), &ah(17), &udp(1000, 2000, b"ext")])),
+                &ipv6(0, &cat(&[&ext(43, 1), &ext(60, 2), &ext(51, 1), &ah(17, 3), &udp(1000, 2000, b"ext")])),
             )],
         ),
-        ("eth-gre", vec![eth(0x0800, &ipv4(47, &gre(0, 0x0800, &[], &inner_v4)))]),
+        ("eth-gre", vec![eth(0x0800, &ipv4(47, &gre(0x0800, None, &inner_v4)))]),
         (
             "eth-gre-csum-key-seq",
-            vec![eth(0x0800, &ipv4(47, &gre(0xb000, 0x86dd, &[0, 0, 0, 0, 0, 0, 0, 42, 0, 0, 0, 1], &v6_tcp)))],
+            vec![eth(
+                0x0800,
+                &ipv4(47, &Gre { csum: true, key: Some(42), seq: Some(1), ..Gre::new(0x86dd) }.build(&v6_tcp)),
+            )],
         ),
-        ("eth-gre-eth", vec![eth(0x0800, &ipv4(47, &gre(0x2000, 0x6558, &[0, 0, 0, 7], &inner_eth)))]),
+        ("eth-gre-eth", vec![eth(0x0800, &ipv4(47, &gre(0x6558, Some(7), &inner_eth)))]),
         (
             "eth-pptp",
-            vec![eth(0x0800, &ipv4(47, &gre(0x3001, 0x880b, &[0, 8, 0, 5, 0, 0, 0, 1], &cat(&[&[0, 0x21], &v4_tcp]))))],
+            vec![eth(
+                0x0800,
+                &ipv4(
+                    47,
+                    &Gre { key: Some(0x0008_0005), seq: Some(1), version: 1, ..Gre::new(0x880b) }
+                        .build(&cat(&[&[0, 0x21], &v4_tcp])),
+                ),
+            )],
         ),
-        ("eth-erspan1", vec![eth(0x0800, &ipv4(47, &gre(0, 0x88be, &[], &inner_eth)))]),
+        ("eth-erspan1", vec![eth(0x0800, &ipv4(47, &gre(0x88be, None, &inner_eth)))]),
         (
             "eth-erspan2",
             vec![eth(
                 0x0800,
-                &ipv4(47, &gre(0x1000, 0x88be, &[0, 0, 0, 7], &cat(&[&[0x10, 1, 0, 101, 0, 0, 0, 0], &inner_eth]))),
+                &ipv4(
+                    47,
+                    &Gre { seq: Some(7), ..Gre::new(0x88be) }
+                        .build(&cat(&[&[0x10, 1, 0, 101, 0, 0, 0, 0], &inner_eth])),
+                ),
             )],
         ),
         (
@@ -231,17 +110,18 @@ fn ether_cases() -> Vec<(&'static str, Vec<Vec<u8>>)> {
                 0x0800,
                 &ipv4(
                     47,
-                    &gre(0x1000, 0x22eb, &[0, 0, 0, 1], &cat(&[&[0x20, 0, 1, 44, 0, 0, 0, 0, 0, 0, 0, 0], &inner_eth])),
+                    &Gre { seq: Some(1), ..Gre::new(0x22eb) }
+                        .build(&cat(&[&[0x20, 0, 1, 44, 0, 0, 0, 0, 0, 0, 0, 0], &inner_eth])),
                 ),
             )],
         ),
         ("eth-vxlan", vec![eth(0x0800, &ipv4(17, &udp(50000, 4789, &vxlan(5001, &inner_eth))))]),
         ("eth-vxlan-8472", vec![eth(0x0800, &ipv4(17, &udp(50000, 8472, &vxlan(7, &inner_eth))))]),
-        ("eth-geneve", vec![eth(0x0800, &ipv4(17, &udp(50000, 6081, &geneve(0x6558, 77, &inner_eth))))]),
-        ("eth-geneve-ip", vec![eth(0x86dd, &ipv6(17, &udp(50000, 6081, &geneve(0x0800, 78, &v4_tcp))))]),
-        ("eth-gtpu", vec![eth(0x0800, &ipv4(17, &udp(2152, 2152, &gtpu(0xdead, &v4_tcp))))]),
+        ("eth-geneve", vec![eth(0x0800, &ipv4(17, &udp(50000, 6081, &geneve(0x6558, 77, &[1, 2, 1, 0], &inner_eth))))]),
+        ("eth-geneve-ip", vec![eth(0x86dd, &ipv6(17, &udp(50000, 6081, &geneve(0x0800, 78, &[1, 2, 1, 0], &v4_tcp))))]),
+        ("eth-gtpu", vec![eth(0x0800, &ipv4(17, &udp(2152, 2152, &gtpu(255, 0xdead, Some(7), &v4_tcp))))]),
         ("eth-teredo", vec![eth(0x0800, &ipv4(17, &udp(3544, 50000, &v6_tcp)))]),
-        ("eth-mpls-udp", vec![eth(0x0800, &ipv4(17, &udp(50000, 6635, &cat(&[&label(20, true), &v4_tcp]))))]),
+        ("eth-mpls-udp", vec![eth(0x0800, &ipv4(17, &udp(50000, 6635, &mpls(&[20], &v4_tcp))))]),
         ("eth-ipip", vec![eth(0x0800, &ipv4(4, &v4_tcp))]),
         ("eth-6in4", vec![eth(0x0800, &ipv4(41, &v6_tcp))]),
         ("eth-4in6", vec![eth(0x86dd, &ipv6(4, &v4_tcp))]),
@@ -250,7 +130,7 @@ fn ether_cases() -> Vec<(&'static str, Vec<Vec<u8>>)> {
             "eth-nested",
             vec![eth(
                 0x0800,
-                &ipv4(47, &gre(0, 0x0800, &[], &ipv4(17, &udp(1, 4789, &vxlan(9, &eth(0x0800, &ipv4(4, &v4_tcp))))))),
+                &ipv4(47, &gre(0x0800, None, &ipv4(17, &udp(1, 4789, &vxlan(9, &eth(0x0800, &ipv4(4, &v4_tcp))))))),
             )],
         ),
     ];
@@ -258,7 +138,7 @@ fn ether_cases() -> Vec<(&'static str, Vec<Vec<u8>>)> {
     let dgram = udp(7000, 7001, &[0x55; 40]);
     let f4 = |off: usize, len: usize, mf: bool| {
         let end = (off + len).min(dgram.len());
-        eth(0x0800, &V4 { id: 77, frag_off: off as u16, mf, ..V4::new(17) }.build(&dgram[off..end]))
+        eth(0x0800, &Ipv4 { id: 77, frag_off: off as u16, mf, ..Ipv4::new(17) }.build(&dgram[off..end]))
     };
     cases.push(("eth-ipv4-frags", vec![f4(0, 16, true), f4(16, 16, true), f4(32, 16, false)]));
     cases.push(("eth-ipv4-frags-reordered", vec![f4(32, 16, false), f4(16, 16, true), f4(0, 16, true)]));
@@ -274,7 +154,7 @@ fn ether_cases() -> Vec<(&'static str, Vec<Vec<u8>>)> {
     let tun = udp(1, 4789, &vxlan(3, &inner_eth));
     let outer = |off: usize, len: usize, mf: bool| {
         let end = (off + len).min(tun.len());
-        eth(0x0800, &V4 { id: 99, frag_off: off as u16, mf, ..V4::new(17) }.build(&tun[off..end]))
+        eth(0x0800, &Ipv4 { id: 99, frag_off: off as u16, mf, ..Ipv4::new(17) }.build(&tun[off..end]))
     };
     cases.push(("eth-tunnel-frags", vec![outer(0, 72, true), outer(72, 200, false)]));
     cases
@@ -312,7 +192,7 @@ fn link_cases() -> Vec<(&'static str, LinkType, Vec<u8>)> {
         ("ipv6", LinkType::IPV6, v6.clone()),
         ("ipv6-holding-v4", LinkType::IPV6, v4.clone()),
         ("sll", LinkType::LINUX_SLL, sll(0x0800, &v4)),
-        ("sll-vlan", LinkType::LINUX_SLL, sll(0x8100, &cat(&[&tag(5, 0x86dd), &v6]))),
+        ("sll-vlan", LinkType::LINUX_SLL, sll(0x8100, &vlan(5, 0x86dd, &v6))),
         ("sll2", LinkType::LINUX_SLL2, sll2(0x86dd, &v6)),
         ("null-le", LinkType::NULL, cat(&[&[2, 0, 0, 0], &v4])),
         ("null-be-v6", LinkType::NULL, cat(&[&[0, 0, 0, 30], &v6])),
@@ -332,56 +212,12 @@ fn link_cases() -> Vec<(&'static str, LinkType, Vec<u8>)> {
 // ---------------------------------------------------------------------------------
 // Capture files.
 
-/// A record: packet time (ns), captured bytes, original length.
-type Rec = (u64, Vec<u8>, u32);
-
 fn put16(v: &mut Vec<u8>, x: u16, be: bool) {
     v.extend(if be { x.to_be_bytes() } else { x.to_le_bytes() });
 }
 
 fn put32(v: &mut Vec<u8>, x: u32, be: bool) {
     v.extend(if be { x.to_be_bytes() } else { x.to_le_bytes() });
-}
-
-#[derive(Clone, Copy)]
-enum Pcap {
-    Micro,
-    Nano,
-    /// Kuznetzov's modified pcap: µs, 24-byte record headers.
-    Modified,
-}
-
-fn pcap(kind: Pcap, be: bool, link: LinkType, snaplen: u32, recs: &[Rec]) -> Vec<u8> {
-    let magic = match kind {
-        Pcap::Micro => 0xa1b2_c3d4,
-        Pcap::Nano => 0xa1b2_3c4d,
-        Pcap::Modified => 0xa1b2_cd34,
-    };
-    let mut v = Vec::new();
-    put32(&mut v, magic, be);
-    put16(&mut v, 2, be);
-    put16(&mut v, 4, be);
-    put32(&mut v, 0, be);
-    put32(&mut v, 0, be);
-    put32(&mut v, snaplen, be);
-    put32(&mut v, u32::from(link.0), be);
-    for (ts, data, orig) in recs {
-        let frac = match kind {
-            Pcap::Nano => ts % 1_000_000_000,
-            _ => ts % 1_000_000_000 / 1000,
-        };
-        put32(&mut v, (ts / 1_000_000_000) as u32, be);
-        put32(&mut v, frac as u32, be);
-        put32(&mut v, data.len() as u32, be);
-        put32(&mut v, *orig, be);
-        if let Pcap::Modified = kind {
-            put32(&mut v, 3, be);
-            put16(&mut v, 0x0800, be);
-            v.extend([0, 0]);
-        }
-        v.extend(data);
-    }
-    v
 }
 
 /// A pcapng writer, block by block.
@@ -480,7 +316,7 @@ impl Ng {
 
 /// The first `n` packets of a small synthesized trace (TCP handshakes with options,
 /// TLS / HTTP / SSH payloads, DNS), cut to `snap` bytes each.
-fn synth_records(seed: u64, n: usize, snap: usize) -> Vec<Rec> {
+fn synth_records(seed: u64, n: usize, snap: usize) -> Vec<Record> {
     let cfg = SynthConfig {
         seed,
         tcp_flows: 4,
@@ -499,7 +335,7 @@ fn synth_records(seed: u64, n: usize, snap: usize) -> Vec<Rec> {
 }
 
 /// Records at 1 ms steps from a start time.
-fn timed(frames: &[Vec<u8>]) -> Vec<Rec> {
+fn timed(frames: &[Vec<u8>]) -> Vec<Record> {
     frames
         .iter()
         .enumerate()
@@ -511,22 +347,22 @@ fn capture_seeds() -> Vec<(String, Vec<u8>)> {
     let syn = synth_records(7, 24, 96);
     let eth = LinkType::ETHERNET;
     let mut out = vec![
-        ("synth.pcap".to_string(), pcap(Pcap::Micro, false, eth, 96, &syn)),
-        ("synth-ns-be.pcap".to_string(), pcap(Pcap::Nano, true, eth, 65535, &syn[..8])),
-        ("synth-modified.pcap".to_string(), pcap(Pcap::Modified, false, eth, 65535, &syn[..6])),
+        ("synth.pcap".to_string(), pcap(PcapFormat::Micro, false, u32::from(eth.0), 96, &syn)),
+        ("synth-ns-be.pcap".to_string(), pcap(PcapFormat::Nano, true, u32::from(eth.0), 65535, &syn[..8])),
+        ("synth-modified.pcap".to_string(), pcap(PcapFormat::Modified, false, u32::from(eth.0), 65535, &syn[..6])),
     ];
     // Damaged pcaps: the last record cut short; a record with an impossible caplen.
-    let mut cut = pcap(Pcap::Micro, false, eth, 65535, &syn[..5]);
+    let mut cut = pcap(PcapFormat::Micro, false, u32::from(eth.0), 65535, &syn[..5]);
     cut.truncate(cut.len() - 30);
     out.push(("truncated.pcap".into(), cut));
-    let mut huge = pcap(Pcap::Micro, false, eth, 65535, &syn[..3]);
+    let mut huge = pcap(PcapFormat::Micro, false, u32::from(eth.0), 65535, &syn[..3]);
     let at = huge.len();
-    huge.extend(pcap(Pcap::Micro, false, eth, 65535, &syn[3..4])[24..].iter());
+    huge.extend(pcap(PcapFormat::Micro, false, u32::from(eth.0), 65535, &syn[3..4])[24..].iter());
     huge[at + 8..at + 12].copy_from_slice(&0x0100_0000u32.to_le_bytes());
     out.push(("corrupt-caplen.pcap".into(), huge));
     // caplen > orig_len and > snaplen: kept (the engine decides what to trust)
-    let odd: Vec<Rec> = syn[..3].iter().map(|(t, d, _)| (*t, d.clone(), 20)).collect();
-    out.push(("caplen-over-orig.pcap".into(), pcap(Pcap::Micro, true, eth, 40, &odd)));
+    let odd: Vec<Record> = syn[..3].iter().map(|(t, d, _)| (*t, d.clone(), 20)).collect();
+    out.push(("caplen-over-orig.pcap".into(), pcap(PcapFormat::Micro, true, u32::from(eth.0), 40, &odd)));
 
     // pcapng: two interfaces (Ethernet µs; raw IP in ns, with an offset), EPB, SPB,
     // OPB, a block of an unknown type, then a second, big-endian section.
@@ -569,14 +405,14 @@ fn capture_seeds() -> Vec<(String, Vec<u8>)> {
 fn engine_seeds() -> Vec<(String, Vec<u8>)> {
     let eth = LinkType::ETHERNET;
     let mut out = vec![
-        ("synth-a.pcap".to_string(), pcap(Pcap::Micro, false, eth, 128, &synth_records(7, 60, 128))),
-        ("synth-b.pcap".to_string(), pcap(Pcap::Nano, false, eth, 128, &synth_records(11, 60, 128))),
+        ("synth-a.pcap".to_string(), pcap(PcapFormat::Micro, false, u32::from(eth.0), 128, &synth_records(7, 60, 128))),
+        ("synth-b.pcap".to_string(), pcap(PcapFormat::Nano, false, u32::from(eth.0), 128, &synth_records(11, 60, 128))),
     ];
     // All Ethernet cases in one capture, and the fragment cases on their own.
     let all: Vec<Vec<u8>> = ether_cases().into_iter().flat_map(|(_, f)| f).collect();
-    out.push(("eth-all.pcap".into(), pcap(Pcap::Micro, false, eth, 65535, &timed(&all))));
+    out.push(("eth-all.pcap".into(), pcap(PcapFormat::Micro, false, u32::from(eth.0), 65535, &timed(&all))));
     for (name, frames) in ether_cases().into_iter().filter(|(n, _)| n.contains("frag")) {
-        out.push((format!("{name}.pcap"), pcap(Pcap::Micro, false, eth, 65535, &timed(&frames))));
+        out.push((format!("{name}.pcap"), pcap(PcapFormat::Micro, false, u32::from(eth.0), 65535, &timed(&frames))));
     }
     // The other link types, one interface each, in one pcapng.
     let mut ng = Ng::new();
@@ -601,7 +437,7 @@ fn engine_seeds() -> Vec<(String, Vec<u8>)> {
             r.0 -= 500_000_000_000;
         }
     }
-    out.push(("late-and-back.pcap".into(), pcap(Pcap::Micro, false, eth, 96, &late)));
+    out.push(("late-and-back.pcap".into(), pcap(PcapFormat::Micro, false, u32::from(eth.0), 96, &late)));
     out.into_iter().map(|(n, b)| (format!("seed-{n}"), b)).collect()
 }
 

@@ -269,24 +269,20 @@ impl<S: PacketSource> PacketSource for FilteredSource<S> {
 mod tests {
     use super::*;
     use crate::testutil::Ng;
+    use tapstat_frames::{Eth, Ipv4};
 
     fn libpcap_present() -> bool {
         compile_filter("ip", LinkType::ETHERNET).is_ok()
     }
 
-    /// An IPv4 header of protocol `proto` (20 bytes, no payload).
+    /// An IPv4 header of protocol `proto` (20 bytes, no payload): every other field 0.
     fn ipv4(proto: u8) -> Vec<u8> {
-        let mut v = vec![0u8; 20];
-        v[0] = 0x45;
-        v[9] = proto;
-        v
+        Ipv4 { src: [0; 4], dst: [0; 4], ttl: 0, id: 0, total_len: Some(0), ..Ipv4::new(proto) }.build(&[])
     }
 
+    /// [`ipv4`] in an Ethernet frame with zero MAC addresses, not padded.
     fn ether(proto: u8) -> Vec<u8> {
-        let mut v = vec![0u8; 12];
-        v.extend_from_slice(&[0x08, 0x00]);
-        v.extend(ipv4(proto));
-        v
+        Eth { dst: [0; 6], src: [0; 6], min_len: 0 }.build(0x0800, &ipv4(proto))
     }
 
     /// A pcapng with an Ethernet and a raw IP interface: 20 TCP frames, then on each

@@ -177,7 +177,7 @@ fn net_af_packet_takes_jumbo_frames_and_counts_cut_ones() {
     if !live_ready() {
         return;
     }
-    use common::frames::{eth, ipv4, udp, write_pcap};
+    use tapstat_testkit::frames::{udp, write_pcap, Eth, Ipv4};
     let d = tempdir("dpdk-jumbo");
     let file = d.join("jumbo.pcap");
     let sizes = [200usize, 1400, 3000, 9000, 15000];
@@ -186,7 +186,8 @@ fn net_af_packet_takes_jumbo_frames_and_counts_cut_ones() {
         let payload = vec![0x5a; *n];
         let dg = udp(40000 + i as u16, 9000, &payload);
         for k in 0..3u32 {
-            frames.push((1 + k, eth(0x0800, &ipv4([10, 0, 0, 1], [10, 0, 0, 2], 17, &dg))));
+            frames
+                .push((1 + k, Eth::plain().build(0x0800, &Ipv4::between([10, 0, 0, 1], [10, 0, 0, 2], 17).build(&dg))));
         }
     }
     write_pcap(&file, 1, &frames);

@@ -305,8 +305,6 @@ impl Default for DecodeConfig {
 }
 
 mod anomaly;
-#[cfg(test)]
-mod build;
 mod decoder;
 mod fragment;
 mod turns;

@@ -35,8 +35,15 @@
 //! assert_eq!(client.pkts_retx, 1);
 //! assert_eq!(client.bytes_uniq, 2000);
 //! ```
+//!
+//! [`frames`] builds the bytes of frames and captures (Ethernet to tunnels, pcap files):
+//! the crate `tapstat-frames`, re-exported here for the tests of the crates above the
+//! decoder (the decoder's and the capture crate's own tests use `tapstat-frames`
+//! directly: this crate depends on them).
 
 use std::ops::Range;
+
+pub use tapstat_frames as frames;
 
 use tapstat_analyze::{Flow, InputClock, Packet, Tracker, TrackerConfig};
 use tapstat_decode::{Decoded, TcpFields, L4};

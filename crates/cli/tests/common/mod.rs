@@ -3,7 +3,6 @@
 #![allow(dead_code)]
 
 pub mod clickhouse;
-pub mod frames;
 #[cfg(feature = "kafka")]
 pub mod kafka;
 pub mod live;

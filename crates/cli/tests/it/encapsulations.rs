@@ -2,19 +2,19 @@
 //! each capture is written here, tapstat must find the flow inside, and where tshark is
 //! installed its two-pass reading (`tshark -2`) must find the same one.
 
-use crate::common::frames::*;
 use crate::common::*;
+use tapstat_testkit::frames::*;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The flow every capture carries inside: a SYN 10.0.0.1:33000 → 10.0.0.2:22.
 fn inner_syn() -> Vec<u8> {
-    ipv4([10, 0, 0, 1], [10, 0, 0, 2], 6, &tcp(33000, 22, 1000, 0, 0x02, &[]))
+    Ipv4::between([10, 0, 0, 1], [10, 0, 0, 2], 6).build(&Tcp::segment(33000, 22, 1000, 0, 0x02).build(&[]))
 }
 
 fn outer_v4(proto: u8, payload: &[u8]) -> Vec<u8> {
-    eth(0x0800, &ipv4([192, 0, 2, 1], [198, 51, 100, 2], proto, payload))
+    Eth::plain().build(0x0800, &Ipv4::between([192, 0, 2, 1], [198, 51, 100, 2], proto).build(payload))
 }
 
 fn snap(payload: &[u8]) -> Vec<u8> {
@@ -41,7 +41,7 @@ fn captures() -> Vec<(&'static str, u32, Vec<u8>, &'static str)> {
         ("aruba", 1, outer_v4(47, &gre), "gre"),
         ("vxlan-gpe", 1, outer_v4(17, &udp(50000, 4790, &gpe)), "vxlan-gpe"),
         ("geneve-answer", 1, outer_v4(17, &udp(6081, 50000, &geneve)), "geneve"),
-        ("vntag", 1, eth(0x8926, &vntag), "-"),
+        ("vntag", 1, Eth::plain().build(0x8926, &vntag), "-"),
         ("fddi", 10, fddi, "-"),
     ]
 }

@@ -6,8 +6,8 @@
 //! On the corpus, the DNS responses of `ndpi__dns_fragmented.pcap` agree with tshark's
 //! reassembling view (`tshark -2`).
 
-use crate::common::frames::*;
 use crate::common::*;
+use tapstat_testkit::frames::*;
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -29,8 +29,8 @@ const V6: [u8; 16] = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
 /// An Ethernet frame holding an IP packet of protocol `proto` from `src` to `dst`.
 fn packet(src: Ip, dst: Ip, proto: u8, payload: &[u8]) -> Vec<u8> {
     match (src, dst) {
-        (Ip::V4(s), Ip::V4(d)) => eth(0x0800, &ipv4(s, d, proto, payload)),
-        (Ip::V6(s), Ip::V6(d)) => eth(0x86dd, &ipv6(s, d, proto, payload)),
+        (Ip::V4(s), Ip::V4(d)) => Eth::plain().build(0x0800, &Ipv4::between(s, d, proto).build(payload)),
+        (Ip::V6(s), Ip::V6(d)) => Eth::plain().build(0x86dd, &Ipv6::between(s, d, proto).build(payload)),
         _ => unreachable!("one version per packet"),
     }
 }
@@ -47,8 +47,14 @@ fn fragments(src: Ip, dst: Ip, proto: u8, id: u16, dgram: &[u8], cuts: &[usize],
             let (a, b) = (bounds[i], bounds[i + 1]);
             let more = b < dgram.len();
             match (src, dst) {
-                (Ip::V4(s), Ip::V4(d)) => eth(0x0800, &ipv4_frag(s, d, proto, id, a, more, &dgram[a..b])),
-                (Ip::V6(s), Ip::V6(d)) => eth(0x86dd, &ipv6_frag(s, d, proto, u32::from(id), a, more, &dgram[a..b])),
+                (Ip::V4(s), Ip::V4(d)) => Eth::plain().build(
+                    0x0800,
+                    &Ipv4 { id, frag_off: a as u16, mf: more, ..Ipv4::between(s, d, proto) }.build(&dgram[a..b]),
+                ),
+                (Ip::V6(s), Ip::V6(d)) => Eth::plain().build(
+                    0x86dd,
+                    &Ipv6::between(s, d, 44).build(&cat(&[&frag6(proto, a as u16, more, u32::from(id)), &dgram[a..b]])),
+                ),
                 _ => unreachable!("one version per packet"),
             }
         })
@@ -123,22 +129,22 @@ fn capture() -> Vec<(u32, Vec<u8>)> {
         [(C4, Ip::V4(WWW), 41001, 443), (C4, Ip::V4(IMG), 41002, 80), (C6, Ip::V6(V6), 41003, 443)]
     {
         let (ci, si) = (1000u32, 5000u32);
-        push(packet(c, s, 6, &tcp(cport, sport, ci, 0, 0x02, &[])));
-        push(packet(s, c, 6, &tcp(sport, cport, si, ci + 1, 0x12, &[])));
-        push(packet(c, s, 6, &tcp(cport, sport, ci + 1, si + 1, 0x10, &[])));
+        push(packet(c, s, 6, &Tcp::segment(cport, sport, ci, 0, 0x02).build(&[])));
+        push(packet(s, c, 6, &Tcp::segment(sport, cport, si, ci + 1, 0x12).build(&[])));
+        push(packet(c, s, 6, &Tcp::segment(cport, sport, ci + 1, si + 1, 0x10).build(&[])));
         let (mut cseq, mut sseq) = (ci + 1, si + 1);
         if sport == 80 {
-            let seg = tcp(cport, sport, cseq, sseq, 0x18, request.as_bytes());
+            let seg = Tcp::segment(cport, sport, cseq, sseq, 0x18).build(request.as_bytes());
             for f in fragments(c, s, 6, 700, &seg, &[1480, 2960], &[0, 2, 1]) {
                 push(f);
             }
             cseq += request.len() as u32;
-            push(packet(s, c, 6, &tcp(sport, cport, sseq, cseq, 0x18, response)));
+            push(packet(s, c, 6, &Tcp::segment(sport, cport, sseq, cseq, 0x18).build(response)));
             sseq += response.len() as u32;
         }
-        push(packet(c, s, 6, &tcp(cport, sport, cseq, sseq, 0x11, &[])));
-        push(packet(s, c, 6, &tcp(sport, cport, sseq, cseq + 1, 0x11, &[])));
-        push(packet(c, s, 6, &tcp(cport, sport, cseq + 1, sseq + 1, 0x10, &[])));
+        push(packet(c, s, 6, &Tcp::segment(cport, sport, cseq, sseq, 0x11).build(&[])));
+        push(packet(s, c, 6, &Tcp::segment(sport, cport, sseq, cseq + 1, 0x11).build(&[])));
+        push(packet(c, s, 6, &Tcp::segment(cport, sport, cseq + 1, sseq + 1, 0x10).build(&[])));
     }
     fr
 }

@@ -1,4 +1,4 @@
-//! Golden cases: small captures the tests write themselves (with `common/frames.rs`)
+//! Golden cases: small captures the tests write themselves (with `tapstat_testkit::frames`)
 //! and the logs tapstat writes for them, committed under `tests/golden/<case>/`
 //! (`input.pcap`, `expected/log_*`), so that a clone without the shared corpus still
 //! runs the decoder, the flow tracker, the application layer and the logs end to end.
@@ -17,8 +17,8 @@
 //!
 //! and review the diff. `tests/golden/README.md` lists the cases.
 
-use crate::common::frames::*;
 use crate::common::*;
+use tapstat_testkit::frames::*;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -65,8 +65,8 @@ fn v6(last: u8) -> Ip {
 /// An IP packet of `proto` from `src` to `dst`.
 fn ip(src: Ip, dst: Ip, proto: u8, payload: &[u8]) -> Vec<u8> {
     match (src, dst) {
-        (Ip::V4(s), Ip::V4(d)) => ipv4(s, d, proto, payload),
-        (Ip::V6(s), Ip::V6(d)) => ipv6(s, d, proto, payload),
+        (Ip::V4(s), Ip::V4(d)) => Ipv4::between(s, d, proto).build(payload),
+        (Ip::V6(s), Ip::V6(d)) => Ipv6::between(s, d, proto).build(payload),
         _ => unreachable!("one version per packet"),
     }
 }
@@ -74,7 +74,7 @@ fn ip(src: Ip, dst: Ip, proto: u8, payload: &[u8]) -> Vec<u8> {
 /// An Ethernet frame holding an IP packet.
 fn ether(src: Ip, dst: Ip, proto: u8, payload: &[u8]) -> Vec<u8> {
     let ty = if matches!(src, Ip::V4(_)) { 0x0800 } else { 0x86dd };
-    eth(ty, &ip(src, dst, proto, payload))
+    Eth::plain().build(ty, &ip(src, dst, proto, payload))
 }
 
 const C: Ip = Ip::V4([192, 0, 2, 10]);
@@ -110,17 +110,32 @@ impl Conn {
     /// A segment of the client at sequence `seq` (the next one's is not moved).
     fn c_at(&self, seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
         let ack = if flags & ACK != 0 { self.sseq } else { 0 };
-        ether(self.c, self.s, 6, &tcp_win(self.cp, self.sp, seq, ack, flags, self.cwin, payload))
+        ether(
+            self.c,
+            self.s,
+            6,
+            &Tcp { window: self.cwin, ..Tcp::segment(self.cp, self.sp, seq, ack, flags) }.build(payload),
+        )
     }
 
     fn s_at(&self, seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
         let ack = if flags & ACK != 0 { self.cseq } else { 0 };
-        ether(self.s, self.c, 6, &tcp_win(self.sp, self.cp, seq, ack, flags, self.swin, payload))
+        ether(
+            self.s,
+            self.c,
+            6,
+            &Tcp { window: self.swin, ..Tcp::segment(self.sp, self.cp, seq, ack, flags) }.build(payload),
+        )
     }
 
     /// A segment of the client without payload acknowledging `ack`.
     fn c_ack(&self, seq: u32, ack: u32, flags: u8) -> Vec<u8> {
-        ether(self.c, self.s, 6, &tcp_win(self.cp, self.sp, seq, ack, flags, self.cwin, &[]))
+        ether(
+            self.c,
+            self.s,
+            6,
+            &Tcp { window: self.cwin, ..Tcp::segment(self.cp, self.sp, seq, ack, flags) }.build(&[]),
+        )
     }
 
     fn next(seq: &mut u32, flags: u8, payload: &[u8]) -> u32 {
@@ -177,7 +192,7 @@ fn udp_pair(cap: &mut Cap, wrap: &Wrap, (c, cp): (Ip, u16), (s, sp): (Ip, u16), 
 
 /// The Ethernet frame of an IP packet (its version read from the packet).
 fn eth_ip(pkt: Vec<u8>) -> Vec<u8> {
-    eth(if pkt[0] >> 4 == 4 { 0x0800 } else { 0x86dd }, &pkt)
+    Eth::plain().build(if pkt[0] >> 4 == 4 { 0x0800 } else { 0x86dd }, &pkt)
 }
 
 /// One UDP exchange per link-layer framing: Ethernet, 802.1Q, QinQ (802.1ad over
@@ -187,10 +202,10 @@ fn encap_l2() -> Cap {
     let ipv4_ty = 0x0800u16;
     let wraps: Vec<Box<Wrap>> = vec![
         Box::new(eth_ip),
-        Box::new(move |p| eth(0x8100, &vlan(10, ipv4_ty, &p))),
-        Box::new(move |p| eth(0x88a8, &vlan(100, 0x8100, &vlan(20, ipv4_ty, &p)))),
-        Box::new(|p| eth(0x8847, &mpls(&[16, 17], &p))),
-        Box::new(|p| eth(0x8864, &pppoe(0x0021, &p))),
+        Box::new(move |p| Eth::plain().build(0x8100, &vlan(10, ipv4_ty, &p))),
+        Box::new(move |p| Eth::plain().build(0x88a8, &vlan(100, 0x8100, &vlan(20, ipv4_ty, &p)))),
+        Box::new(|p| Eth::plain().build(0x8847, &mpls(&[16, 17], &p))),
+        Box::new(|p| Eth::plain().build(0x8864, &pppoe(0x0021, &p))),
     ];
     for (k, w) in wraps.iter().enumerate() {
         let port = 41_000 + k as u16;
@@ -210,7 +225,7 @@ fn encap_tunnels() -> Cap {
     let outer = move |p: &[u8], proto: u8, payload: &[u8]| {
         let down = p[0] >> 4 == 4 && p[12..16] == [10, 0, 0, 2] || p[0] >> 4 == 6 && p[39] == 1;
         let (s, d) = if down { (o2, o1) } else { (o1, o2) };
-        eth(0x0800, &ipv4(s, d, proto, payload))
+        Eth::plain().build(0x0800, &Ipv4::between(s, d, proto).build(payload))
     };
     let gre_w = move |p: Vec<u8>| outer(&p, 47, &gre(0x0800, Some(7), &p));
     let vxlan_w = move |p: Vec<u8>| outer(&p, 17, &udp(49_152, 4789, &vxlan(42, &eth_ip(p.clone()))));
@@ -229,8 +244,10 @@ fn encap_tunnels() -> Cap {
 fn fragments(over_v6: bool) -> Cap {
     let (c, r) = if over_v6 { (v6(0x10), v6(0x53)) } else { (Ip::V4([192, 0, 2, 10]), Ip::V4([198, 51, 100, 53])) };
     let frag = |src: Ip, dst: Ip, id: u16, off: usize, more: bool, part: &[u8]| match (src, dst) {
-        (Ip::V4(s), Ip::V4(d)) => eth(0x0800, &ipv4_frag(s, d, 17, id, off, more, part)),
-        (Ip::V6(s), Ip::V6(d)) => eth(0x86dd, &ipv6_frag(s, d, 17, u32::from(id), off, more, part)),
+        (Ip::V4(s), Ip::V4(d)) => Eth::plain()
+            .build(0x0800, &Ipv4 { id, frag_off: off as u16, mf: more, ..Ipv4::between(s, d, 17) }.build(part)),
+        (Ip::V6(s), Ip::V6(d)) => Eth::plain()
+            .build(0x86dd, &Ipv6::between(s, d, 44).build(&cat(&[&frag6(17, off as u16, more, u32::from(id)), part]))),
         _ => unreachable!(),
     };
     let mut cap = Cap::new();
@@ -571,7 +588,8 @@ fn golden_cases() {
     let mut failures = Vec::new();
     for (name, cap) in &cases {
         let dir = root().join(name);
-        let pcap = pcap_us(1, &cap.frames);
+        let records: Vec<Record> = cap.frames.iter().map(|(us, f)| (us * 1000, f.clone(), f.len() as u32)).collect();
+        let pcap = pcap(PcapFormat::Micro, false, 1, 65535, &records);
         let input = dir.join("input.pcap");
         if bless {
             let _ = std::fs::remove_dir_all(dir.join("expected"));

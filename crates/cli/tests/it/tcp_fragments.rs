@@ -3,8 +3,8 @@
 //! written here; where tshark is installed its two-pass reading (`tshark -2`, which
 //! reassembles IP) must count the same data segments and bytes.
 
-use crate::common::frames::*;
 use crate::common::*;
+use tapstat_testkit::frames::*;
 
 use std::process::Command;
 
@@ -21,26 +21,29 @@ fn capture() -> Vec<(u32, Vec<u8>)> {
         t += 1;
         fr.push((t, f));
     };
-    let c = |seg: Vec<u8>| eth(0x0800, &ipv4(C, S, 6, &seg));
-    let s = |seg: Vec<u8>| eth(0x0800, &ipv4(S, C, 6, &seg));
-    push(c(tcp(40000, 80, cisn, 0, 0x02, &[])));
-    push(s(tcp(80, 40000, sisn, cisn + 1, 0x12, &[])));
-    push(c(tcp(40000, 80, cisn + 1, sisn + 1, 0x10, &[])));
+    let c = |seg: Vec<u8>| Eth::plain().build(0x0800, &Ipv4::between(C, S, 6).build(&seg));
+    let s = |seg: Vec<u8>| Eth::plain().build(0x0800, &Ipv4::between(S, C, 6).build(&seg));
+    push(c(Tcp::segment(40000, 80, cisn, 0, 0x02).build(&[])));
+    push(s(Tcp::segment(80, 40000, sisn, cisn + 1, 0x12).build(&[])));
+    push(c(Tcp::segment(40000, 80, cisn + 1, sisn + 1, 0x10).build(&[])));
     let mut seq = cisn + 1;
     for k in 0..3u16 {
-        let seg = tcp(40000, 80, seq, sisn + 1, 0x18, &[b'a' + k as u8; 3000]);
+        let seg = Tcp::segment(40000, 80, seq, sisn + 1, 0x18).build(&[b'a' + k as u8; 3000]);
         let parts = [(0, 1480, true), (1480, 2960, true), (2960, seg.len(), false)];
         let order: &[usize] = if k == 2 { &[0, 2, 1] } else { &[0, 1, 2] };
         for &i in order {
             let (a, b, more) = parts[i];
-            push(eth(0x0800, &ipv4_frag(C, S, 6, 100 + k, a, more, &seg[a..b])));
+            push(Eth::plain().build(
+                0x0800,
+                &Ipv4 { id: 100 + k, frag_off: a as u16, mf: more, ..Ipv4::between(C, S, 6) }.build(&seg[a..b]),
+            ));
         }
         seq += 3000;
-        push(s(tcp(80, 40000, sisn + 1, seq, 0x10, &[])));
+        push(s(Tcp::segment(80, 40000, sisn + 1, seq, 0x10).build(&[])));
     }
-    push(c(tcp(40000, 80, seq, sisn + 1, 0x11, &[])));
-    push(s(tcp(80, 40000, sisn + 1, seq + 1, 0x11, &[])));
-    push(c(tcp(40000, 80, seq + 1, sisn + 2, 0x10, &[])));
+    push(c(Tcp::segment(40000, 80, seq, sisn + 1, 0x11).build(&[])));
+    push(s(Tcp::segment(80, 40000, sisn + 1, seq + 1, 0x11).build(&[])));
+    push(c(Tcp::segment(40000, 80, seq + 1, sisn + 2, 0x10).build(&[])));
     fr
 }
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::build::*;
+use tapstat_frames::*;
 
 const ETH: LinkType = LinkType::ETHERNET;
 
@@ -72,7 +72,7 @@ fn ethernet_ipv4_tcp_all_fields() {
 #[test]
 fn ipv4_options_and_tcp_options() {
     let t = Tcp { options: vec![2, 4, 5, 0xb4, 1, 1, 1, 0, 1, 1, 1, 0], ..Tcp::new(1, 2) };
-    let ip = V4 { options: vec![1, 1, 1, 0], ..V4::new(6) }.build(&t.build(&[7; 100]));
+    let ip = Ipv4 { options: vec![1, 1, 1, 0], ..Ipv4::new(6) }.build(&t.build(&[7; 100]));
     let d = clean(ETH, &eth(0x0800, &ip));
     assert_eq!((d.l4_offset, d.tcp.hdr_len, d.payload_offset, d.payload_len), (38, 32, 70, 100));
 }
@@ -91,18 +91,18 @@ fn ethernet_ipv6_udp() {
 fn vlan_stacks() {
     let ip = ipv4(6, &tcp(1, 80, b""));
     // 802.1Q
-    let d = clean(ETH, &eth(0x8100, &cat(&[&tag(10, 0x0800), &ip])));
+    let d = clean(ETH, &eth(0x8100, &vlan(10, 0x0800, &ip)));
     assert_eq!((d.l4, d.dport, d.l4_offset), (L4::Tcp, 80, 38));
     // 802.1ad QinQ, and the pre-standard 0x9100
     for outer in [0x88a8, 0x9100, 0x9200] {
-        let inner = cat(&[&tag(20, 0x8100), &tag(10, 0x86dd), &ipv6(6, &tcp(1, 80, b""))]);
+        let inner = vlan(20, 0x8100, &vlan(10, 0x86dd, &ipv6(6, &tcp(1, 80, b""))));
         let d = clean(ETH, &eth(outer, &inner));
         assert_eq!((d.l4, d.ip_version, d.dport, d.l4_offset), (L4::Tcp, 6, 80, 62));
     }
     // more tags than followed
     let mut many = Vec::new();
     for _ in 0..9 {
-        many.extend(tag(1, 0x8100));
+        many.extend(vlan(1, 0x8100, &[]));
     }
     many.extend(ip);
     let (d, a) = with_anomalies(ETH, &eth(0x8100, &many));
@@ -111,20 +111,20 @@ fn vlan_stacks() {
 }
 
 #[test]
-fn mpls() {
+fn mpls_stack() {
     let ip4 = ipv4(17, &udp(1, 2, b"x"));
-    let f = eth(0x8847, &cat(&[&label(100, false), &label(200, true), &ip4]));
+    let f = eth(0x8847, &mpls(&[100, 200], &ip4));
     let d = clean(ETH, &f);
     assert_eq!((d.l4, d.sport, d.l4_offset), (L4::Udp, 1, 42));
-    let f = eth(0x8848, &cat(&[&label(100, true), &ipv6(17, &udp(1, 2, b"x"))]));
+    let f = eth(0x8848, &mpls(&[100], &ipv6(17, &udp(1, 2, b"x"))));
     assert_eq!(clean(ETH, &f).ip_version, 6);
     // pseudowire control word, then an Ethernet frame
     let inner = eth(0x0800, &ip4);
-    let f = eth(0x8847, &cat(&[&label(16, true), &[0, 0, 0, 0], &inner]));
+    let f = eth(0x8847, &mpls(&[16], &cat(&[&[0, 0, 0, 0], &inner])));
     let d = clean(ETH, &f);
     assert_eq!((d.l4, d.sport, d.l4_offset), (L4::Udp, 1, 14 + 4 + 4 + 14 + 20));
     // something else after the stack
-    let f = eth(0x8847, &cat(&[&label(16, true), &[0x99; 30]]));
+    let f = eth(0x8847, &mpls(&[16], &[0x99; 30]));
     assert_eq!(with_anomalies(ETH, &f).1, vec![("mpls_not_ip", 1)]);
     // a stack that never ends
     let f = eth(0x8847, &[0u8; 46]);
@@ -206,8 +206,8 @@ fn ipv4_fragments_first_later_orphan() {
     // a UDP datagram of 8 + 2000 bytes in three fragments (1480 + 528)
     let payload = udp(5000, 53, &[0x55; 2000]);
     let (a, b) = payload.split_at(1480);
-    let first = eth(0x0800, &V4 { id: 77, mf: true, ..V4::new(17) }.build(a));
-    let later = eth(0x0800, &V4 { id: 77, frag_off: 1480, ttl: 60, ..V4::new(17) }.build(b));
+    let first = eth(0x0800, &Ipv4 { id: 77, mf: true, ..Ipv4::new(17) }.build(a));
+    let later = eth(0x0800, &Ipv4 { id: 77, frag_off: 1480, ttl: 60, ..Ipv4::new(17) }.build(b));
     let d1 = x.decode(ETH, &first, 1_000);
     assert_eq!((d1.l4, d1.fragment, d1.sport, d1.dport), (L4::Udp, Fragment::First, 5000, 53));
     assert_eq!((d1.l4_offset, d1.payload_offset, d1.payload_len), (34, 42, 1472));
@@ -221,7 +221,7 @@ fn ipv4_fragments_first_later_orphan() {
     assert_eq!(x.anomalies.total(), 0);
 
     // another datagram id: orphan, counted
-    let orphan = eth(0x0800, &V4 { id: 78, frag_off: 1480, ..V4::new(17) }.build(b));
+    let orphan = eth(0x0800, &Ipv4 { id: 78, frag_off: 1480, ..Ipv4::new(17) }.build(b));
     let d3 = x.decode(ETH, &orphan, 3_000);
     assert_eq!((d3.l4, d3.fragment, d3.sport, d3.dport), (L4::Udp, Fragment::Orphan, 0, 0));
     assert_eq!((d3.src, d3.dst, d3.payload_offset, d3.payload_len), (d1.src, d1.dst, 34, 528));
@@ -230,8 +230,8 @@ fn ipv4_fragments_first_later_orphan() {
     // a fragmented TCP segment is held, then given whole by the fragment that
     // completes it
     let seg = tcp(1234, 80, &[1; 100]);
-    let f1 = eth(0x0800, &V4 { id: 9, mf: true, ..V4::new(6) }.build(&seg[..64]));
-    let f2 = eth(0x0800, &V4 { id: 9, frag_off: 64, ..V4::new(6) }.build(&seg[64..]));
+    let f1 = eth(0x0800, &Ipv4 { id: 9, mf: true, ..Ipv4::new(6) }.build(&seg[..64]));
+    let f2 = eth(0x0800, &Ipv4 { id: 9, frag_off: 64, ..Ipv4::new(6) }.build(&seg[64..]));
     let d1 = x.decode(ETH, &f1, 4_000);
     assert_eq!((d1.l4, d1.fragment, d1.sport, d1.dport), (L4::Tcp, Fragment::TcpHeld, 1234, 80));
     assert_eq!((d1.tcp, d1.payload_len), (TcpFields::default(), 0));
@@ -246,7 +246,7 @@ fn a_tcp_segment_in_three_fragments_out_of_order_is_given_whole_once() {
     let mut x = dec();
     let seg = Tcp { options: vec![1, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 6], ..Tcp::new(40000, 443) }.build(&[2; 3000]);
     let part = |off: usize, end: usize, mf: bool| {
-        eth(0x0800, &V4 { id: 5, frag_off: off as u16, mf, ..V4::new(6) }.build(&seg[off..end]))
+        eth(0x0800, &Ipv4 { id: 5, frag_off: off as u16, mf, ..Ipv4::new(6) }.build(&seg[off..end]))
     };
     let d = x.decode(ETH, &part(0, 1480, true), 0);
     assert_eq!((d.fragment, d.payload_len, d.tcp_opts.has_ts), (Fragment::TcpHeld, 0, false));
@@ -281,7 +281,7 @@ fn udp_v4_fragments(id: u16, n: usize, cuts: &[usize]) -> (Vec<u8>, Vec<Vec<u8>>
         .iter()
         .map(|&end| {
             let mf = end < dgram.len();
-            let f = eth(0x0800, &V4 { id, frag_off: start as u16, mf, ..V4::new(17) }.build(&dgram[start..end]));
+            let f = eth(0x0800, &Ipv4 { id, frag_off: start as u16, mf, ..Ipv4::new(17) }.build(&dgram[start..end]));
             start = end;
             f
         })
@@ -321,7 +321,7 @@ fn a_fragmented_udp_datagram_is_reassembled_in_order_and_out_of_order() {
     let mut x = dec();
     let (payload, fr) = udp_v4_fragments(41, 3000, &[1480, 2960]);
     let dgram = udp(5000, 53, &payload);
-    let overlap = eth(0x0800, &V4 { id: 41, frag_off: 1000, mf: true, ..V4::new(17) }.build(&dgram[1000..2000]));
+    let overlap = eth(0x0800, &Ipv4 { id: 41, frag_off: 1000, mf: true, ..Ipv4::new(17) }.build(&dgram[1000..2000]));
     for f in [&fr[0], &overlap, &fr[1], &overlap, &fr[2]] {
         x.decode(ETH, f, 1);
     }
@@ -378,7 +378,7 @@ fn a_fragmented_ipv6_udp_datagram_and_tcp_segment_are_reassembled() {
     let data: Vec<u8> = (0..3000).map(|i| (i % 13) as u8).collect();
     let seg = Tcp { options: vec![1, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 6], ..Tcp::new(40000, 80) }.build(&data);
     let part = |off: usize, end: usize, mf: bool| {
-        eth(0x0800, &V4 { id: 6, frag_off: off as u16, mf, ..V4::new(6) }.build(&seg[off..end]))
+        eth(0x0800, &Ipv4 { id: 6, frag_off: off as u16, mf, ..Ipv4::new(6) }.build(&seg[off..end]))
     };
     assert_eq!(x.decode(ETH, &part(0, 1480, true), 2).fragment, Fragment::TcpHeld);
     assert_eq!(x.decode(ETH, &part(2960, seg.len(), false), 3).fragment, Fragment::TcpHeld);
@@ -439,7 +439,7 @@ fn fragment_table_timeout_and_capacity() {
     let mut x = Decoder::new(cfg);
     let frag = |id: u16, off: u16| {
         let mf = off == 0;
-        eth(0x0800, &V4 { id, frag_off: off, mf, ..V4::new(17) }.build(&udp(id, 1, &[0; 16])))
+        eth(0x0800, &Ipv4 { id, frag_off: off, mf, ..Ipv4::new(17) }.build(&udp(id, 1, &[0; 16])))
     };
     x.decode(ETH, &frag(1, 0), 0);
     assert_eq!(x.decode(ETH, &frag(1, 8), 1_000).sport, 1);
@@ -506,7 +506,7 @@ fn ipv6_extension_chain_and_ah() {
     let d = clean(ETH, &eth(0x0800, &ipv4(51, &cat(&[&ah(17, 3), &udp(3, 4, b"zz")]))));
     assert_eq!((d.l4, d.proto, d.sport, d.l4_offset, d.payload_len), (L4::Udp, 17, 3, 58, 2));
     // truncated chain: the IP pair with the extension header as protocol
-    let (d, a) = with_anomalies(ETH, &eth(0x86dd, &ipv6_len(v6(1), v6(2), 60, Some(64), &[6, 7])));
+    let (d, a) = with_anomalies(ETH, &eth(0x86dd, &Ipv6 { plen: Some(64), ..Ipv6::new(60) }.build(&[6, 7])));
     assert_eq!((d.l4, d.proto, d.ip_version), (L4::Other, 60, 6));
     assert_eq!(a, vec![("ipv6_ext_truncated", 1)]);
     // too many
@@ -529,14 +529,14 @@ fn lengths_from_ip_header() {
     let d = clean(ETH, &full[..80]);
     assert_eq!((d.l4, d.payload_len, d.payload_offset), (L4::Tcp, 1460, 54));
     // IPv4 total length 0 (TSO capture): the captured length
-    let ip = V4 { total_len: Some(0), ..V4::new(6) }.build(&tcp(1, 2, &[0; 3000]));
+    let ip = Ipv4 { total_len: Some(0), ..Ipv4::new(6) }.build(&tcp(1, 2, &[0; 3000]));
     let d = clean(ETH, &eth(0x0800, &ip));
     assert_eq!(d.payload_len, 3000);
     // jumbogram: payload length 0, hop-by-hop jumbo option (RFC 2675)
     let seg = tcp(1, 2, &[0; 70_000]);
     let jumbo = (8 + seg.len()) as u32;
     let hbh = cat(&[&[6, 0, 0xc2, 4], &jumbo.to_be_bytes()]);
-    let f = eth(0x86dd, &ipv6_len(v6(1), v6(2), 0, Some(0), &cat(&[&hbh, &seg])));
+    let f = eth(0x86dd, &Ipv6 { plen: Some(0), ..Ipv6::new(0) }.build(&cat(&[&hbh, &seg])));
     let d = clean(ETH, &f);
     assert_eq!((d.l4, d.payload_len, d.l4_offset), (L4::Tcp, 70_000, 62));
     // trailing bytes after a long packet are counted, Ethernet padding is not
@@ -572,7 +572,7 @@ fn broken_headers() {
     let (d, a) = with_anomalies(ETH, &eth(0x86dd, &v5));
     assert_eq!((d.l4, a), (L4::None, vec![("ipv6_bad_version", 1)]));
     // transport headers cut short: the IP pair, l4 Other
-    let ip = V4 { total_len: Some(40), ..V4::new(6) }.build(&[0; 10]);
+    let ip = Ipv4 { total_len: Some(40), ..Ipv4::new(6) }.build(&[0; 10]);
     let (d, a) = with_anomalies(LinkType::RAW, &ip);
     assert_eq!((d.l4, d.proto, d.payload_len, a), (L4::Other, 6, 20, vec![("tcp_truncated", 1)]));
     let (d, a) = with_anomalies(LinkType::RAW, &ipv4(17, &[0; 4]));
@@ -598,17 +598,17 @@ fn broken_headers() {
 
 #[test]
 fn icmp_messages() {
-    let d = clean(LinkType::RAW, &ipv4(1, &icmp(8, 0, &[0; 56])));
+    let d = clean(LinkType::RAW, &ipv4(1, &icmp(8, 0, 1, &[0; 56])));
     assert_eq!((d.l4, d.icmp_error, d.icmp_type, d.payload_len), (L4::Icmp, false, 8, 56));
     // an error quoting a UDP packet belongs to ICMP
     let quoted = ipv4(17, &udp(1111, 53, b""));
     for t in [3, 4, 5, 11, 12] {
-        let d = clean(LinkType::RAW, &ipv4(1, &icmp(t, 1, &quoted)));
+        let d = clean(LinkType::RAW, &ipv4(1, &icmp(t, 1, 1, &quoted)));
         assert_eq!((d.l4, d.icmp_error, d.sport, d.dport), (L4::Icmp, true, 0, 0));
         assert_eq!((d.icmp_type, d.icmp_code), (t, 1));
     }
     for (t, err) in [(1, true), (2, true), (3, true), (4, true), (128, false), (135, false)] {
-        let d = clean(LinkType::RAW, &ipv6(58, &icmp(t, 0, &[0; 8])));
+        let d = clean(LinkType::RAW, &ipv6(58, &icmp(t, 0, 1, &[0; 8])));
         assert_eq!((d.l4, d.icmp_error), (L4::Icmpv6, err));
     }
     // ICMP number in IPv6 / ICMPv6 number in IPv4: other protocols there
@@ -617,7 +617,7 @@ fn icmp_messages() {
 }
 
 fn inner_v4_tcp() -> Vec<u8> {
-    ipv4_addrs([10, 0, 0, 1], [10, 0, 0, 2], 6, &tcp(33000, 22, b"ssh"))
+    Ipv4 { src: [10, 0, 0, 1], dst: [10, 0, 0, 2], ..Ipv4::new(6) }.build(&tcp(33000, 22, b"ssh"))
 }
 
 /// Checks that `d` is the inner TCP flow of [`inner_v4_tcp`] out of `kind`/`id`.
@@ -631,26 +631,29 @@ fn assert_inner(d: &Decoded, kind: TunnelKind, id: u32) {
 #[test]
 fn tunnel_gre() {
     let inner = inner_v4_tcp();
-    let d = clean(ETH, &eth(0x0800, &ipv4(47, &gre(0x0800, false, Some(0x77), None, &inner))));
+    let d = clean(ETH, &eth(0x0800, &ipv4(47, &gre(0x0800, Some(0x77), &inner))));
     assert_inner(&d, TunnelKind::Gre, 0x77);
     assert_eq!(d.l4_offset, 14 + 20 + 8 + 20);
-    let d = clean(ETH, &eth(0x0800, &ipv4(47, &gre(0x0800, true, Some(5), Some(9), &inner))));
+    let d = clean(
+        ETH,
+        &eth(0x0800, &ipv4(47, &Gre { csum: true, key: Some(5), seq: Some(9), ..Gre::new(0x0800) }.build(&inner))),
+    );
     assert_inner(&d, TunnelKind::Gre, 5);
-    let d = clean(ETH, &eth(0x86dd, &ipv6(47, &gre(0x0800, false, None, None, &inner))));
+    let d = clean(ETH, &eth(0x86dd, &ipv6(47, &gre(0x0800, None, &inner))));
     assert_inner(&d, TunnelKind::Gre, 0);
     // transparent Ethernet bridging, with a VLAN tag inside
-    let teb = eth(0x8100, &cat(&[&tag(3, 0x0800), &inner]));
-    let d = clean(ETH, &eth(0x0800, &ipv4(47, &gre(0x6558, false, Some(1), None, &teb))));
+    let teb = eth(0x8100, &vlan(3, 0x0800, &inner));
+    let d = clean(ETH, &eth(0x0800, &ipv4(47, &gre(0x6558, Some(1), &teb))));
     assert_inner(&d, TunnelKind::Gre, 1);
     // Cisco MetaData in GRE (EtherType first), and on Ethernet (EtherType last)
     let cmd = cat(&[&[0x08, 0x00, 1, 1, 0, 1, 0, 0], &inner]);
-    let d = clean(ETH, &eth(0x0800, &ipv4(47, &gre(0x8909, false, Some(40), None, &cmd))));
+    let d = clean(ETH, &eth(0x0800, &ipv4(47, &gre(0x8909, Some(40), &cmd))));
     assert_inner(&d, TunnelKind::Gre, 40);
     let d = clean(ETH, &eth(0x8909, &cat(&[&[1, 1, 0, 1, 0, 0, 0x08, 0x00], &inner])));
     assert_eq!((d.l4, d.dport, d.l4_offset), (L4::Tcp, 22, 42));
     // GRE carrying something that is not IP: the outer packet is the flow
     let arp = eth(0x0806, &[0; 28]);
-    let (d, a) = with_anomalies(ETH, &eth(0x0800, &ipv4(47, &gre(0x6558, false, None, None, &arp))));
+    let (d, a) = with_anomalies(ETH, &eth(0x0800, &ipv4(47, &gre(0x6558, None, &arp))));
     assert_eq!((d.l4, d.proto, d.tunnel.kind), (L4::Other, 47, TunnelKind::None));
     assert_eq!(a, vec![("ethertype_not_ip", 1)]);
     // a GRE header that does not parse
@@ -679,20 +682,20 @@ fn tunnel_erspan() {
     let mirrored = eth(0x0800, &inner_v4_tcp());
     // type II: GRE with S set, 8-byte header, session id 101
     let e2 = cat(&[&[0x10, 0x01, 0x10, 0x65, 0, 0, 0xab, 0xc5], &mirrored]);
-    let f = eth(0x0800, &ipv4(47, &gre(0x88be, false, None, Some(7), &e2)));
+    let f = eth(0x0800, &ipv4(47, &Gre { seq: Some(7), ..Gre::new(0x88be) }.build(&e2)));
     assert_inner(&clean(ETH, &f), TunnelKind::Erspan, 101);
     // type I: no sequence number, no ERSPAN header
-    let f = eth(0x0800, &ipv4(47, &gre(0x88be, false, None, None, &mirrored)));
+    let f = eth(0x0800, &ipv4(47, &gre(0x88be, None, &mirrored)));
     assert_inner(&clean(ETH, &f), TunnelKind::Erspan, 0);
     // type III with the optional subheader (O bit), session 300
     let mut e3 = vec![0x20, 0x01, 0x01, 0x2c, 0, 0, 0, 1, 0, 0, 0x00, 0x01];
     e3.extend([0; 8]);
     e3.extend(&mirrored);
-    let f = eth(0x0800, &ipv4(47, &gre(0x22eb, false, None, Some(1), &e3)));
+    let f = eth(0x0800, &ipv4(47, &Gre { seq: Some(1), ..Gre::new(0x22eb) }.build(&e3)));
     assert_inner(&clean(ETH, &f), TunnelKind::Erspan, 300);
     // type II header with the wrong version
     let bad = cat(&[&[0x70, 0x01, 0x10, 0x65, 0, 0, 0, 0], &mirrored]);
-    let f = eth(0x0800, &ipv4(47, &gre(0x88be, false, None, Some(7), &bad)));
+    let f = eth(0x0800, &ipv4(47, &Gre { seq: Some(7), ..Gre::new(0x88be) }.build(&bad)));
     let (d, a) = with_anomalies(ETH, &f);
     assert_eq!((d.l4, d.proto, a), (L4::Other, 47, vec![("tunnel_malformed", 1)]));
 }
@@ -723,11 +726,11 @@ fn tunnel_vxlan() {
 #[test]
 fn tunnel_geneve() {
     let inner = eth(0x0800, &inner_v4_tcp());
-    let f = outer_udp(6081, &geneve(0x6558, 10, 2, &inner));
+    let f = outer_udp(6081, &geneve(0x6558, 10, &[0x11; 8], &inner));
     assert_inner(&clean(ETH, &f), TunnelKind::Geneve, 10);
-    let f = outer_udp(6081, &geneve(0x0800, 11, 0, &inner_v4_tcp()));
+    let f = outer_udp(6081, &geneve(0x0800, 11, &[], &inner_v4_tcp()));
     assert_inner(&clean(ETH, &f), TunnelKind::Geneve, 11);
-    let mut bad = geneve(0x6558, 10, 0, &inner);
+    let mut bad = geneve(0x6558, 10, &[], &inner);
     bad[0] = 0x80; // version 2
     assert_eq!(with_anomalies(ETH, &outer_udp(6081, &bad)).1, vec![("tunnel_malformed", 1)]);
 }
@@ -735,7 +738,7 @@ fn tunnel_geneve() {
 #[test]
 fn tunnel_geneve_answered_from_its_port() {
     // an endpoint's answer comes from 6081 to the sender's port (tshark decodes it)
-    let f = eth(0x0800, &ipv4(17, &udp(6081, 49999, &geneve(0x0800, 12, 0, &inner_v4_tcp()))));
+    let f = eth(0x0800, &ipv4(17, &udp(6081, 49999, &geneve(0x0800, 12, &[], &inner_v4_tcp()))));
     assert_inner(&clean(ETH, &f), TunnelKind::Geneve, 12);
 }
 
@@ -777,7 +780,7 @@ fn snap(ethertype: u16, payload: &[u8]) -> Vec<u8> {
 fn tunnel_aruba_wlan_gre() {
     let body = snap(0x0800, &inner_v4_tcp());
     for (proto, qos) in [(0x8200, false), (0x8210, true), (0x8370, true)] {
-        let f = eth(0x0800, &ipv4(47, &gre(proto, false, Some(3), None, &wlan_data(qos, &body))));
+        let f = eth(0x0800, &ipv4(47, &gre(proto, Some(3), &wlan_data(qos, &body))));
         let d = clean(ETH, &f);
         assert_inner(&d, TunnelKind::Gre, 3);
         assert_eq!(d.l4_offset as usize, 14 + 20 + 8 + 24 + if qos { 2 } else { 0 } + 8 + 20);
@@ -788,18 +791,18 @@ fn tunnel_aruba_wlan_gre() {
     let mut prot = wlan_data(false, &body);
     prot[1] |= 0x40;
     for w in [mgmt, prot] {
-        let (d, a) = with_anomalies(ETH, &eth(0x0800, &ipv4(47, &gre(0x8200, false, None, None, &w))));
+        let (d, a) = with_anomalies(ETH, &eth(0x0800, &ipv4(47, &gre(0x8200, None, &w))));
         assert_eq!((d.l4, d.proto, a), (L4::Other, 47, vec![("ethertype_not_ip", 1)]));
     }
     // 0x8201 is not Aruba's
-    let f = eth(0x0800, &ipv4(47, &gre(0x8201, false, None, None, &wlan_data(false, &body))));
+    let f = eth(0x0800, &ipv4(47, &gre(0x8201, None, &wlan_data(false, &body))));
     assert_eq!(with_anomalies(ETH, &f).0.l4, L4::Other);
 }
 
 #[test]
 fn vntag() {
     // VN-Tag, then an 802.1Q tag, then IPv4
-    let f = eth(0x8926, &cat(&[&[0x80, 0x01, 0x00, 0x02, 0x81, 0x00], &tag(5, 0x0800), &inner_v4_tcp()]));
+    let f = eth(0x8926, &cat(&[&[0x80, 0x01, 0x00, 0x02, 0x81, 0x00], &vlan(5, 0x0800, &inner_v4_tcp())]));
     let d = clean(ETH, &f);
     assert_eq!((d.l4, d.dport, d.l4_offset), (L4::Tcp, 22, 14 + 6 + 4 + 20));
     let f = eth(0x8926, &cat(&[&[0, 0, 0, 0, 0x86, 0xdd], &ipv6(17, &udp(1, 2, b"q"))]));
@@ -869,7 +872,7 @@ fn tunnel_teredo() {
 #[test]
 fn ip_in_ip() {
     let in4 = inner_v4_tcp();
-    let in6 = ipv6_len(v6(7), v6(8), 6, None, &tcp(33000, 22, b"ssh"));
+    let in6 = Ipv6 { src: v6(7), dst: v6(8), ..Ipv6::new(6) }.build(&tcp(33000, 22, b"ssh"));
     let d = clean(ETH, &eth(0x0800, &ipv4(4, &in4)));
     assert_inner(&d, TunnelKind::IpIp, 0);
     let d = clean(ETH, &eth(0x86dd, &ipv6(4, &in4)));
@@ -885,15 +888,19 @@ fn ip_in_ip() {
 
 #[test]
 fn mpls_over_udp() {
-    let p = cat(&[&label(1000, true), &inner_v4_tcp()]);
+    let p = mpls(&[1000], &inner_v4_tcp());
     assert_inner(&clean(ETH, &outer_udp(6635, &p)), TunnelKind::MplsUdp, 0);
 }
 
 #[test]
 fn nesting_and_depth() {
     // Ethernet / IPv4 / GRE key 3 / IPv4 / UDP / VXLAN 9 / Ethernet / IPv4 / TCP
-    let vx = ipv4_addrs([172, 16, 0, 1], [172, 16, 0, 2], 17, &udp(1, 4789, &vxlan(9, &eth(0x0800, &inner_v4_tcp()))));
-    let f = eth(0x0800, &ipv4(47, &gre(0x0800, false, Some(3), None, &vx)));
+    let vx = Ipv4 { src: [172, 16, 0, 1], dst: [172, 16, 0, 2], ..Ipv4::new(17) }.build(&udp(
+        1,
+        4789,
+        &vxlan(9, &eth(0x0800, &inner_v4_tcp())),
+    ));
+    let f = eth(0x0800, &ipv4(47, &gre(0x0800, Some(3), &vx)));
     assert_inner(&clean(ETH, &f), TunnelKind::Vxlan, 9);
     // depth 1: taken at the first tunnel's inside
     let cfg = DecodeConfig { max_tunnel_depth: 1, ..Default::default() };
@@ -921,10 +928,16 @@ fn fragmented_tunnel_attributes_later_fragments_to_the_inner_flow() {
     let vx = udp(
         1,
         4789,
-        &vxlan(77, &eth(0x0800, &ipv4_addrs([10, 0, 0, 1], [10, 0, 0, 2], 6, &tcp(33000, 22, &[0; 200])))),
+        &vxlan(
+            77,
+            &eth(
+                0x0800,
+                &Ipv4 { src: [10, 0, 0, 1], dst: [10, 0, 0, 2], ..Ipv4::new(6) }.build(&tcp(33000, 22, &[0; 200])),
+            ),
+        ),
     );
-    let first = eth(0x0800, &V4 { id: 5, mf: true, ..V4::new(17) }.build(&vx[..96]));
-    let later = eth(0x0800, &V4 { id: 5, frag_off: 96, ..V4::new(17) }.build(&vx[96..]));
+    let first = eth(0x0800, &Ipv4 { id: 5, mf: true, ..Ipv4::new(17) }.build(&vx[..96]));
+    let later = eth(0x0800, &Ipv4 { id: 5, frag_off: 96, ..Ipv4::new(17) }.build(&vx[96..]));
     let d1 = x.decode(ETH, &first, 0);
     assert_eq!((d1.dport, d1.fragment, d1.tunnel.kind), (22, Fragment::First, TunnelKind::Vxlan));
     let d2 = x.decode(ETH, &later, 0);
@@ -958,29 +971,38 @@ pub(crate) fn sample_frames() -> Vec<(LinkType, Vec<u8>)> {
     let seg = tcp(1, 2, &[3; 40]);
     vec![
         (ETH, tcp_v4_frame(1, 2, b"x")),
-        (ETH, eth(0x8100, &cat(&[&tag(5, 0x86dd), &ipv6(17, &udp(1, 2, b"x"))]))),
-        (ETH, eth(0x8847, &cat(&[&label(1, false), &label(2, true), &inner]))),
+        (ETH, eth(0x8100, &vlan(5, 0x86dd, &ipv6(17, &udp(1, 2, b"x"))))),
+        (ETH, eth(0x8847, &mpls(&[1, 2], &inner))),
         (ETH, eth(0x8864, &pppoe(0x21, &inner))),
-        (ETH, eth(0x0800, &ipv4(47, &gre(0x6558, true, Some(1), Some(2), &inner_eth)))),
         (
             ETH,
             eth(
                 0x0800,
-                &ipv4(47, &gre(0x88be, false, None, Some(2), &cat(&[&[0x10, 1, 0, 5, 0, 0, 0, 0], &inner_eth]))),
+                &ipv4(47, &Gre { csum: true, key: Some(1), seq: Some(2), ..Gre::new(0x6558) }.build(&inner_eth)),
+            ),
+        ),
+        (
+            ETH,
+            eth(
+                0x0800,
+                &ipv4(
+                    47,
+                    &Gre { seq: Some(2), ..Gre::new(0x88be) }.build(&cat(&[&[0x10, 1, 0, 5, 0, 0, 0, 0], &inner_eth])),
+                ),
             ),
         ),
         (ETH, outer_udp(4789, &vxlan(1, &inner_eth))),
-        (ETH, outer_udp(6081, &geneve(0x6558, 1, 1, &inner_eth))),
+        (ETH, outer_udp(6081, &geneve(0x6558, 1, &[0x11; 4], &inner_eth))),
         (ETH, outer_udp(2152, &gtpu(255, 1, Some(1), &inner))),
         (ETH, outer_udp(3544, &ipv6(59, &[]))),
-        (ETH, outer_udp(6635, &cat(&[&label(1, true), &inner]))),
+        (ETH, outer_udp(6635, &mpls(&[1], &inner))),
         (ETH, eth(0x86dd, &ipv6(0, &cat(&[&ext(44, 1), &frag6(6, 0, true, 1), &seg])))),
-        (ETH, eth(0x0800, &V4 { mf: true, ..V4::new(6) }.build(&seg))),
-        (ETH, eth(0x0800, &V4 { frag_off: 8, ..V4::new(6) }.build(&seg))),
+        (ETH, eth(0x0800, &Ipv4 { mf: true, ..Ipv4::new(6) }.build(&seg))),
+        (ETH, eth(0x0800, &Ipv4 { frag_off: 8, ..Ipv4::new(6) }.build(&seg))),
         (ETH, eth(0x86dd, &ipv6(41, &ipv6(4, &inner)))),
         (LinkType::LINUX_SLL, cat(&[&[0, 0, 0, 1, 0, 6, 1, 2, 3, 4, 5, 6, 0, 0, 8, 0], &inner])),
         (LinkType::NULL, cat(&[&[2, 0, 0, 0], &inner])),
-        (LinkType::RAW, ipv4(1, &icmp(3, 3, &inner))),
+        (LinkType::RAW, ipv4(1, &icmp(3, 3, 1, &inner))),
     ]
 }
 

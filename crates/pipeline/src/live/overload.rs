@@ -578,39 +578,32 @@ impl Controller {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tapstat_frames::{Eth, Ipv4, Tcp, Udp};
+
+    /// The link layer of the frames below: zero MAC addresses, no padding.
+    const ZERO_MACS: Eth = Eth { dst: [0; 6], src: [0; 6], min_len: 0 };
+
+    /// An IPv4 header from 10.0.0.1 to `dst` with DF set, id 0, checksum 0.
+    fn ip_to(dst: [u8; 4], proto: u8) -> Ipv4 {
+        Ipv4 { src: [10, 0, 0, 1], dst, id: 0, df: true, ..Ipv4::new(proto) }
+    }
 
     /// An Ethernet/IPv4/TCP frame from 10.0.0.1:`sport` to 10.0.0.2:443 with `flags`
-    /// and `payload`.
+    /// and `payload` (sequence and acknowledgment numbers 0, window 0).
     fn seg(sport: u16, flags: u8, payload: &[u8]) -> Vec<u8> {
-        let mut f = vec![0u8; 12];
-        f.extend_from_slice(&[0x08, 0x00]);
-        let len = (40 + payload.len()) as u16;
-        let mut ip = vec![0x45, 0, (len >> 8) as u8, len as u8, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
-        ip.extend_from_slice(&sport.to_be_bytes());
-        ip.extend_from_slice(&443u16.to_be_bytes());
-        ip.extend_from_slice(&[0; 8]);
-        ip.extend_from_slice(&[5 << 4, flags]);
-        ip.extend_from_slice(&[0; 6]);
-        ip.extend_from_slice(payload);
-        f.extend_from_slice(&ip);
-        f
+        let t = Tcp { seq: 0, ack: 0, flags, window: 0, ..Tcp::new(sport, 443) };
+        ZERO_MACS.build(0x0800, &ip_to([10, 0, 0, 2], 6).build(&t.build(payload)))
     }
 
     fn tcp(sport: u16, flags: u8) -> Vec<u8> {
         seg(sport, flags, &[])
     }
 
-    /// An Ethernet/IPv4/UDP frame between 10.0.0.1:`sport` and 10.0.0.9:`dport`.
+    /// An Ethernet/IPv4/UDP frame between 10.0.0.1:`sport` and 10.0.0.9:`dport`; its IP
+    /// and UDP lengths count no payload.
     fn udp(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
-        let mut f = vec![0u8; 12];
-        f.extend_from_slice(&[0x08, 0x00]);
-        let mut ip = vec![0x45, 0, 0, 28, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 9];
-        ip.extend_from_slice(&sport.to_be_bytes());
-        ip.extend_from_slice(&dport.to_be_bytes());
-        ip.extend_from_slice(&[0, 8, 0, 0]);
-        ip.extend_from_slice(payload);
-        f.extend_from_slice(&ip);
-        f
+        let u = Udp { len: Some(8), ..Udp::new(sport, dport) };
+        ZERO_MACS.build(0x0800, &Ipv4 { total_len: Some(28), ..ip_to([10, 0, 0, 9], 17) }.build(&u.build(payload)))
     }
 
     const E: LinkType = LinkType::ETHERNET;

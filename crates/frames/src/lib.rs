@@ -2,7 +2,7 @@
 //! field holds: Ethernet, VLAN / QinQ, MPLS, PPPoE, IPv4 (options, fragments), IPv6
 //! (extension headers, fragments), TCP, UDP, ICMP, GRE, VXLAN, Geneve, GTP-U, the
 //! Internet checksum ([`checksum`]), a few application payloads ([`app`]: DNS, TLS
-//! hellos, SSH KEXINIT) and classic pcap files ([`pcap`]). No dependencies, so every
+//! hellos, SSH KEXINIT) and classic pcap files ([`mod@pcap`]). No dependencies, so every
 //! crate of the workspace can use it in its tests (the decoder's included); the testkit
 //! re-exports it as `tapstat_testkit::frames`.
 //!

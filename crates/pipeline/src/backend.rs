@@ -15,16 +15,20 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tapstat_analyze::histo::Histo;
 use tapstat_analyze::TrackerStats;
 
+use crate::dispatch::DispatchResult;
 use crate::export::{ipfix, kafka};
 use crate::record_out::{LogFiles, RecordOut, ToWriter, NLOGS};
 use crate::worker::WorkerResult;
 use crate::writer::{open_output, Writer, WriterResult, Written};
-use crate::{EngineConfig, EngineError, IpfixSummary, KafkaSummary, PacketTimeSummary, PacketTimer, Summary};
+use crate::{
+    cpu_seconds, EngineConfig, EngineError, IpfixSummary, KafkaSummary, PacketTimeSummary, PacketTimer, Summary,
+};
+use tapstat_capture::CaptureStats;
 
 /// Blocks each worker may have on their way to the writer.
 const IN_FLIGHT: usize = 64;
@@ -155,7 +159,51 @@ impl Backend {
     }
 }
 
+/// When a run started, in wall-clock and process CPU time.
+#[derive(Clone, Copy)]
+pub(crate) struct Started {
+    at: Instant,
+    cpu_s: f64,
+}
+
+impl Started {
+    pub(crate) fn now() -> Started {
+        Started { at: Instant::now(), cpu_s: cpu_seconds() }
+    }
+}
+
 impl Ended {
+    /// The run's summary: what the front end counted before the workers (`disp`: frames,
+    /// bytes, anomalies; `capture`: the source's figures, `warnings`), what the workers
+    /// and the writer did, and the time since `started`. The front ends add their own.
+    pub(crate) fn summary(
+        &self,
+        cfg: &EngineConfig,
+        disp: &DispatchResult,
+        capture: CaptureStats,
+        warnings: Vec<String>,
+        interrupted: bool,
+        started: Started,
+    ) -> Summary {
+        Summary::new(
+            cfg,
+            self.per_worker_packets.len().max(1),
+            &disp.anomalies,
+            disp.non_ip,
+            disp.frames,
+            disp.wire_bytes,
+            disp.first_ns,
+            disp.last_ns,
+            &self.stats,
+            &self.records,
+            capture,
+            warnings,
+            interrupted,
+            started.at.elapsed().as_secs_f64(),
+            cpu_seconds() - started.cpu_s,
+        )
+    }
+
     /// Puts what the back end knows into `s`: the timings of the packets, the link
     /// histograms and the exporters' figures.
     pub(crate) fn fill(self, s: &mut Summary) {

@@ -1,7 +1,7 @@
 //! The file front end: a reader thread, dispatcher threads and workers joined by
 //! bounded rings ([`run`]).
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Started};
 use crate::dispatch::{run_dispatcher, Dispatch, DispatchResult, Ends, Msg, Pkt};
 use crate::flow_groups::FlowGroups;
 use crate::migrate::{Mail, Mailboxes};
@@ -9,12 +9,10 @@ use crate::reader::{Clocked, Reader, ReaderResult};
 use crate::schedule::Scheduler;
 use crate::worker::{run_inline, run_worker, Worker};
 use crate::{
-    cpu_seconds, random_seed, ring, EngineConfig, EngineError, Progress, Receiver, Schedule, SchedulingSummary, Sender,
-    Summary,
+    random_seed, ring, EngineConfig, EngineError, Progress, Receiver, Schedule, SchedulingSummary, Sender, Summary,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 use tapstat_analyze::{InputClock, Tracker, TrackerConfig};
 use tapstat_capture::{CaptureStats, Chunk, PacketSource};
@@ -29,8 +27,7 @@ pub fn run(
     stop: Arc<AtomicBool>,
     progress: Arc<Progress>,
 ) -> Result<Summary, EngineError> {
-    let started = Instant::now();
-    let cpu0 = cpu_seconds();
+    let started = Started::now();
     let n = cfg.workers.max(1);
     let seed = cfg.hash_seed.unwrap_or_else(random_seed);
     let hasher = FlowHasher::with_kind(cfg.flow_hash, seed);
@@ -205,23 +202,7 @@ pub fn run(
     }
     let mut warnings = reader.warnings;
     warnings.extend(ended.warnings.iter().cloned());
-    let mut summary = Summary::new(
-        cfg,
-        n,
-        &disp.anomalies,
-        disp.non_ip,
-        disp.frames,
-        disp.wire_bytes,
-        disp.first_ns,
-        disp.last_ns,
-        &ended.stats,
-        &ended.records,
-        reader.stats,
-        warnings,
-        interrupted,
-        started.elapsed().as_secs_f64(),
-        cpu_seconds() - cpu0,
-    );
+    let mut summary = ended.summary(cfg, &disp, reader.stats, warnings, interrupted, started);
     if let Some(e) = &written.error {
         summary.write_error = Some(format!("{e}: {}", e.source));
         summary.records_not_written = written.lost;

@@ -25,7 +25,7 @@
 //! drops the answer, counted); each worker takes in what the others sent before each
 //! burst of its own packets.
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Started};
 use crate::dispatch::{Dispatch, DispatchResult};
 use crate::worker::Worker;
 use crate::writer::{HistoReport, HistoWriter, NEVER};
@@ -40,14 +40,12 @@ use crate::live::analysis::*;
 use crate::live::buffer::packet_buffer_sampled;
 use crate::live::overload::{Controller, Overload, OverloadConfig};
 use crate::live::telemetry::{serve_metrics, spawn_reporter, Gauges, ReportTo};
-use crate::{
-    cpu_seconds, random_seed, Acquire, EngineConfig, EngineError, PacketTimeSummary, PacketTimer, Progress, Summary,
-};
+use crate::{random_seed, Acquire, EngineConfig, EngineError, PacketTimeSummary, PacketTimer, Progress, Summary};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tapstat_analyze::dnhunter::DnsAnswer;
 use tapstat_analyze::Tracker;
 use tapstat_capture::live::LiveSource;
@@ -213,8 +211,7 @@ pub fn run_live(
     stop: Arc<AtomicBool>,
     progress: Arc<Progress>,
 ) -> Result<Summary, EngineError> {
-    let started = Instant::now();
-    let cpu0 = cpu_seconds();
+    let started = Started::now();
     let n = sources.len().max(1);
     let seed = cfg.hash_seed.unwrap_or_else(random_seed);
     let hasher = FlowHasher::with_kind(cfg.flow_hash, seed);
@@ -476,23 +473,7 @@ pub fn run_live(
         ));
     }
     let cap = CaptureStats { frames: disp.frames, wire_bytes: disp.wire_bytes, ..CaptureStats::default() };
-    let mut s = Summary::new(
-        cfg,
-        n,
-        &disp.anomalies,
-        disp.non_ip,
-        disp.frames,
-        disp.wire_bytes,
-        disp.first_ns,
-        disp.last_ns,
-        &ended.stats,
-        &ended.records,
-        cap,
-        warnings,
-        stop.load(Ordering::Relaxed),
-        started.elapsed().as_secs_f64(),
-        cpu_seconds() - cpu0,
-    );
+    let mut s = ended.summary(cfg, &disp, cap, warnings, stop.load(Ordering::Relaxed), started);
     s.live = Some(ls);
     s.output_closed = ended.written.closed;
     s.records_not_written = ended.written.lost;

@@ -740,6 +740,94 @@ fn udp_send_errors_are_counted() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// A TCP collector that accepts and then never reads (its receive buffer at the
+/// kernel's minimum) must not hold the run back: the exporter's send times out, the
+/// workers drop what its full queue cannot take (counted), and the run ends, every
+/// record in the logs. Before the export could drop, the workers waited on its queue
+/// and a file run never ended. Needs no collector software: the listener is the test's.
+#[test]
+fn a_collector_that_stops_reading_never_holds_the_run_back() {
+    use std::os::fd::AsRawFd;
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let small: libc::c_int = 1;
+    // SAFETY: a valid socket and a c_int option of the right size.
+    let rc = unsafe {
+        libc::setsockopt(
+            l.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&small as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0);
+    let port = l.local_addr().unwrap().port();
+    l.set_nonblocking(true).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    // Accepts every connection (the first and each reconnection) and holds it, unread.
+    let holder = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while !stop2.load(Ordering::Relaxed) {
+            match l.accept() {
+                Ok((c, _)) => held.push(c),
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+        held.len()
+    });
+    let dir = tempdir("ipfix-stalled");
+    let (bytes, truth) = tapstat_lab::synth::synthesize(&tapstat_lab::synth::SynthConfig {
+        seed: 5,
+        tcp_flows: 20_000,
+        udp_dns_flows: 20_000,
+        ..Default::default()
+    });
+    let pcap = dir.join("s.pcap");
+    std::fs::write(&pcap, bytes).unwrap();
+    let out = dir.join("out");
+    let target = format!("127.0.0.1:{port}");
+    let mut child = Command::new(bin())
+        .args(["-q", "-w", "1", "-r", pcap.to_str().unwrap(), "-o", out.to_str().unwrap(), "--ipfix", &target])
+        .args(["--ipfix-transport", "tcp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break Some(st);
+        }
+        if t0.elapsed() > Duration::from_secs(180) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    stop.store(true, Ordering::Relaxed);
+    let connections = holder.join().unwrap();
+    let status = status.expect("the run did not end within 180 s: the stalled collector held it back");
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(connections >= 1);
+    let s = summary(&out);
+    let x = &s["ipfix"];
+    let (sent, lost, dropped) =
+        (x["records"].as_u64().unwrap(), x["records_lost"].as_u64().unwrap(), x["records_dropped"].as_u64().unwrap());
+    let rows = log_rows(&out).len() as u64;
+    assert!(rows >= truth.len() as u64, "every flow in the logs: {rows} rows, {} flows", truth.len());
+    assert_eq!(sent + lost + dropped, rows, "every record sent, lost or dropped, and counted: {x}");
+    assert!(dropped > 0, "the full queue dropped records rather than wait: {x}");
+    assert!(
+        s["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("dropped before the exporter")),
+        "{s}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A live run exports too: `tapstat -i` on a veth in a network namespace of its own,
 /// with nfcapd on the namespace's loopback; what nfdump reads equals the run's logs.
 /// Needs root, `ip` and `tcpreplay` as the live tests do (skipped otherwise, unless

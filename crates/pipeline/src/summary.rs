@@ -151,7 +151,7 @@ pub const SUMMARY_KEYS: &[(&str, &str)] = &[
     ("flow_hash", "the flow hash function (`--flow-hash`)"),
     ("packet_time", "per-packet processing time in the workers (the flow tracker's share; live runs too), 1 packet in `--time-sample`: mean, percentiles, maximum, outliers, histogram (ns)"),
     ("scheduling", "file runs with several workers: the policy (`--schedule`), the dispatcher threads, the flows moved between workers (balance, bundle) and the packets each worker analysed"),
-    ("ipfix", "runs with `--ipfix` only: the `collector`, the `transport` (udp or tcp), the `observation_domain`; `records` (data records sent, one per ended flow), `messages` (the template messages included), `template_messages`, `bytes`; `send_errors` (messages the transport refused, or not sent for want of a TCP connection), `records_lost` (the data records in them), `reconnects` (TCP connections opened again) and `last_error`"),
+    ("ipfix", "runs with `--ipfix` only: the `collector`, the `transport` (udp or tcp), the `observation_domain`; `records` (data records sent, one per ended flow), `messages` (the template messages included), `template_messages`, `bytes`; `send_errors` (messages the transport refused, or not sent for want of a TCP connection), `records_lost` (the data records in them), `records_dropped` (data records the workers dropped because the exporter's queue stayed full for a second: a collector that stops reading never holds the analysis back), `reconnects` (TCP connections opened again, after 1 s, then twice as long after each failure in a row, at most 30 s) and `last_error`"),
     ("kafka", "runs with `--kafka` only: the `brokers`, the `topics` written (`PREFIX.<log>`, `PREFIX.schema`), the `spool_dir`; `records` (handed to the export, the `schema_messages` included), `spool_at_start` (records earlier runs left in the spool, sent first), `produced` (handed to the Kafka client, resends included), `delivered` (acknowledged by the broker), `spooled` (written to the spool: the client's queue was full, the broker down or slow), `resent` (read back from the spool and produced), `dropped` (lost: the spool was at its bound, `--kafka-spool`), `errors` (lost: refused or failed for good by the client), `left_in_spool` (on disk at the end, for the next run with that spool), `maybe_delivered` (of those, taken back while on their way: possibly delivered already, so possibly twice), `linger_s` (the end's wait for deliveries), `topics_error` and `last_error`; always `spool_at_start + records = delivered + errors + dropped + left_in_spool`"),
 ];
 
@@ -266,6 +266,13 @@ impl Summary {
     /// records were lost.
     pub(crate) fn set_ipfix(&mut self, s: Option<crate::IpfixSummary>) {
         if let Some(x) = &s {
+            if x.records_dropped > 0 {
+                self.warnings.push(format!(
+                    "IPFIX: {} record(s) dropped before the exporter: its queue to {} stayed full (the collector \
+                     did not take them fast enough; the analysis was not held back)",
+                    x.records_dropped, x.collector
+                ));
+            }
             if x.records_lost > 0 {
                 self.warnings.push(format!(
                     "IPFIX: {} record(s) in {} message(s) could not be sent to {} over {}{}",
@@ -336,8 +343,8 @@ impl Summary {
         }
         if let Some(x) = &self.ipfix {
             s += &format!(
-                "  ipfix: {} records in {} messages to {} over {}; {} lost\n",
-                x.records, x.messages, x.collector, x.transport, x.records_lost
+                "  ipfix: {} records in {} messages to {} over {}; {} lost, {} dropped\n",
+                x.records, x.messages, x.collector, x.transport, x.records_lost, x.records_dropped
             );
         }
         if let Some(x) = &self.kafka {

@@ -729,6 +729,30 @@ impl Transport {
 /// How long a TCP connection may take to open, and a message to be written.
 const TCP_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Writes all of `msg` to `s` within `limit` in all. The socket's write timeout holds
+/// for one `write` call, and a collector that takes a few bytes now and then (a
+/// receive window that opens by a segment at each probe) would make `write_all` wait
+/// `limit` for every one of them: a message that cannot go out in `limit` is a failed
+/// send (the connection is then dropped, so a message cut short is never followed).
+fn write_within(s: &mut TcpStream, msg: &[u8], limit: Duration) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + limit;
+    let mut rest = msg;
+    while !rest.is_empty() {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "the collector took no more in time"));
+        }
+        s.set_write_timeout(Some(left))?;
+        match s.write(rest) {
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "the collector's connection took nothing")),
+            Ok(n) => rest = &rest[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// A collector: a connected UDP socket, or a TCP connection (none after a failure, until
 /// [`Collector::reconnect`]).
 #[derive(Debug)]
@@ -786,7 +810,7 @@ impl Collector {
         let Some(s) = self.tcp.as_mut() else {
             return Err(io::Error::new(io::ErrorKind::NotConnected, "no connection to the collector"));
         };
-        let r = s.write_all(msg);
+        let r = write_within(s, msg, TCP_TIMEOUT);
         if r.is_err() {
             self.tcp = None;
         }

@@ -18,7 +18,7 @@
 //! be sent is counted (`send_errors`, `records_lost`); a TCP connection that fails is
 //! opened again, at most once a second, with the templates first.
 
-use crate::export::blocks::{BlockOut, Blocks};
+use crate::export::blocks::{Backpressure, BlockOut, Blocks, Drops};
 use crate::EngineError;
 use serde::Serialize;
 use std::net::SocketAddr;
@@ -54,6 +54,10 @@ pub struct IpfixSummary {
     pub send_errors: u64,
     /// Data records of the messages not sent.
     pub records_lost: u64,
+    /// Data records never handed to the exporter: its queue was full (a collector
+    /// that does not read, or a network that does not carry), so the workers dropped
+    /// them rather than wait (export never holds the analysis back).
+    pub records_dropped: u64,
     /// TCP connections opened again after a failure.
     pub reconnects: u64,
     /// The last sending error, if any.
@@ -68,8 +72,14 @@ pub const TEMPLATE_REFRESH_MESSAGES: u64 = 256;
 /// A worker hands its records to the exporter once it holds this many bytes (and at
 /// every flush of its logs: the end of a file run, and every second live).
 const BLOCK_BYTES: usize = 32 * 1024;
-/// A failed TCP connection is tried again at most this often.
+/// A failed TCP connection is tried again after this long, doubled after every failure
+/// in a row up to [`RECONNECT_MAX`], back to this after a message is sent.
 const RECONNECT_EVERY: Duration = Duration::from_secs(1);
+const RECONNECT_MAX: Duration = Duration::from_secs(30);
+/// A worker whose records find the exporter's queue full waits this long, then drops
+/// them (counted in `records_dropped`) and drops the next ones at once until the
+/// exporter has caught up.
+const QUEUE_WAIT: Duration = Duration::from_secs(1);
 
 /// The exporter thread, and the channel the workers' [`IpfixOut`]s feed.
 pub(crate) struct Exporter(Blocks<IpfixSummary>);
@@ -86,9 +96,15 @@ impl Exporter {
             ))
         })?;
         let cfg = *cfg;
-        Ok(Exporter(Blocks::spawn("tapstat-ipfix", "IPFIX exporter", BLOCK_BYTES, 4096, move |rx, free| {
-            export(col, cfg, rx, free)
-        })))
+        let wait = Backpressure::DropAfter(QUEUE_WAIT);
+        Ok(Exporter(Blocks::spawn(
+            "tapstat-ipfix",
+            "IPFIX exporter",
+            BLOCK_BYTES,
+            4096,
+            wait,
+            move |rx, free, drops| export(col, cfg, rx, free, &drops),
+        )))
     }
 
     /// A worker's end of the channel.
@@ -188,6 +204,7 @@ fn export(
     cfg: IpfixConfig,
     blocks: crossbeam_channel::Receiver<Vec<u8>>,
     free: crossbeam_channel::Sender<Vec<u8>>,
+    drops: &Drops,
 ) -> IpfixSummary {
     let mut x = Sender {
         framer: Framer::new(cfg.domain, cfg.transport.message_max()),
@@ -201,8 +218,9 @@ fn export(
         templates_at: None,
         since_templates: 0,
         tried_at: Instant::now(),
+        retry_in: RECONNECT_EVERY,
     };
-    for mut b in blocks {
+    for mut b in &blocks {
         let mut at = 0;
         while at + 4 <= b.len() {
             let tid = u16::from_be_bytes([b[at], b[at + 1]]);
@@ -218,8 +236,12 @@ fn export(
         }
         b.clear();
         let _ = free.try_send(b);
+        if blocks.is_empty() {
+            drops.caught_up();
+        }
     }
     x.col.close();
+    x.s.records_dropped = drops.records.load(std::sync::atomic::Ordering::Relaxed);
     x.s
 }
 
@@ -233,15 +255,18 @@ struct Sender {
     templates_at: Option<Instant>,
     /// Messages sent since.
     since_templates: u64,
-    /// The last (re)connection attempt.
+    /// The last (re)connection attempt, and the wait before the next one.
     tried_at: Instant,
+    retry_in: Duration,
 }
 
 impl Sender {
     fn send(&mut self, m: Message) {
         let tcp = self.col.transport == Transport::Tcp;
-        if tcp && !self.col.is_open() && self.tried_at.elapsed() >= RECONNECT_EVERY {
+        if tcp && !self.col.is_open() && self.tried_at.elapsed() >= self.retry_in {
             self.tried_at = Instant::now();
+            // Until a message goes through, each try waits twice as long as the last.
+            self.retry_in = (self.retry_in * 2).min(RECONNECT_MAX);
             match self.col.reconnect() {
                 Ok(()) => {
                     self.s.reconnects += 1;
@@ -281,6 +306,7 @@ impl Sender {
                 self.s.records += m.records as u64;
                 self.s.bytes += m.bytes.len() as u64;
                 self.since_templates += 1;
+                self.retry_in = RECONNECT_EVERY;
             }
             Err(e) => self.lost(&m, Some(e)),
         }
@@ -289,14 +315,19 @@ impl Sender {
 
     /// Message `m` was not sent (`e`: the transport's error; none: no connection).
     fn lost(&mut self, m: &Message, e: Option<std::io::Error>) {
+        let failed_send = e.is_some();
         self.s.send_errors += 1;
         self.s.records_lost += m.records as u64;
         if let Some(e) = e {
             self.s.last_error = Some(e.to_string());
         }
         if !self.col.is_open() {
-            // A new connection starts with the templates.
+            // A new connection starts with the templates; it is tried once the wait
+            // has passed since this failure (a send that timed out took its time).
             self.templates_at = None;
+            if failed_send {
+                self.tried_at = Instant::now();
+            }
         }
     }
 }

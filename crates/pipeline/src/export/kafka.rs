@@ -32,7 +32,7 @@
 //! Accounting (summary.json `kafka`): `spool_at_start + records = delivered + errors +
 //! dropped + left_in_spool`.
 
-use crate::export::blocks::{BlockOut, Blocks};
+use crate::export::blocks::{Backpressure, BlockOut, Blocks};
 use crate::EngineError;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -279,15 +279,22 @@ impl Exporter {
                 let _ = created_tx.send(Ok(()));
             }
         }
-        Exporter(Blocks::spawn("tapstat-kafka", "Kafka exporter", BLOCK_BYTES, 16 * 1024, move |rx, free_tx| {
-            let mut x = Export::new(broker, spool, s);
-            x.schema = Some(schema);
-            x.created = Some(created);
-            x.tsv = tsv;
-            x.run(rx, free_tx);
-            done.store(true, Ordering::Relaxed);
-            x.finish(linger)
-        }))
+        Exporter(Blocks::spawn(
+            "tapstat-kafka",
+            "Kafka exporter",
+            BLOCK_BYTES,
+            16 * 1024,
+            Backpressure::Wait,
+            move |rx, free_tx, _| {
+                let mut x = Export::new(broker, spool, s);
+                x.schema = Some(schema);
+                x.created = Some(created);
+                x.tsv = tsv;
+                x.run(rx, free_tx);
+                done.store(true, Ordering::Relaxed);
+                x.finish(linger)
+            },
+        ))
     }
 
     /// A worker's end of the channel.

@@ -67,7 +67,9 @@ pub enum Command {
     Report {
         /// The output directory of a finished run (it holds summary.json)
         dir: PathBuf,
-        /// Where to write the page (default DIR/report.html)
+        /// Where to write the page (default DIR/report.html). An existing regular file is
+        /// overwritten in place, as cp does; a path that exists and is not a regular file
+        /// (a device, a FIFO, a directory, a symbolic link) is refused, never replaced
         #[arg(short = 'o', long, value_name = "FILE")]
         out: Option<PathBuf>,
         /// Entries in the top-N charts (applications, names, talkers, ports) [1..=1000]

@@ -67,7 +67,9 @@ pub enum Command {
     Report {
         /// The output directory of a finished run (it holds summary.json)
         dir: PathBuf,
-        /// Where to write the page (default DIR/report.html)
+        /// Where to write the page (default DIR/report.html). An existing regular file is
+        /// overwritten in place, as cp does; a path that exists and is not a regular file
+        /// (a device, a FIFO, a directory, a symbolic link) is refused, never replaced
         #[arg(short = 'o', long, value_name = "FILE")]
         out: Option<PathBuf>,
         /// Entries in the top-N charts (applications, names, talkers, ports) [1..=1000]
@@ -347,9 +349,13 @@ pub struct RunArgs {
     /// Chunks per scheduling epoch (balance, bundle) [1..=2^20]
     #[arg(help_heading = "Tuning", long, value_name = "N", default_value_t = 64, hide = true, allow_negative_numbers = true, value_parser = int_in::<u64, 1, { 1 << 20 }>)]
     pub epoch_chunks: u64,
-    /// Write into an output directory that holds an earlier run's output: tapstat's
-    /// own files there (log_*, summary.json, stats.jsonl, interval directories) are
-    /// removed first; other files are left alone
+    /// Write into an output directory that holds an earlier run's output: the exact
+    /// names tapstat writes there (its logs in any format and compression, summary.json,
+    /// stats.jsonl, histograms.tsv, report.html, interval directories named
+    /// YYYY_MM_DD_HH_MM[_SS].out) are removed first; other names (log_book.txt, a
+    /// log_archive/ directory) are left alone, and an interval directory holding
+    /// anything tapstat does not write makes the run refuse, naming it, before
+    /// removing anything
     #[arg(help_heading = "Output", long)]
     pub force: bool,
 }

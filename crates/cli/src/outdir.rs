@@ -2,11 +2,14 @@
 //!
 //! - A lock (`.tapstat.lock`, `flock`) is held for the whole run: a second run on the
 //!   same directory fails at once instead of interleaving its lines with the first's.
-//! - A directory that holds tapstat's output of an earlier run (a `log_*` file,
-//!   `summary.json`, `stats.jsonl`, `histograms.tsv`, `report.html`, a `--rotate`
-//!   interval directory) is refused unless
-//!   `--force`, which removes exactly those first; files tapstat does not write are
-//!   never touched. So a rerun with another format or without `--periodic` cannot
+//! - A directory that holds tapstat's output of an earlier run (a log file, by its
+//!   exact name in any format and compression, `summary.json`, `stats.jsonl`,
+//!   `histograms.tsv`, `report.html`, a `--rotate` interval directory named exactly
+//!   `YYYY_MM_DD_HH_MM[_SS].out`, or its hidden `.NAME.part`) is refused unless
+//!   `--force`, which removes exactly those first; names tapstat does not write
+//!   (`log_book.txt`, `1999_backup_data.out/`) are never touched, and a directory is
+//!   removed only when it holds nothing but files tapstat writes: otherwise `--force`
+//!   refuses, naming the entry, before removing anything. So a rerun with another format or without `--periodic` cannot
 //!   leave an earlier run's logs beside the new ones, and nothing is truncated before
 //!   the run is known to start.
 //! - `summary.json` is written last, under a temporary name renamed into place: it
@@ -21,24 +24,99 @@ pub struct Claim {
     _lock: File,
 }
 
-/// Whether `name` is a file or directory tapstat writes in an output directory.
-fn is_ours(name: &str) -> bool {
-    // YYYY_MM_DD_HH_MM.out, or YYYY_MM_DD_HH_MM_SS.out (periods under a minute).
-    let interval = |n: &str| {
-        let n = n.strip_prefix('.').unwrap_or(n);
-        let n = n.strip_suffix(".part").unwrap_or(n);
-        (n.len() == 20 || n.len() == 23) && n.ends_with(".out") && n.starts_with(|c: char| c.is_ascii_digit())
+/// The lock file of an output directory.
+const LOCK: &str = ".tapstat.lock";
+
+/// Whether `name` is one of `--rotate`'s interval directories, exactly as
+/// [`tapstat_pipeline::interval_name`] spells them: `YYYY_MM_DD_HH_MM.out`, or
+/// `YYYY_MM_DD_HH_MM_SS.out` (periods under a minute), digits where digits belong;
+/// with `part`, the hidden `.NAME.part` of an interval still open.
+fn is_interval(name: &str, part: bool) -> bool {
+    let n = if part {
+        match name.strip_prefix('.').and_then(|n| n.strip_suffix(".part")) {
+            Some(n) => n,
+            None => return false,
+        }
+    } else {
+        name
     };
-    // Logs: log_tcp_complete, log_tcp_complete.jsonl, .zst and .gz (--compress).
-    name.starts_with("log_")
-        || [SUMMARY, "stats.jsonl", HISTOGRAMS, crate::report::REPORT].contains(&name)
-        || interval(name)
+    let Some(stamp) = n.strip_suffix(".out") else { return false };
+    let fields: Vec<&str> = stamp.split('_').collect();
+    matches!(fields.len(), 5 | 6)
+        && fields
+            .iter()
+            .enumerate()
+            .all(|(i, f)| f.len() == if i == 0 { 4 } else { 2 } && f.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Whether `name` is a log file tapstat writes: every log ([`LogId::ALL`]) in every
+/// format and compression, and the further parts of a reopened Parquet log
+/// (`log_x.1.parquet`).
+///
+/// [`LogId::ALL`]: tapstat_analyze::logs::LogId::ALL
+fn is_log(name: &str) -> bool {
+    use tapstat_sink::{Compress, Format};
+    tapstat_analyze::logs::LogId::ALL.iter().any(|id| {
+        [Format::Tsv, Format::Jsonl, Format::Parquet].into_iter().any(|f| {
+            [Compress::None, Compress::Zstd, Compress::Gzip].into_iter().any(|c| {
+                let full = f.file_name(id.name()) + c.suffix();
+                if name == full {
+                    return true;
+                }
+                // A Parquet log reopened goes on in `stem.N.ext` (tapstat_sink's free_part).
+                let Some((stem, ext)) = full.rsplit_once('.') else { return false };
+                f == Format::Parquet
+                    && name
+                        .strip_prefix(stem)
+                        .and_then(|r| r.strip_prefix('.'))
+                        .and_then(|r| r.strip_suffix(ext))
+                        .and_then(|r| r.strip_suffix('.'))
+                        .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+            })
+        })
+    })
+}
+
+/// Whether `name` is a file tapstat writes in an output directory or in one of its
+/// interval directories (the lock included).
+fn is_our_file(name: &str) -> bool {
+    is_log(name) || [SUMMARY, "stats.jsonl", HISTOGRAMS, crate::report::REPORT, LOCK].contains(&name)
+}
+
+/// Whether `name` is an earlier run's output in an output directory: a file tapstat
+/// writes (not the lock, which stays), or an interval directory, open or closed.
+fn is_ours(name: &str) -> bool {
+    (is_our_file(name) && name != LOCK) || is_interval(name, false) || is_interval(name, true)
+}
+
+/// Why `--force` may not remove `p`, an entry named as tapstat's: it is a directory
+/// where tapstat writes a file, or an interval directory holding anything that is not
+/// a file tapstat writes (a subdirectory, another name), named.
+fn foreign_inside(p: &Path) -> Result<Option<String>> {
+    let m = std::fs::symlink_metadata(p).with_context(|| format!("{}", p.display()))?;
+    if !m.is_dir() {
+        return Ok(None);
+    }
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    if !is_interval(name, false) && !is_interval(name, true) {
+        return Ok(Some("it is a directory, where tapstat writes a file".to_string()));
+    }
+    let mut entries: Vec<std::fs::DirEntry> =
+        std::fs::read_dir(p).with_context(|| format!("reading {}", p.display()))?.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(true);
+        if is_dir || !e.file_name().to_str().is_some_and(is_our_file) {
+            return Ok(Some(format!("it holds {}, which tapstat did not write", e.path().display())));
+        }
+    }
+    Ok(None)
 }
 
 /// Creates `dir`, locks it and clears or refuses an earlier run's output.
 pub fn claim(dir: &Path, force: bool) -> Result<Claim> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let lock_path = dir.join(".tapstat.lock");
+    let lock_path = dir.join(LOCK);
     let lock = tapstat_sink::open_append_nofollow(&lock_path).with_context(|| format!("{}", lock_path.display()))?;
     // SAFETY: flock on a descriptor we own; the result is checked.
     if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
@@ -61,8 +139,16 @@ pub fn claim(dir: &Path, force: bool) -> Result<Claim> {
             if ours.len() > 3 { ", ..." } else { "" }
         );
     }
+    // Everything is checked before anything is removed: a refusal leaves the directory
+    // as it was.
+    for p in &ours {
+        if let Some(why) = foreign_inside(p)? {
+            bail!("--force: not removing {}: {why}; move that away or choose another -o", p.display());
+        }
+    }
     for p in ours {
-        // symlink_metadata: a link is removed itself, never followed.
+        // symlink_metadata: a link is removed itself, never followed. A directory here
+        // holds only files tapstat writes (foreign_inside).
         let is_dir = std::fs::symlink_metadata(&p).map(|m| m.is_dir()).unwrap_or(false);
         let r = if is_dir { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
         r.with_context(|| format!("--force: removing {}", p.display()))?;
@@ -106,7 +192,7 @@ pub fn interval_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
         .flatten()
-        .filter(|e| e.file_name().to_str().is_some_and(|n| is_ours(n) && n.ends_with(".out") && !n.starts_with('.')))
+        .filter(|e| e.file_name().to_str().is_some_and(|n| is_interval(n, false)))
         .map(|e| e.path())
         .filter(|p| p.is_dir())
         .collect();
@@ -135,6 +221,8 @@ mod tests {
         for n in [
             "log_tcp_complete",
             "log_udp_complete.jsonl",
+            "log_http_complete.parquet",
+            "log_tcp_periodic.1.parquet",
             "summary.json",
             "stats.jsonl",
             "2026_01_02_03_04.out",
@@ -148,8 +236,39 @@ mod tests {
         }
         assert!(is_ours(".2026_01_02_03_04.out.part"));
         assert!(is_ours(".2026_01_02_03_04_05.out.part"));
-        for n in ["notes.txt", "summary.json.bak", ".tapstat.lock", "out", "x.out"] {
+        for n in [
+            "notes.txt",
+            "summary.json.bak",
+            ".tapstat.lock",
+            "out",
+            "x.out",
+            "log_book.txt",
+            "log_archive",
+            "log_tcp_complete.txt",
+            "log_tcp_complete.jsonl.bz2",
+            "log_tcp_complete.x.parquet",
+            "log_tcp_complete.1",
+            "1999_backup_data.out",
+            "2026_01_02_03_04_05_06.out",
+            "2026_01_02_03_4.out",
+            "2026-01-02_03_04.out",
+            "2026_01_02_03_0a.out",
+            ".2026_01_02_03_04.out",
+            "2026_01_02_03_04.out.part",
+        ] {
             assert!(!is_ours(n), "{n}");
+        }
+        for id in tapstat_analyze::logs::LogId::ALL {
+            assert!(is_ours(&(tapstat_sink::Format::Jsonl.file_name(id.name()) + ".zst")), "{}", id.name());
+        }
+        assert!(is_our_file(".tapstat.lock"));
+    }
+
+    #[test]
+    fn interval_names_are_those_of_the_pipeline() {
+        for (secs, period) in [(1_767_322_440, 60_000_000_000), (1_767_322_445, 10_000_000_000)] {
+            let n = tapstat_pipeline::interval_name(secs, period);
+            assert!(is_interval(&n, false) && is_interval(&format!(".{n}.part"), true), "{n}");
         }
     }
 }

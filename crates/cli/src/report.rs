@@ -74,13 +74,55 @@ pub fn run(dir: &Path, out: Option<&Path>, top: usize) -> Result<PathBuf> {
     }
     let flows = Flows::read(dir)?;
     let html = render(dir, &summary, histo.as_ref(), &flows, top.max(1));
-    let path = out.map_or_else(|| dir.join(REPORT), Path::to_path_buf);
-    crate::outdir::write_new(path.parent().unwrap_or(Path::new(".")), &file_name(&path), &html)?;
-    Ok(path)
+    match out {
+        // In the output directory: a file tapstat creates (never through a name it did
+        // not create: unlinked first).
+        None => {
+            crate::outdir::write_new(dir, REPORT, &html)?;
+            Ok(dir.join(REPORT))
+        }
+        Some(path) => {
+            write_named(path, &html)?;
+            Ok(path.to_path_buf())
+        }
+    }
 }
 
-fn file_name(p: &Path) -> String {
-    p.file_name().map_or_else(|| REPORT.to_string(), |n| n.to_string_lossy().into_owned())
+/// Writes `text` to `path`, a path the user named, as it is given: never unlinked. An
+/// existing regular file is overwritten in place (its inode, mode and owner kept, as
+/// `cp` does); a path that exists and is not a regular file (a device such as
+/// `/dev/null`, a FIFO, a directory, a symbolic link, even to a file) is refused.
+fn write_named(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let refuse = || anyhow::anyhow!("report: {} is not a regular file", path.display());
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.file_type().is_file() => return Err(refuse()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("report: {}", path.display())),
+    }
+    // No O_TRUNC: the file is checked (on the descriptor, so a swap since the check
+    // above is caught too) before anything in it changes. O_NOFOLLOW refuses a link,
+    // O_NONBLOCK keeps a FIFO from blocking the open.
+    let mut f = match std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENXIO | libc::EISDIR)) => return Err(refuse()),
+        Err(e) => return Err(e).with_context(|| format!("report: writing {}", path.display())),
+    };
+    let m = f.metadata().with_context(|| format!("report: {}", path.display()))?;
+    if !m.file_type().is_file() {
+        return Err(refuse());
+    }
+    f.set_len(0)
+        .and_then(|()| f.write_all(text.as_bytes()))
+        .with_context(|| format!("report: writing {}", path.display()))
 }
 
 /// histograms.tsv: count per (interval, histogram, bin), directions summed.

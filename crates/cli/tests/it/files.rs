@@ -76,6 +76,80 @@ fn a_rerun_needs_force_and_force_removes_only_tapstats_files() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// The names in directory `d`, sorted.
+fn names_in(d: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+/// `--force` removes the exact names tapstat writes, nothing merely like them: a
+/// file or directory that starts with `log_`, or a directory of an interval name's
+/// length that starts with a digit, is the user's and survives; tapstat's own earlier
+/// output (another format's logs, a `--rotate` run's interval directories) is replaced.
+#[test]
+fn force_leaves_names_only_like_tapstats_alone() {
+    let d = tempdir("force-like");
+    let pcap = small_sample(&d);
+    let out = d.join("out");
+    analyze(&pcap, &out, 1, &["--format", "jsonl", "--rotate", "1m"]);
+    let intervals: Vec<String> = names_in(&out).into_iter().filter(|n| n.ends_with(".out")).collect();
+    assert!(!intervals.is_empty(), "{:?}", names_in(&out));
+    std::fs::write(out.join("log_book.txt"), "mine\n").unwrap();
+    std::fs::create_dir(out.join("log_archive")).unwrap();
+    std::fs::write(out.join("log_archive/2025.tsv"), "old\n").unwrap();
+    std::fs::create_dir(out.join("1999_backup_data.out")).unwrap();
+    std::fs::write(out.join("1999_backup_data.out/data"), "keep\n").unwrap();
+    analyze(&pcap, &out, 1, &["--force"]);
+    assert_eq!(std::fs::read_to_string(out.join("log_book.txt")).unwrap(), "mine\n");
+    assert_eq!(std::fs::read_to_string(out.join("log_archive/2025.tsv")).unwrap(), "old\n");
+    assert_eq!(std::fs::read_to_string(out.join("1999_backup_data.out/data")).unwrap(), "keep\n");
+    // The earlier run's output is gone (its interval directories, its JSON lines
+    // logs), the new run's is there.
+    for i in &intervals {
+        assert!(!out.join(i).exists(), "{i} survived --force");
+    }
+    assert!(!out.join("log_tcp_complete.jsonl").exists());
+    assert_eq!(read_log(&out, "log_tcp_complete").len(), 20);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// An interval directory (a name of `--rotate`'s) holding something tapstat does not
+/// write is not removed by `--force`: the run refuses, in one line naming the entry,
+/// before removing anything; once the entry is moved away, `--force` replaces the
+/// earlier run's output.
+#[test]
+fn force_refuses_an_interval_directory_holding_a_foreign_entry() {
+    let d = tempdir("force-foreign");
+    let pcap = small_sample(&d);
+    let out = d.join("out");
+    analyze(&pcap, &out, 1, &["--rotate", "1m"]);
+    let interval = names_in(&out).into_iter().find(|n| n.ends_with(".out")).expect("an interval directory");
+    std::fs::write(out.join(&interval).join("notes.txt"), "mine\n").unwrap();
+    let before = names_in(&out);
+    let o = tapstat(&["-r", pcap.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q", "--force"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(&format!("{interval}/notes.txt")) && err.contains("--force"), "{err}");
+    assert_eq!(std::fs::read_to_string(out.join(&interval).join("notes.txt")).unwrap(), "mine\n");
+    assert_eq!(names_in(&out), before, "nothing is removed before the refusal");
+    // A directory of an interval's name tapstat never wrote, with a file: the same.
+    std::fs::rename(out.join(&interval).join("notes.txt"), d.join("notes.txt")).unwrap();
+    std::fs::create_dir(out.join("2001_02_03_04_05.out")).unwrap();
+    std::fs::write(out.join("2001_02_03_04_05.out/data"), "keep\n").unwrap();
+    let o = tapstat(&["-r", pcap.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q", "--force"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("2001_02_03_04_05.out/data"));
+    assert_eq!(std::fs::read_to_string(out.join("2001_02_03_04_05.out/data")).unwrap(), "keep\n");
+    std::fs::remove_dir_all(out.join("2001_02_03_04_05.out")).unwrap();
+    analyze(&pcap, &out, 1, &["--force"]);
+    assert!(!out.join(&interval).exists());
+    assert_eq!(read_log(&out, "log_tcp_complete").len(), 20);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 /// A second run on a directory another run is writing to fails at once.
 #[test]
 fn a_concurrent_run_on_the_same_directory_fails_at_once() {

@@ -206,3 +206,64 @@ fn compressed_logs_give_the_same_report() {
         assert!(html == plain, "{tag}: the report differs from the uncompressed logs'");
     }
 }
+
+/// `report -o PATH` opens the path the user names as it is: an existing regular file
+/// is overwritten in place (its inode and mode kept, as `cp` does), a new one is
+/// created; a path that exists and is not a regular file (here a FIFO, and a
+/// symbolic link to a file) is refused in one line and left as it was, never unlinked
+/// and replaced (as root, `-o /dev/null` replaced the device with a file).
+#[test]
+fn report_o_overwrites_a_regular_file_and_refuses_anything_else() {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+    let d = tempdir("rep-o");
+    let cfg = tapstat_lab::synth::SynthConfig {
+        seed: 5,
+        tcp_flows: 5,
+        udp_dns_flows: 5,
+        bulk_flows: 0,
+        ..Default::default()
+    };
+    let pcap = d.join("small.pcap");
+    std::fs::write(&pcap, tapstat_lab::synth::synthesize(&cfg).0).unwrap();
+    let out = d.join("out");
+    analyze(&pcap, &out, 1, &[]);
+    let report = |to: &Path| tapstat(&["report", out.to_str().unwrap(), "-o", to.to_str().unwrap()]);
+
+    let fifo = d.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; the result is checked.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let o = report(&fifo);
+    assert!(!o.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!("tapstat: error: report: {} is not a regular file\n", fifo.display())
+    );
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO was replaced");
+
+    let target = d.join("precious.html");
+    std::fs::write(&target, "precious\n").unwrap();
+    let link = d.join("link.html");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let o = report(&link);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("is not a regular file") && err.lines().count() == 1, "{err}");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link was replaced");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious\n");
+
+    let page = d.join("page.html");
+    std::fs::write(&page, "x".repeat(1 << 20)).unwrap();
+    std::fs::set_permissions(&page, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let ino = std::fs::metadata(&page).unwrap().ino();
+    let o = report(&page);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = std::fs::metadata(&page).unwrap();
+    assert_eq!((m.ino(), m.mode() & 0o777), (ino, 0o600), "overwritten in place");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<html") && !html.contains("xxxx"), "the old content is gone");
+
+    let fresh = d.join("fresh.html");
+    assert!(report(&fresh).status.success());
+    assert!(std::fs::read_to_string(&fresh).unwrap().contains("<html"));
+}

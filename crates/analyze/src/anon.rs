@@ -75,18 +75,6 @@ impl std::fmt::Debug for AnonConfig {
 }
 
 impl AnonConfig {
-    /// Reads a key file: exactly 32 bytes (Crypto-PAn's: 16 bytes of AES key, 16 of pad).
-    pub fn read_key(path: &std::path::Path) -> Result<[u8; 32], String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("--anonymize {}: {e}", path.display()))?;
-        <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| {
-            format!(
-                "--anonymize {}: a Crypto-PAn key file holds exactly 32 bytes (16 of AES key, 16 of pad), this one {} (make one with: head -c 32 /dev/urandom > key)",
-                path.display(),
-                bytes.len()
-            )
-        })
-    }
-
     /// A secret derived from the key, for ids that must not reveal the addresses they
     /// were computed from (the flow id).
     pub fn id_secret(&self) -> u64 {
@@ -533,17 +521,5 @@ mod tests {
         nets.add_str("128.11.0.0/16").unwrap();
         assert_eq!(only_ext.answer("128.11.68.132".parse().unwrap(), Some(&nets)).to_string(), "128.11.68.132");
         assert_ne!(only_ext.answer("129.11.68.132".parse().unwrap(), Some(&nets)).to_string(), "129.11.68.132");
-    }
-
-    #[test]
-    fn key_files_must_hold_32_bytes() {
-        let dir = std::env::temp_dir().join(format!("tapstat-anon-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("key");
-        std::fs::write(&p, [7u8; 31]).unwrap();
-        assert!(AnonConfig::read_key(&p).unwrap_err().contains("exactly 32 bytes"));
-        std::fs::write(&p, SAMPLE_KEY).unwrap();
-        assert_eq!(AnonConfig::read_key(&p).unwrap(), SAMPLE_KEY);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

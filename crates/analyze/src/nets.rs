@@ -224,25 +224,33 @@ fn is_netmask_line(s: &str) -> bool {
     s.starts_with("255.") || s == "0.0.0.0"
 }
 
+/// At most 64 characters of a bad network, quoted: an error names it, but a line of
+/// megabytes is not echoed whole.
+fn shown(s: &str) -> String {
+    match s.char_indices().nth(64) {
+        Some((i, _)) => format!("{:?}...", &s[..i]),
+        None => format!("{s:?}"),
+    }
+}
+
 /// `ADDR`, `ADDR/LEN` or `ADDR/NETMASK` (IPv4).
 fn parse_net(s: &str) -> Result<(IpAddr, u8), String> {
     let s = s.trim();
+    let q = shown(s);
     let (a, l) = match s.split_once('/') {
         Some((a, l)) => (a.trim(), Some(l.trim())),
         None => (s, None),
     };
-    let addr: IpAddr = a.parse().map_err(|_| format!("{s:?}: not an IPv4 or IPv6 address"))?;
+    let addr: IpAddr = a.parse().map_err(|_| format!("{q}: not an IPv4 or IPv6 address"))?;
     let max = if addr.is_ipv4() { 32 } else { 128 };
     let len = match l {
         None => max,
         Some(l) if l.chars().all(|c| c.is_ascii_digit()) && !l.is_empty() => {
-            l.parse::<u8>().ok().filter(|&n| n <= max).ok_or_else(|| format!("{s:?}: prefix length above {max}"))?
+            l.parse::<u8>().ok().filter(|&n| n <= max).ok_or_else(|| format!("{q}: prefix length above {max}"))?
         }
         Some(l) => match (addr, l.parse::<Ipv4Addr>()) {
-            (IpAddr::V4(_), Ok(m)) => {
-                netmask_len(m).ok_or_else(|| format!("{s:?}: {l} is not a contiguous netmask"))?
-            }
-            _ => return Err(format!("{s:?}: expected a prefix length or an IPv4 netmask after '/'")),
+            (IpAddr::V4(_), Ok(m)) => netmask_len(m).ok_or_else(|| format!("{q}: {l} is not a contiguous netmask"))?,
+            _ => return Err(format!("{q}: expected a prefix length or an IPv4 netmask after '/'")),
         },
     };
     Ok((addr, len))
@@ -309,9 +317,10 @@ mod tests {
             ("10.0.0.0/255.0.255.0\n", "contiguous"),
             ("2001:db8::/129\n", "prefix length"),
             ("2001:db8::/ffff::\n", "prefix length or an IPv4 netmask"),
+            (&format!("10.0.0.0/8\n{}\n", "é".repeat(10_000)), "line 2"),
         ] {
             let e = Nets::parse(text).unwrap_err();
-            assert!(e.contains(want), "{text:?}: {e}");
+            assert!(e.contains(want) && e.len() < 200, "{text:?}: {e}");
         }
     }
 }

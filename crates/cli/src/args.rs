@@ -793,13 +793,76 @@ impl std::fmt::Debug for KeyBytes {
     }
 }
 
-fn parse_key_file(s: &str) -> Result<KeyBytes, String> {
-    tapstat_analyze::anon::AnonConfig::read_key(std::path::Path::new(s)).map(KeyBytes)
+/// Most bytes of a `-N` or `--kafka-config` file (a few thousand networks or settings
+/// take a few hundred KiB).
+pub const OPTION_FILE_MAX: u64 = 1 << 20;
+
+/// Opens the file given to `flag`, refusing anything but a regular file: a device
+/// (`/dev/zero`) would be read until memory runs out, a FIFO would block the run. The
+/// open does not block (O_NONBLOCK: a FIFO without a writer opens at once), and the
+/// check is on the opened descriptor, not on the path (which could change in between).
+/// Returns the file and its length. Errors name the flag and the file.
+pub fn open_option_file(flag: &str, path: &str) -> Result<(std::fs::File, u64), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| format!("{flag} {path}: {e}"))?;
+    let meta = f.metadata().map_err(|e| format!("{flag} {path}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{flag} {path}: not a regular file"));
+    }
+    Ok((f, meta.len()))
 }
 
+/// Reads the file given to `flag` ([`open_option_file`]'s checks), refusing one over
+/// `max` bytes; at most `max + 1` bytes are read, should it grow meanwhile.
+pub fn read_option_file(flag: &str, path: &str, max: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let too_big = |n: u64| format!("{flag} {path}: larger than {max} bytes ({n} bytes)");
+    let (f, len) = open_option_file(flag, path)?;
+    if len > max {
+        return Err(too_big(len));
+    }
+    let mut v = Vec::with_capacity(len as usize);
+    f.take(max + 1).read_to_end(&mut v).map_err(|e| format!("{flag} {path}: {e}"))?;
+    if v.len() as u64 > max {
+        return Err(too_big(v.len() as u64));
+    }
+    Ok(v)
+}
+
+/// [`read_option_file`] of a text file (UTF-8).
+pub fn read_option_text(flag: &str, path: &str, max: u64) -> Result<String, String> {
+    String::from_utf8(read_option_file(flag, path, max)?).map_err(|e| {
+        let line = e.as_bytes()[..e.utf8_error().valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+        format!("{flag} {path}: line {line} is not UTF-8 text")
+    })
+}
+
+/// `--anonymize KEYFILE`: a regular file of exactly 32 bytes (never echoed).
+fn parse_key_file(s: &str) -> Result<KeyBytes, String> {
+    use std::io::Read;
+    let wrong = |n: u64| {
+        format!(
+            "--anonymize {s}: a Crypto-PAn key file holds exactly 32 bytes (16 of AES key, 16 of pad), this one {n} (make one with: head -c 32 /dev/urandom > key)"
+        )
+    };
+    let (f, len) = open_option_file("--anonymize", s)?;
+    if len != 32 {
+        return Err(wrong(len));
+    }
+    let mut v = Vec::with_capacity(33);
+    f.take(33).read_to_end(&mut v).map_err(|e| format!("--anonymize {s}: {e}"))?;
+    <[u8; 32]>::try_from(v.as_slice()).map(KeyBytes).map_err(|_| wrong(v.len() as u64))
+}
+
+/// `-N FILE`: at most [`OPTION_FILE_MAX`] bytes; an error names the line by its number
+/// (and at most 64 characters of the bad network).
 fn parse_net_file(s: &str) -> Result<tapstat_analyze::nets::Nets, String> {
-    let text = std::fs::read_to_string(s).map_err(|e| format!("{s}: {e}"))?;
-    tapstat_analyze::nets::Nets::parse(&text).map_err(|e| format!("{s}: {e}"))
+    let text = read_option_text("-N", s, OPTION_FILE_MAX)?;
+    tapstat_analyze::nets::Nets::parse(&text).map_err(|e| format!("-N {s}: {e}"))
 }
 
 fn parse_cidr(s: &str) -> Result<String, String> {

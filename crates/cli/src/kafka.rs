@@ -48,16 +48,20 @@ pub struct KafkaArgs {
 #[derive(Clone, Debug, Default)]
 pub struct Settings(Vec<(String, String)>);
 
-/// `--kafka-config FILE`: read and checked when the flags are parsed.
+/// `--kafka-config FILE`: read and checked when the flags are parsed (a regular file of
+/// at most [`crate::args::OPTION_FILE_MAX`] bytes). An error names the line by its
+/// number only: the line may hold a password.
 fn config_file(path: &str) -> Result<Settings, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let text = crate::args::read_option_text("--kafka-config", path, crate::args::OPTION_FILE_MAX)?;
     let mut v = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let (k, val) = option(line).map_err(|e| format!("{path} line {}: {e}", n + 1))?;
+        let (k, val) = option(line).map_err(|_| {
+            format!("--kafka-config {path} line {}: not KEY=VALUE (the line is not shown: it may hold a secret)", n + 1)
+        })?;
         v.push((k, val.trim().to_string()));
     }
     Ok(Settings(v))
@@ -135,6 +139,12 @@ mod tests {
         assert_eq!(got, vec![("sasl.password".into(), "s3=cr3t".into()), ("acks".into(), "all".into())]);
         std::fs::write(&f, "acks\n").unwrap();
         assert!(config_file(f.to_str().unwrap()).unwrap_err().contains("line 1"));
+        std::fs::write(&f, "acks=all\nsasl.password secret-value-xyz\n").unwrap();
+        let e = config_file(f.to_str().unwrap()).unwrap_err();
+        assert!(e.contains("line 2") && !e.contains("secret-value-xyz"), "{e}");
+        std::fs::write(&f, "acks=all\n".repeat(200_000)).unwrap();
+        assert!(config_file(f.to_str().unwrap()).unwrap_err().contains("larger than"));
+        assert!(config_file("/dev/zero").unwrap_err().contains("not a regular file"));
         std::fs::remove_file(&f).unwrap();
         if cfg!(feature = "kafka") {
             assert!(brokers("127.0.0.1:9092,kafka.example:9093").is_ok());

@@ -48,6 +48,43 @@ pub fn tapstat(args: &[&str]) -> Output {
     Command::new(bin()).args(args).output().expect("tapstat runs")
 }
 
+/// Runs tapstat with `args`, failing the test (the process killed) if it has not ended
+/// within `secs` seconds: for inputs that must be refused at once, not hang.
+pub fn tapstat_within(args: &[&str], secs: u64) -> Output {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tapstat runs");
+    // Drained as it runs: a child writing more than a pipe holds must not stall on it.
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("stderr")));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("tapstat {args:?} still running after {secs} s (killed)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Output { status, stdout: out.join().expect("stdout"), stderr: err.join().expect("stderr") }
+}
+
 /// A fresh temporary directory for one test, removed when the returned guard is dropped,
 /// unless the test is failing (then it is kept, and its path printed, for a look at what
 /// the run wrote). Bind the guard (`let d = tempdir(..)`): `tempdir(..).join(..)` drops it,

@@ -309,6 +309,18 @@ fn bad_key_files_are_refused_in_one_line() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("exactly 32 bytes"), "{err}");
+    // Longer: refused by its size, not read.
+    std::fs::write(&keyfile, [1u8; 33]).unwrap();
+    let o = crate::common::tapstat(&[
+        "-r",
+        "/dev/null",
+        "-o",
+        work.join("o").to_str().unwrap(),
+        "--anonymize",
+        keyfile.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("exactly 32 bytes") && err.contains("this one 33"), "{err}");
     let o = crate::common::tapstat(&[
         "-r",
         "/dev/null",
@@ -319,4 +331,16 @@ fn bad_key_files_are_refused_in_one_line() {
     ]);
     assert!(!o.status.success(), "--anonymize-only needs --anonymize");
     let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn a_device_as_key_file_is_refused_at_once() {
+    let work = tempdir("anonymize-devzero");
+    let o = crate::common::tapstat_within(
+        &["-r", "/dev/null", "-o", work.join("o").to_str().unwrap(), "--anonymize", "/dev/zero"],
+        10,
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.len() < 1024 && err.contains("--anonymize /dev/zero") && err.contains("not a regular file"), "{err}");
 }

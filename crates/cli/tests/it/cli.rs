@@ -293,3 +293,33 @@ fn every_summary_key_is_documented() {
         );
     }
 }
+
+#[test]
+fn kafka_config_errors_name_the_line_not_its_secret() {
+    let work = tempdir("kafka-config-secret");
+    let file = work.join("kafka.conf");
+    std::fs::write(&file, "# producer\nacks=all\nsasl.password secret-value-xyz\n").unwrap();
+    // The file is read when the flag is parsed, before --kafka is (refused by a build
+    // without the feature).
+    let o = tapstat_within(
+        &[
+            "-r",
+            "/dev/null",
+            "-o",
+            work.join("o").to_str().unwrap(),
+            "--kafka-config",
+            file.to_str().unwrap(),
+            "--kafka",
+            "127.0.0.1:9092",
+        ],
+        10,
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("line 3") && err.contains("--kafka-config"), "{err}");
+    assert!(!err.contains("secret-value-xyz") && !err.contains("sasl.password secret"), "{err}");
+    // Nor is a device read.
+    let o = tapstat_within(&["-r", "/dev/null", "--kafka-config", "/dev/zero", "--kafka", "127.0.0.1:9092"], 10);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("not a regular file"), "{err}");
+}

@@ -129,3 +129,53 @@ fn bad_networks_are_refused_naming_the_line() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("bogus"));
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// `-N FILE` with `extra` flags after it, within 10 s.
+fn net_file(work: &std::path::Path, file: &std::path::Path) -> std::process::Output {
+    crate::common::tapstat_within(
+        &["-r", "/dev/null", "-o", work.join("o").to_str().unwrap(), "-N", file.to_str().unwrap()],
+        10,
+    )
+}
+
+/// A refusal of one short line (the tool's message, clap's usage lines after it).
+fn refused_briefly(o: &std::process::Output, what: &str) -> String {
+    assert!(!o.status.success(), "{what}: accepted");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(err.len() < 1024, "{what}: {} bytes of stderr: {}", err.len(), &err[..err.len().min(300)]);
+    assert!(err.lines().next().is_some_and(|l| l.contains("error:")), "{what}: {err}");
+    err
+}
+
+#[test]
+fn a_device_as_net_file_is_refused_at_once() {
+    let work = tempdir("nets-devzero");
+    let err = refused_briefly(&net_file(&work, std::path::Path::new("/dev/zero")), "-N /dev/zero");
+    assert!(err.contains("-N") && err.contains("/dev/zero") && err.contains("not a regular file"), "{err}");
+}
+
+#[test]
+fn a_fifo_as_net_file_is_refused_at_once() {
+    let work = tempdir("nets-fifo");
+    let fifo = work.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path; mkfifo only reads it.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let err = refused_briefly(&net_file(&work, &fifo), "-N FIFO");
+    assert!(err.contains("not a regular file"), "{err}");
+}
+
+#[test]
+fn a_long_bad_line_of_a_net_file_is_not_echoed() {
+    let work = tempdir("nets-longline");
+    let file = work.join("nets");
+    // One line of 2 MB: over the bound, refused as such before any line is parsed.
+    std::fs::write(&file, format!("{}\n", "x".repeat(2 << 20))).unwrap();
+    let err = refused_briefly(&net_file(&work, &file), "-N with a 2 MB line");
+    assert!(err.contains("larger than"), "{err}");
+    // A bad line of 900 kB (under the bound) is named by its number, and at most 64
+    // characters of it shown.
+    std::fs::write(&file, format!("10.0.0.0/8\n{}\n", "x".repeat(900_000))).unwrap();
+    let err = refused_briefly(&net_file(&work, &file), "-N with a 900 kB line");
+    assert!(err.contains("line 2") && err.contains(&"x".repeat(64)) && !err.contains(&"x".repeat(65)), "{err}");
+}

@@ -352,7 +352,7 @@ pub struct RunArgs {
     /// Write into an output directory that holds an earlier run's output: the exact
     /// names tapstat writes there (its logs in any format and compression, summary.json,
     /// stats.jsonl, histograms.tsv, report.html, interval directories named
-    /// YYYY_MM_DD_HH_MM[_SS].out) are removed first; other names (log_book.txt, a
+    /// YYYY_MM_DD_HH_MM.out or YYYY_MM_DD_HH_MM_SS.out) are removed first; other names (log_book.txt, a
     /// log_archive/ directory) are left alone, and an interval directory holding
     /// anything tapstat does not write makes the run refuse, naming it, before
     /// removing anything

@@ -149,7 +149,11 @@ impl Histos {
                 bail!("line {}: not time, histogram, direction, bin, count", i + 2);
             };
             h.times.insert(t);
-            *h.by.entry(f[1].to_string()).or_default().entry(f[3].to_string()).or_default().entry(t).or_default() += c;
+            // Counts from a file anyone may have written: added saturating, never
+            // wrapped (nor a panic in a build with overflow checks).
+            let e =
+                h.by.entry(f[1].to_string()).or_default().entry(f[3].to_string()).or_default().entry(t).or_default();
+            *e = e.saturating_add(c);
         }
         Ok(())
     }
@@ -159,7 +163,8 @@ impl Histos {
         let mut m: BTreeMap<u64, u64> = self.times.iter().map(|t| (*t, 0)).collect();
         for bins in self.by.get(name).into_iter().flat_map(|b| b.values()) {
             for (t, c) in bins {
-                *m.entry(*t).or_default() += c;
+                let e = m.entry(*t).or_default();
+                *e = e.saturating_add(*c);
             }
         }
         m.into_iter().collect()
@@ -257,11 +262,11 @@ impl Flows {
         let num = |i: usize| r[i].as_deref().and_then(|v| v.parse::<f64>().ok());
         let int = |i: usize| num(i).unwrap_or(0.0) as u64;
         self.records += 1;
-        let bytes = int(2) + int(3);
+        let bytes = int(2).saturating_add(int(3));
         let bump = |m: &mut HashMap<String, (u64, u64)>, k: &str| {
             let e = m.entry(k.to_string()).or_default();
-            e.0 += 1;
-            e.1 += bytes;
+            e.0 = e.0.saturating_add(1);
+            e.1 = e.1.saturating_add(bytes);
         };
         bump(&mut self.apps, r[12].as_deref().unwrap_or("unknown"));
         if let Some(n) = r[13].as_deref().or(r[14].as_deref()).or(r[15].as_deref()) {
@@ -468,7 +473,7 @@ fn ordered_bins(h: &Histos, family: Family, top: usize) -> Vec<(String, BTreeMap
     let mut v: Vec<(String, BTreeMap<u64, u64>)> = bins.iter().map(|(k, m)| (k.clone(), m.clone())).collect();
     match family {
         Family::App | Family::TcpPort | Family::UdpPort => {
-            v.sort_by_key(|(k, m)| (std::cmp::Reverse(m.values().sum::<u64>()), k.clone()));
+            v.sort_by_key(|(k, m)| (std::cmp::Reverse(m.values().fold(0u64, |a, c| a.saturating_add(*c))), k.clone()));
             v.truncate(top);
             v.reverse();
         }
@@ -534,8 +539,10 @@ fn health(summary: &serde_json::Value) -> String {
     row("packet time", format!("{} – {} UTC", utc(first as u64), utc(last as u64)), false);
     row("workers", num(g("workers")), false);
     row("flow table evictions", num(g("evictions")), g("evictions") > 0);
-    let anomalies: u64 =
-        summary.get("anomalies").and_then(|a| a.as_object()).map_or(0, |m| m.values().filter_map(|v| v.as_u64()).sum());
+    let anomalies: u64 = summary
+        .get("anomalies")
+        .and_then(|a| a.as_object())
+        .map_or(0, |m| m.values().filter_map(|v| v.as_u64()).fold(0u64, |a, c| a.saturating_add(c)));
     row("decoding anomalies", num(anomalies), anomalies > 0);
     if let Some(c) = summary.get("capture").and_then(|c| c.as_object()) {
         for (k, v) in c {

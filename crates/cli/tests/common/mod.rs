@@ -248,3 +248,14 @@ pub fn list_columns() -> BTreeMap<String, HashSet<String>> {
     m.insert("log_tcp_nocomplete".into(), tcp);
     m
 }
+
+/// A small synthetic capture (`tapstat synth`'s generator: `tcp_flows` TCP and
+/// `udp_dns_flows` DNS flows, no bulk flows) written as `dir/small.pcap`.
+pub fn synth_sample(dir: &Path, seed: u64, tcp_flows: usize, udp_dns_flows: usize) -> PathBuf {
+    use tapstat_lab::synth::{synthesize, SynthConfig};
+    let cfg = SynthConfig { seed, tcp_flows, udp_dns_flows, bulk_flows: 0, ..Default::default() };
+    let (bytes, _) = synthesize(&cfg);
+    let p = dir.join("small.pcap");
+    std::fs::write(&p, bytes).unwrap();
+    p
+}

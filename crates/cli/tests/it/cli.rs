@@ -6,11 +6,7 @@ use std::process::{Command, Stdio};
 use tapstat_lab::synth::{synthesize, SynthConfig};
 
 fn small_sample(dir: &std::path::Path) -> std::path::PathBuf {
-    let cfg = SynthConfig { seed: 3, tcp_flows: 60, udp_dns_flows: 40, bulk_flows: 0, ..Default::default() };
-    let (bytes, _) = synthesize(&cfg);
-    let p = dir.join("small.pcap");
-    std::fs::write(&p, bytes).unwrap();
-    p
+    synth_sample(dir, 3, 60, 40)
 }
 
 #[test]

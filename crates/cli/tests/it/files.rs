@@ -2,14 +2,9 @@
 //! links, earlier runs' files, concurrent runs, a full disk.
 
 use crate::common::*;
-use tapstat_lab::synth::{synthesize, SynthConfig};
 
 fn small_sample(dir: &std::path::Path) -> std::path::PathBuf {
-    let cfg = SynthConfig { seed: 5, tcp_flows: 20, udp_dns_flows: 10, bulk_flows: 0, ..Default::default() };
-    let (bytes, _) = synthesize(&cfg);
-    let p = dir.join("small.pcap");
-    std::fs::write(&p, bytes).unwrap();
-    p
+    synth_sample(dir, 5, 20, 10)
 }
 
 /// A link named like a log, pointing to a file outside: the run writes its log in

@@ -99,6 +99,27 @@ fn a_directory_without_a_finished_run_is_a_clear_error() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// Counts a hand-made histograms.tsv or log carries are added saturating: two counts of
+/// 2^64-1 in one cell once panicked a build with overflow checks (as the tests' is)
+/// and wrapped in a release build.
+#[test]
+fn huge_counts_saturate_instead_of_overflowing() {
+    let d = tempdir("rep-huge");
+    let pcap = synth_sample(&d, 5, 20, 10);
+    let out = d.join("out");
+    analyze(&pcap, &out, 1, &[]);
+    let mut h = std::fs::read_to_string(out.join("histograms.tsv")).unwrap();
+    let row = h.lines().nth(1).expect("a histogram row").to_string();
+    let f: Vec<&str> = row.split('\t').collect();
+    for _ in 0..2 {
+        h += &format!("{}\t{}\t{}\t{}\t{}\n", f[0], f[1], f[2], f[3], u64::MAX);
+    }
+    std::fs::write(out.join("histograms.tsv"), h).unwrap();
+    let o = tapstat(&["report", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// Runs headless chromium on `page` with `args`; returns (stdout, stderr).
 fn chromium(page: &Path, profile: &Path, args: &[&str]) -> (Vec<u8>, String) {
     let o = Command::new("timeout")

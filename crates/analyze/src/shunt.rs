@@ -1,4 +1,4 @@
-//! Shunting rules (DNAC's packet shunting, seeds/004): when a flow needs no further analysis.
+//! Shunting rules (DNAC's packet shunting): when a flow needs no further analysis.
 //!
 //! A live worker evaluates its [`Shunt`] on a flow after each analysed packet; the first
 //! time it matches, the tracker marks the flow `shunted` and tells the engine

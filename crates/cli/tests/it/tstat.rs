@@ -145,7 +145,7 @@ const TCP_COLUMNS: &[Column] = &[
     col("s_last", Ms, 99.1),
     col("c_first_ack", Ms, 99.6),
     col("s_first_ack", Ms, 98.3),
-    // Issue 17: the rest of the core set.
+    // The rest of the core set.
     // Tstat ran without -N: every address internal, none anonymized.
     col("c_isint", Count, 100.0),
     col("s_isint", Count, 100.0),
@@ -154,7 +154,7 @@ const TCP_COLUMNS: &[Column] = &[
     col("con_t", Count, 98.0),
     col("p2p_t", Count, 100.0),
     col("http_t", Count, 99.5),
-    // Issue 3: the anomaly classes.
+    // The anomaly classes.
     col("c_pkts_rto", Count, 95.8),
     col("c_pkts_fs", Count, 97.9),
     col("c_pkts_reor", Count, 98.7),
@@ -173,7 +173,7 @@ const TCP_COLUMNS: &[Column] = &[
     col("s_pkts_unrto", Count, 96.0),
     col("s_pkts_unfs", Count, 98.7),
     col("s_syn_retx", Count, 95.6),
-    // Issue 3: the end-to-end and options sets.
+    // The end-to-end and options sets.
     col("c_rtt_avg", Rtt, 94.8),
     col("c_rtt_min", Rtt, 97.5),
     col("c_rtt_max", Rtt, 97.7),
@@ -216,7 +216,7 @@ const TCP_COLUMNS: &[Column] = &[
     col("s_cwin_min", Count, 98.5),
     col("s_cwin_ini", Count, 96.4),
     col("s_pkts_push", Count, 94.0),
-    // Issue 4: the application layer.
+    // The application layer.
     col("c_tls_SNI", Text, 99.3),
     col("http_hostname", Text, 99.7),
     col("fqdn", Text, 99.9),

@@ -37,4 +37,5 @@ pub mod tstat;
 pub use flow::{ClientRule, Dir, EndReason, Flow, FlowId, Full, FullState, Kind, TcpFullState};
 pub use tracker::{
     ClassTotals, FlowSink, InputClock, MovedFlow, Packet, TcpSets, Tracker, TrackerConfig, TrackerStats,
+    DEFAULT_HELD_BUDGET, FLOW_HEAP_BYTES,
 };

@@ -170,6 +170,10 @@ pub struct TrackerConfig {
     /// Write the `community_id` column (`--community-id`): marked on each flow as it
     /// starts ([`Flow::community_id`]), so the column's getter needs nothing else.
     pub community_id: bool,
+    /// Most payload bytes the flows of this worker hold back together for holes in
+    /// their TCP streams (`tapstat_l7::reorder`): past it the oldest holes are given up
+    /// (their bytes go to the application layer after the hole, as at a flow's end).
+    pub held_budget: usize,
 }
 
 /// The TCP sets computed and written: the core set alone (volumes, sequence
@@ -183,6 +187,16 @@ pub enum TcpSets {
 }
 
 const S: u64 = 1_000_000_000;
+
+/// The heap a flow's boxed state takes besides its slot, typically: the full sets
+/// (packet sizes and gaps, first packets, TCP end-to-end state) and the application
+/// layer's state. 3.2 KB a flow measured on 200,000 TLS flows cut after their
+/// ClientHello (652 MB of RSS); `--memcap` sizes the flow table with it.
+pub const FLOW_HEAP_BYTES: usize = 3 << 10;
+
+/// [`TrackerConfig::held_budget`] by default: 16 MiB a worker, the bytes of 128 flows
+/// whose two directions each hold the most one may (`tapstat_l7::reorder::MAX_HELD_BYTES`).
+pub const DEFAULT_HELD_BUDGET: usize = 16 << 20;
 
 impl Default for TrackerConfig {
     /// Tstat's defaults: TCP idle 300 s, UDP idle 200 s, singletons 10 s.
@@ -208,6 +222,7 @@ impl Default for TrackerConfig {
             nets: None,
             anon: None,
             community_id: false,
+            held_budget: DEFAULT_HELD_BUDGET,
         }
     }
 }
@@ -282,6 +297,17 @@ pub struct TrackerStats {
     pub periodic_rows: u64,
     /// Flows a `--shunt` rule matched.
     pub shunted: u64,
+    /// Payload bytes held back for holes in TCP streams now (a gauge), and the most at
+    /// once.
+    pub held_bytes: u64,
+    pub peak_held_bytes: u64,
+    /// Holes given up before their flow ended because the worker's flows held more
+    /// than [`TrackerConfig::held_budget`] (the oldest first).
+    pub holes_given_up: u64,
+    /// Times memory ran short (`--memcap`, [`Tracker::relieve`]), and the flows ended
+    /// early to free it (also in `evictions`).
+    pub memcap_emergencies: u64,
+    pub memcap_evictions: u64,
     /// Flows, packets and wire bytes ended, by traffic class ([`crate::nets::Class::ALL`]
     /// order: in, out, local, ext; a flow's class is its client's to its server's).
     pub classes: [ClassTotals; 4],
@@ -304,6 +330,11 @@ impl TrackerStats {
         self.flows_other += o.flows_other;
         self.evictions += o.evictions;
         self.shunted += o.shunted;
+        self.held_bytes += o.held_bytes;
+        self.peak_held_bytes += o.peak_held_bytes;
+        self.holes_given_up += o.holes_given_up;
+        self.memcap_emergencies += o.memcap_emergencies;
+        self.memcap_evictions += o.memcap_evictions;
         self.ended_idle += o.ended_idle;
         self.ended_fin += o.ended_fin;
         self.ended_rst += o.ended_rst;
@@ -343,10 +374,24 @@ pub struct Tracker {
     anon: Option<crate::anon::Anonymizer>,
     /// The link histograms (`histo_ns` > 0).
     histo: Option<Box<Histo>>,
+    /// Flows that started holding TCP segments back for a hole, oldest first (each
+    /// known by slot, key and first packet, since the slot may have been reused by
+    /// the time its turn comes): the order in which holes are given up past
+    /// [`TrackerConfig::held_budget`].
+    holders: std::collections::VecDeque<(tapstat_flow::SlotId, FlowKey, u64)>,
+    /// Memory is short ([`Tracker::relieve`]): the idle timeouts of before, restored
+    /// by [`Tracker::calm`].
+    normal_timeouts: Option<[u64; 5]>,
     pub stats: TrackerStats,
 }
 
 impl Tracker {
+    /// Bytes a flow's slot in the table takes (the boxed state of the full sets and
+    /// of the application layer aside): what a table reserves per flow of capacity.
+    pub fn slot_bytes() -> usize {
+        FlowTable::<Flow>::slot_bytes()
+    }
+
     pub fn new(cfg: TrackerConfig) -> Self {
         let index = tapstat_flow::AnyIndex::new(cfg.index, cfg.slots, cfg.start_flows.clamp(1, cfg.capacity.max(1)));
         let mut table = FlowTable::with_index(cfg.capacity, index);
@@ -366,6 +411,8 @@ impl Tracker {
             shunt_now: false,
             anon: cfg.anon.as_ref().map(crate::anon::Anonymizer::new),
             histo: (cfg.histo_ns > 0).then(|| Box::new(Histo::new(cfg.histo_ns, cfg.nets))),
+            holders: std::collections::VecDeque::new(),
+            normal_timeouts: None,
             stats: TrackerStats::default(),
         }
     }
@@ -570,8 +617,17 @@ impl Tracker {
             return;
         }
         let fresh = f.update(p.dec, p.payload, p.wire_len, p.ts_ns, di, &mut self.pool.rings);
+        let mut held = (0, 0);
         if let (Some(cfg), Some(fresh)) = (self.cfg.l7.as_ref(), fresh) {
-            on_payload(f, cfg, di, p, fresh, out, Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), &self.cfg));
+            held = on_payload(
+                f,
+                cfg,
+                di,
+                p,
+                fresh,
+                out,
+                Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), &self.cfg),
+            );
         }
         // Acquisition knows a flow by the hash of its frame's outer headers
         // (`capture::live::frame_flow`): a tunnel's or a fragment's hash is shared with
@@ -587,6 +643,9 @@ impl Tracker {
             self.stats.shunted += 1;
         }
         self.table.touch(id, now);
+        if held.0 != held.1 {
+            self.held_changed(id, &p.key, held, out);
+        }
     }
 
     /// Whether the packet accounted last made its flow shunted (a `--shunt` rule
@@ -743,6 +802,111 @@ impl Tracker {
         self.next_boundary_ns = next(self.now_ns);
     }
 
+    /// Memory is short (the process is past `--memcap`): sheds state, the least useful
+    /// first, as Suricata's flow emergency mode does. Every hole is given up (the
+    /// segments held for it go to the application layer, as at the flow's end); the
+    /// flows idle the longest, a sixteenth of the table (at least 64), end now with
+    /// `end_reason` evicted (written, counted in `evictions` and `memcap_evictions`);
+    /// and until [`Tracker::calm`] the idle timeouts are a tenth of theirs (at least
+    /// 1 s), so that the collector ends idle flows sooner. The engine calls it once per
+    /// batch of packets while memory stays short.
+    pub fn relieve(&mut self, out: &mut impl FlowSink) {
+        if self.normal_timeouts.is_none() {
+            let c = &mut self.cfg;
+            self.normal_timeouts = Some([c.tcp_idle_ns, c.udp_idle_ns, c.other_idle_ns, c.singleton_ns, c.closed_ns]);
+            for t in
+                [&mut c.tcp_idle_ns, &mut c.udp_idle_ns, &mut c.other_idle_ns, &mut c.singleton_ns, &mut c.closed_ns]
+            {
+                *t = (*t / 10).max(S);
+            }
+            self.stats.memcap_emergencies += 1;
+        }
+        while let Some((sid, k, first)) = self.holders.pop_front() {
+            self.give_up_holes(sid, &k, first, out);
+        }
+        self.stats.held_bytes = 0;
+        let n = (self.table.len() / 16).max(64);
+        for _ in 0..n {
+            let Some(id) = self.table.oldest() else { break };
+            let why = end_reason(self.table.get(id), EndReason::Evicted);
+            self.stats.evictions += 1;
+            self.stats.memcap_evictions += 1;
+            self.end(id, why, self.now_ns, out);
+        }
+    }
+
+    /// Memory is no longer short: the idle timeouts are the configured ones again.
+    pub fn calm(&mut self) {
+        if let Some([tcp, udp, other, single, closed]) = self.normal_timeouts.take() {
+            let c = &mut self.cfg;
+            (c.tcp_idle_ns, c.udp_idle_ns, c.other_idle_ns, c.singleton_ns, c.closed_ns) =
+                (tcp, udp, other, single, closed);
+        }
+    }
+
+    /// Whether memory is short ([`Tracker::relieve`] until [`Tracker::calm`]).
+    pub fn emergency(&self) -> bool {
+        self.normal_timeouts.is_some()
+    }
+
+    /// The flow in slot `id` (key `key`) holds `held.1` payload bytes back for holes,
+    /// where it held `held.0` before its last packet: the worker's total follows, and
+    /// past the budget the oldest holes are given up.
+    #[cold]
+    #[inline(never)]
+    fn held_changed(&mut self, id: tapstat_flow::SlotId, key: &FlowKey, held: (usize, usize), out: &mut impl FlowSink) {
+        let (before, after) = (held.0 as u64, held.1 as u64);
+        let s = &mut self.stats;
+        s.held_bytes = (s.held_bytes + after).saturating_sub(before);
+        s.peak_held_bytes = s.peak_held_bytes.max(s.held_bytes);
+        if before == 0 && after > 0 {
+            self.holders.push_back((id, *key, self.table.get(id).first_ns));
+        }
+        while self.stats.held_bytes > self.cfg.held_budget as u64 {
+            match self.holders.pop_front() {
+                Some((sid, k, first)) => self.give_up_holes(sid, &k, first, out),
+                // Every flow that holds bytes is in the queue: none does.
+                None => self.stats.held_bytes = 0,
+            }
+        }
+        // Flows that ended or caught up stay in the queue until their turn: drop them
+        // once they are most of it, so that it stays the size of the holders.
+        if self.holders.len() > 1024 && self.holders.len() > 4 * self.stats.held_bytes.div_ceil(1 << 16) as usize {
+            let table = &self.table;
+            self.holders.retain(|(sid, k, first)| {
+                table.holds(*sid, k)
+                    && table.get(*sid).first_ns == *first
+                    && table.get(*sid).l7.as_ref().is_some_and(|l| l.held_bytes() > 0)
+            });
+        }
+    }
+
+    /// Gives up the holes of the flow in slot `sid` if it is still the flow of key `k`
+    /// that started at `first`: what it held goes to the application layer after the
+    /// hole, as at its end, and the transactions that completes go out now.
+    fn give_up_holes(&mut self, sid: tapstat_flow::SlotId, k: &FlowKey, first: u64, out: &mut impl FlowSink) {
+        let Some(cfg) = self.cfg.l7.as_ref() else { return };
+        if !self.table.holds(sid, k) || self.table.get(sid).first_ns != first {
+            return;
+        }
+        let f = self.table.get_mut(sid);
+        let Some(l7) = f.l7.as_mut() else { return };
+        let n = l7.held_bytes() as u64;
+        if n == 0 {
+            return;
+        }
+        l7.flush_held(cfg);
+        self.stats.held_bytes = self.stats.held_bytes.saturating_sub(n);
+        self.stats.holes_given_up += 1;
+        let (http, dns) = (l7.drain_http(false), l7.drain_dns(false));
+        if !(http.is_empty() && dns.is_empty()) {
+            let ctx = Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), &self.cfg);
+            name_late(f, ctx.late);
+            out.at(self.now_ns);
+            emit_transactions(f, http, dns, out, ctx);
+        }
+    }
+
     fn end(&mut self, id: tapstat_flow::SlotId, why: EndReason, due: u64, out: &mut impl FlowSink) {
         let (_, mut f) = self.table.remove(id);
         f.end = why;
@@ -772,10 +936,10 @@ fn on_payload(
     fresh: crate::tcp::Fresh,
     out: &mut impl FlowSink,
     ctx: Ctx<'_>,
-) {
-    let Some(l7) = f.l7.as_mut() else { return };
+) -> (usize, usize) {
+    let Some(l7) = f.l7.as_mut() else { return (0, 0) };
     if l7.is_done() {
-        return;
+        return (0, 0);
     }
     let dir = if di == 0 { tapstat_l7::Dir::ClientToServer } else { tapstat_l7::Dir::ServerToClient };
     let tcp = f.kind == Kind::Tcp;
@@ -786,18 +950,22 @@ fn on_payload(
     // the next ones.
     let len = p.dec.payload_len as u64;
     let bytes = whole.then_some(p.payload);
+    let before = if l7.reordering_any() { l7.held_bytes() } else { 0 };
     let held = tcp && l7.on_tcp_segment(cfg, dir, fresh.seg_at, len, bytes, p.ts_ns, fresh.next);
-    if !held {
+    let mut after = before;
+    if held {
+        after = l7.held_bytes();
+    } else {
         let off = fresh.off as usize;
         if off >= p.dec.payload_len as usize {
-            return;
+            return (before, after);
         }
         if fresh.after_gap() {
             l7.on_gap(dir);
         }
         if !whole {
             l7.on_gap(dir);
-            return;
+            return (before, after);
         }
         l7.on_payload(cfg, dir, &p.payload[off..], p.ts_ns);
     }
@@ -808,6 +976,7 @@ fn on_payload(
         out.at(p.now_ns);
     }
     emit_transactions(f, http, dns, out, ctx);
+    (before, after)
 }
 
 /// The full sets' state of ended flows, for the next flows: one stack per size, the
@@ -898,6 +1067,7 @@ fn close(
 ) {
     out.at(due);
     if let (Some(cfg), Some(l7)) = (ctx.l7, f.l7.as_mut()) {
+        stats.held_bytes = stats.held_bytes.saturating_sub(l7.held_bytes() as u64);
         l7.flush_held(cfg);
     }
     name_late(&mut f, ctx.late);

@@ -228,6 +228,14 @@ pub struct RunArgs {
     /// Most flows per worker; beyond it the flow idle the longest is evicted (counted) [1..=2^28]
     #[arg(help_heading = "Flow table", long, value_name = "N", default_value_t = 1 << 20, allow_negative_numbers = true, value_parser = int_in::<usize, 1, { 1 << 28 }>)]
     pub max_flows: usize,
+    /// Most heap the process may use (e.g. 512MiB, 8GiB; at least 32MiB and 48MiB per worker),
+    /// shared by the flow tables, fragments, held TCP segments, application-layer state
+    /// and records on their way out. Each worker's table is sized to half of its share;
+    /// past the cap the workers shed state (holes given up, the flows idle the longest
+    /// written early, timeouts cut to a tenth) until the heap is back under 7/8 of it.
+    /// Counted in summary.json's memory. Default: no cap
+    #[arg(help_heading = "Flow table", long, value_name = "SIZE", value_parser = memcap_size)]
+    pub memcap: Option<u64>,
     /// Garbage collection period ΔT: the whole flow table is scanned once per ΔT, seconds of packet time [0.001..=86400]
     #[arg(help_heading = "Flow table", long, value_name = "S", default_value_t = GcConfig::default().period_ns as f64 / 1e9, allow_hyphen_values = true, value_parser = gc_secs)]
     pub gc_period: f64,
@@ -629,6 +637,7 @@ impl RunArgs {
                     scope: tapstat_analyze::anon::Scope::parse(&self.anonymize_only).unwrap_or_default(),
                 }),
                 community_id: self.community_id,
+                held_budget: TrackerConfig::default().held_budget,
             },
             hash_seed: self.hash_seed,
             flow_hash: match self.flow_hash {
@@ -663,6 +672,52 @@ impl RunArgs {
             kafka: self.kafka.config(),
             ..EngineConfig::default()
         }
+        .with_memcap(self.memcap)
+    }
+}
+
+/// Bytes of `--memcap` below which each worker's share is raised: its records' way
+/// to the writer (`OUTPUT_BYTES_PER_WORKER`, 28 MiB) and 20 MiB of flows.
+pub const MIN_MEMCAP_PER_WORKER: u64 = 48 << 20;
+
+/// Slots of the engine's rings under `--memcap`, and the bytes of input they are
+/// budgeted for: chunks of a file share its 4 MiB blocks, and a ring of chunks pins a
+/// block per chunk at worst (frames of some kilobytes).
+const MEMCAP_RING_SLOTS: usize = 8;
+const MEMCAP_INPUT_BYTES: u64 = (MEMCAP_RING_SLOTS * tapstat_capture::STREAM_FILL) as u64;
+
+/// `--memcap`: a size of at least 80 MiB (the input's blocks and one worker's least share).
+fn memcap_size(s: &str) -> Result<u64, String> {
+    let n = crate::live::parse_size(s)?;
+    if n < MEMCAP_INPUT_BYTES + MIN_MEMCAP_PER_WORKER {
+        return Err(format!("{s:?} is below the least memory budget, 80MiB"));
+    }
+    Ok(n)
+}
+
+/// The engine's bounds under a memory budget.
+trait WithMemcap {
+    fn with_memcap(self, memcap: Option<u64>) -> Self;
+}
+
+impl WithMemcap for EngineConfig {
+    /// Each worker's share of `memcap` (raised to [`MIN_MEMCAP_PER_WORKER`]), less what
+    /// its records take on their way out, holds its flows (their slots and a typical flow's boxed state) in half of it, its held TCP segments in an eighth and its
+    /// fragments' buffers in a sixteenth; the rest (the flows' boxed state, records
+    /// on their way) is what the emergency mode keeps under the cap.
+    fn with_memcap(mut self, memcap: Option<u64>) -> Self {
+        let Some(m) = memcap else { return self };
+        let w = self.workers.max(1) as u64;
+        self.memcap = m.max(MEMCAP_INPUT_BYTES + MIN_MEMCAP_PER_WORKER * w);
+        // The input's read-ahead: a few blocks of the file in the rings.
+        self.ring_slots = self.ring_slots.min(MEMCAP_RING_SLOTS);
+        let share = ((self.memcap - MEMCAP_INPUT_BYTES) / w) as usize - tapstat_pipeline::OUTPUT_BYTES_PER_WORKER;
+        let flow = tapstat_analyze::Tracker::slot_bytes() + tapstat_analyze::FLOW_HEAP_BYTES;
+        self.tracker.capacity = self.tracker.capacity.min(share / 2 / flow).max(1);
+        self.tracker.start_flows = self.tracker.start_flows.min(self.tracker.capacity);
+        self.tracker.held_budget = self.tracker.held_budget.min(share / 8);
+        self.decode.reassembly_bytes = self.decode.reassembly_bytes.min(share / 16);
+        self
     }
 }
 

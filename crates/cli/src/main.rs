@@ -40,8 +40,12 @@ use tapstat_pipeline::{Progress, Summary};
 /// copying it, so the tracker reserves its flow table up front
 /// (`FlowTable::reserve_all`). Measured in docs/BENCHMARKS.md ("TCP end-to-end and
 /// options sets", and "The allocator and the table's growth").
+///
+/// Counted (`tapstat_pipeline::memory`): `--memcap` compares the heap with its budget,
+/// and summary.json reports the peak.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: tapstat_pipeline::memory::Counting<mimalloc::MiMalloc> =
+    tapstat_pipeline::memory::Counting(mimalloc::MiMalloc);
 
 /// Exit status of a file run stopped by SIGINT or SIGTERM before the end of its input.
 const EXIT_INTERRUPTED: i32 = 130;

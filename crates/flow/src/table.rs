@@ -332,6 +332,12 @@ impl<V, I: FlowIndex> FlowTable<V, I> {
         &self.map
     }
 
+    /// Bytes one flow's slot takes in the slot arrays, the free list and (about) the
+    /// index: what the table of a capacity reserves per flow.
+    pub fn slot_bytes() -> usize {
+        std::mem::size_of::<Hot>() + std::mem::size_of::<Meta>() + std::mem::size_of::<Option<V>>() + 4 + 16
+    }
+
     /// Bytes held by the index, the hot and cold slot arrays (allocated capacity).
     pub fn bytes(&self) -> usize {
         self.map.bytes()
@@ -381,6 +387,11 @@ impl<V, I: FlowIndex> FlowTable<V, I> {
     pub fn touch_time(&mut self, id: SlotId, ts_ns: u64) {
         let m = &mut self.meta[id as usize];
         m.last_ns = m.last_ns.max(ts_ns);
+    }
+
+    /// The flow idle the longest (the one a full table evicts next).
+    pub fn oldest(&self) -> Option<SlotId> {
+        (self.head != NIL).then_some(self.head)
     }
 
     /// Inserts a flow that is not in the table. When the table is full, the flow

@@ -307,6 +307,29 @@ impl L7Flow {
         true
     }
 
+    /// Payload bytes the reorder streams hold back for a hole, both directions (0 when
+    /// no direction has had one). Cold: the engine asks only around segments that
+    /// go through the reorder state.
+    pub fn held_bytes(&self) -> usize {
+        if self.reordering == 0 {
+            return 0;
+        }
+        let order = match &self.state {
+            State::Tls(s) | State::Tunnel(_, s) => &s.reorder,
+            State::Http(s) => &s.reorder,
+            State::Ssh(s) => &s.reorder,
+            State::Dns(s) => &s.reorder,
+            _ => return 0,
+        };
+        order.as_ref().map_or(0, |o| o.dirs.iter().flatten().map(|d| d.held_bytes()).sum())
+    }
+
+    /// Whether some direction's TCP segments go through the reorder state.
+    #[inline]
+    pub fn reordering_any(&self) -> bool {
+        self.reordering != 0
+    }
+
     /// Whether `dir`'s TCP segments go through the reorder state (since its first hole).
     #[inline]
     pub fn reordering(&self, dir: Dir) -> bool {

@@ -14,7 +14,9 @@
 //!
 //! Memory: one pointer in the boxed state of a parser that reads TCP (TLS, HTTP, SSH,
 //! DNS), none while probing (a hole there is told at once); from the flow's first hole
-//! on, at most [`MAX_HELD`] segments and [`MAX_HELD_BYTES`] bytes per direction.
+//! on, at most [`MAX_HELD`] segments and [`MAX_HELD_BYTES`] bytes per direction. The
+//! engine also bounds what all the flows of a worker hold together: past its budget it
+//! gives up the oldest holes first (`L7Flow::held_bytes`, `L7Flow::flush_held`).
 
 /// Segments held per direction, at most.
 pub const MAX_HELD: usize = 16;
@@ -133,6 +135,11 @@ impl Stream {
     /// Whether segments are waiting.
     pub fn holds(&self) -> bool {
         !self.held.is_empty()
+    }
+
+    /// Payload bytes of the segments waiting.
+    pub fn held_bytes(&self) -> usize {
+        self.held_bytes
     }
 }
 

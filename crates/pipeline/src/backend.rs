@@ -35,6 +35,12 @@ const IN_FLIGHT: usize = 64;
 /// Emptied blocks kept for reuse, per worker.
 const FREE_PER_WORKER: usize = 16;
 
+/// The most heap a worker's records take on their way to the writer: a block per log
+/// being filled, the blocks in flight and the emptied ones kept (about 28 MiB), which
+/// `--memcap` sets aside from each worker's share.
+pub const OUTPUT_BYTES_PER_WORKER: usize =
+    (IN_FLIGHT + FREE_PER_WORKER + crate::record_out::NLOGS) * crate::record_out::BLOCK_CAPACITY;
+
 /// The running back end of an engine with `n` workers.
 pub(crate) struct Backend {
     files: LogFiles,

@@ -25,11 +25,13 @@
 //! [`Tracker`]: tapstat_analyze::Tracker
 
 mod backend;
+pub use backend::OUTPUT_BYTES_PER_WORKER;
 mod dispatch;
 mod export;
 mod file;
 mod flow_groups;
 mod live;
+pub mod memory;
 mod migrate;
 mod reader;
 mod record_out;
@@ -49,7 +51,7 @@ pub use live::telemetry::{Gauges, WorkerStats};
 pub use live::{run_live, LiveConfig, LiveSummary, QueueDelay};
 pub use ring::{ring, Receiver, Sender};
 pub use schedule::Schedule;
-pub use summary::{cpu_seconds, unkeyed_hash_warning, SchedulingSummary, Summary, SUMMARY_KEYS};
+pub use summary::{cpu_seconds, unkeyed_hash_warning, MemorySummary, SchedulingSummary, Summary, SUMMARY_KEYS};
 pub use timing::{PacketTimeSummary, PacketTimer};
 pub use writer::{interval_dir_name, interval_name, HISTOGRAMS};
 
@@ -101,6 +103,9 @@ pub struct EngineConfig {
     pub ipfix: Option<IpfixConfig>,
     /// Export every record to Kafka too (`--kafka`).
     pub kafka: Option<KafkaConfig>,
+    /// The heap the process may use (`--memcap`), in bytes; 0 for no ceiling. Past it
+    /// the workers shed state ([`memory`], `Tracker::relieve`).
+    pub memcap: u64,
 }
 
 impl EngineConfig {
@@ -146,6 +151,7 @@ impl Default for EngineConfig {
             flow_batches: false,
             ipfix: None,
             kafka: None,
+            memcap: 0,
         }
     }
 }

@@ -46,6 +46,8 @@ pub struct Summary {
     pub evictions: u64,
     /// Most flows live at once, summed over workers.
     pub peak_flows: u64,
+    /// The memory budget and what it took (`--memcap`; the held segments always).
+    pub memory: MemorySummary,
     /// Decoding anomalies by name.
     pub anomalies: BTreeMap<&'static str, u64>,
     pub capture: CaptureSummary,
@@ -100,6 +102,23 @@ pub struct TrafficClass {
     pub bytes: u64,
 }
 
+/// summary.json's `memory`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MemorySummary {
+    /// `--memcap` in bytes; 0 for none.
+    pub memcap: u64,
+    /// The most heap the process had allocated at once (0 where it is not counted).
+    pub peak_heap_bytes: u64,
+    /// Times memory ran short (per worker), flows ended early to free it, holes given up.
+    pub emergencies: u64,
+    pub evicted_flows: u64,
+    pub holes_given_up: u64,
+    /// Most payload bytes held back for holes in TCP streams, summed over the workers'
+    /// peaks, and the budget of all the workers together.
+    pub peak_held_bytes: u64,
+    pub held_budget: u64,
+}
+
 /// summary.json's `scheduling`.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SchedulingSummary {
@@ -133,8 +152,9 @@ pub const SUMMARY_KEYS: &[(&str, &str)] = &[
     ("records", "records written, by log"),
     ("end_reasons", "flows ended, by `end_reason` (see the logs' column)"),
     ("traffic", "flows ended, their packets and wire bytes, by traffic class, client to server: `in` (external client, internal server), `out` (internal client, external server), `local` (both internal), `ext` (both external); internal is -N/--internal's networks, every address without them (so every flow is `local`, as in Tstat)"),
-    ("evictions", "flows evicted because a worker's table was full (`--max-flows`)"),
+    ("evictions", "flows evicted because a worker's table was full (`--max-flows`) or memory ran short (`--memcap`, `memory.evicted_flows`)"),
     ("peak_flows", "most flows live at once, summed over the workers"),
+    ("memory", "the memory budget: `memcap` (`--memcap` in bytes, 0 for none), `peak_heap_bytes` (the most heap allocated at once), `emergencies` (times a worker found the heap past the budget and shed state), `evicted_flows` (flows ended early for it, end_reason evicted, in `evictions` too), `holes_given_up` (holes in TCP streams whose held segments went to the application layer early: at the budget of held bytes or in an emergency), `peak_held_bytes` and `held_budget` (payload bytes held back for holes, and the most allowed, summed over the workers)"),
     ("anomalies", "decoding anomalies by name (the table below); only those seen"),
     ("capture", "damage in the input files: truncated_files, corrupt_records, skipped_blocks, bad_packet_blocks"),
     ("warnings", "what the run warns about (also printed on stderr)"),
@@ -233,6 +253,15 @@ impl Summary {
                 .collect(),
             evictions: t.evictions,
             peak_flows: t.peak_flows,
+            memory: MemorySummary {
+                memcap: cfg.memcap,
+                peak_heap_bytes: crate::memory::peak_heap_bytes(),
+                emergencies: t.memcap_emergencies,
+                evicted_flows: t.memcap_evictions,
+                holes_given_up: t.holes_given_up,
+                peak_held_bytes: t.peak_held_bytes,
+                held_budget: cfg.tracker.held_budget as u64 * workers as u64,
+            },
             anomalies: anomalies.iter().collect(),
             capture: CaptureSummary {
                 truncated_files: cap.truncated_files,

@@ -18,12 +18,30 @@ pub(crate) struct Worker {
     pub(crate) timer: PacketTimer,
     pub(crate) tracker: Tracker,
     pub(crate) rout: RecordOut,
+    /// `--memcap` in bytes (0: none), checked once per batch ([`Worker::mind_memory`]).
+    pub(crate) memcap: u64,
 }
 
 impl Worker {
     /// A worker of `tracker` writing to `rout`, timing 1 packet in `time_sample`.
     pub(crate) fn new(time_sample: u32, tracker: Tracker, rout: RecordOut) -> Worker {
-        Worker { timer: PacketTimer::new(time_sample), tracker, rout }
+        Worker { timer: PacketTimer::new(time_sample), tracker, rout, memcap: 0 }
+    }
+
+    /// Between batches: past `--memcap`, the tracker sheds state
+    /// ([`Tracker::relieve`]); once the heap is back under 7/8 of it, its timeouts are
+    /// the configured ones again. One load of a shared counter when there is a cap.
+    #[inline]
+    pub(crate) fn mind_memory(&mut self) {
+        if self.memcap == 0 {
+            return;
+        }
+        let heap = crate::memory::heap_bytes();
+        if heap > self.memcap {
+            self.tracker.relieve(&mut self.rout);
+        } else if self.tracker.emergency() && heap < self.memcap / 8 * 7 {
+            self.tracker.calm();
+        }
     }
 
     #[inline]
@@ -183,6 +201,7 @@ pub(crate) fn run_inline(
                 work.packet(&p, frame, || dispatch.dec.reassembled(), &[]);
             }
         }
+        work.mind_memory();
     }
     let (r, end) = dispatch.finish();
     (r, Some(work.finish(end, stop.load(Ordering::Relaxed))))
@@ -215,6 +234,7 @@ pub(crate) fn run_worker(
                         work.packet(p, frame, || wholes.next().and_then(Option::as_deref), answers);
                     }
                 }
+                work.mind_memory();
                 final_ns = b.end_now;
                 // A worker with no packets in a chunk still follows the input's clock
                 // into the next output interval, so the writer can close the last one.

@@ -688,3 +688,76 @@ fn the_input_clock_ignores_reordering_and_survives_steps_back() {
     assert_eq!(c.tick(s), u64::MAX);
     assert_eq!(c.tick(3 * s), u64::MAX);
 }
+
+/// Memory short: the flows idle the longest end first (a sixteenth of the table, at
+/// least 64), written as evicted; timeouts are a tenth until memory is back.
+#[test]
+fn memory_short_ends_the_flows_idle_longest_and_shortens_timeouts() {
+    let mut t = Tracker::new(TrackerConfig::default());
+    let h = tapstat_flow::FlowHasher::new(1);
+    let mut out: Vec<Flow> = Vec::new();
+    for i in 0..100u16 {
+        let mut d = seg(true, SYN, 1, 0);
+        d.sport = 1000 + i;
+        let ts = S + u64::from(i) * 1_000_000;
+        t.on_packet(&packet(&h, ts, ts, &d, &[]), &mut |f: &Flow| out.push(f.clone()));
+    }
+    t.relieve(&mut |f: &Flow| out.push(f.clone()));
+    assert_eq!(out.len(), 64);
+    assert!(out.iter().all(|f| f.end == EndReason::Evicted));
+    let mut ports: Vec<u16> = out.iter().map(|f| f.dir[0].port).collect();
+    ports.sort_unstable();
+    assert_eq!(ports, (1000..1064).collect::<Vec<_>>(), "the oldest first");
+    assert_eq!((t.stats.memcap_emergencies, t.stats.memcap_evictions, t.stats.evictions), (1, 64, 64));
+    assert!(t.emergency());
+    assert_eq!(t.cfg.tcp_idle_ns, 30 * S);
+    assert_eq!(t.cfg.singleton_ns, S);
+    // still short: one emergency, more flows
+    t.relieve(&mut |f: &Flow| out.push(f.clone()));
+    assert_eq!((t.stats.memcap_emergencies, out.len()), (1, 100));
+    t.calm();
+    assert!(!t.emergency());
+    assert_eq!((t.cfg.tcp_idle_ns, t.cfg.singleton_ns), (300 * S, 10 * S));
+    t.finish(2 * S, false, &mut |f: &Flow| out.push(f.clone()));
+    assert_eq!(out.len(), 100, "nothing is lost: every flow is written once");
+}
+
+/// Past the worker's budget of held bytes, the hole held the longest is given up.
+#[test]
+fn held_segments_past_the_budget_give_up_the_oldest_hole_first() {
+    let cfg = TrackerConfig { held_budget: 2500, ..Default::default() };
+    let mut t = Tracker::new(cfg);
+    let h = tapstat_flow::FlowHasher::new(1);
+    let mut out: Vec<Flow> = Vec::new();
+    let head = b"GET / HTTP/1.1\r\nHost: a\r\n";
+    let body = [b'x'; 1000];
+    let mut ts = S;
+    for port in [1000u16, 1001, 1002] {
+        let mut on = |d: Decoded, payload: &[u8], t: &mut Tracker| {
+            let mut d = d;
+            if d.sport == 40000 {
+                d.sport = port;
+            } else {
+                d.dport = port;
+            }
+            ts += 1_000_000;
+            t.on_packet(&packet(&h, ts, ts, &d, payload), &mut |f: &Flow| out.push(f.clone()));
+        };
+        on(ack_seg(true, SYN, 1000, 0, 0), &[], &mut t);
+        on(ack_seg(false, SYNACK, 5000, 1001, 0), &[], &mut t);
+        on(ack_seg(true, TcpFields::ACK, 1001, 5001, 0), &[], &mut t);
+        on(ack_seg(true, TcpFields::ACK | TcpFields::PSH, 1001, 5001, head.len() as u32), head, &mut t);
+        // 100 bytes lost, then 1000 held for them
+        on(ack_seg(true, TcpFields::ACK, 1001 + head.len() as u32 + 100, 5001, 1000), &body, &mut t);
+    }
+    assert_eq!(t.stats.holes_given_up, 1);
+    assert_eq!(t.stats.held_bytes, 2000);
+    assert_eq!(t.stats.peak_held_bytes, 3000);
+    let mut held = Vec::new();
+    t.table.for_each_mut(|_, _, f| held.push((f.dir[0].port, f.l7.as_ref().map_or(0, |l| l.held_bytes()))));
+    held.sort_unstable();
+    assert_eq!(held, vec![(1000, 0), (1001, 1000), (1002, 1000)]);
+    t.finish(ts, false, &mut |f: &Flow| out.push(f.clone()));
+    assert_eq!(t.stats.held_bytes, 0);
+    assert_eq!(out.len(), 3);
+}

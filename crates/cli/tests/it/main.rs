@@ -22,6 +22,7 @@ mod histograms;
 mod l7;
 mod load;
 mod malformed;
+mod memory;
 mod nets;
 mod nfstream;
 mod oracles;

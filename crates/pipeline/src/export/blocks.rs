@@ -37,6 +37,10 @@ impl Drops {
     }
 }
 
+/// Records the workers dropped before an exporter, every exporter of the process
+/// together: the metrics endpoint's `tapstat_export_dropped_records_total`.
+pub(crate) static EXPORT_RECORDS_DROPPED: AtomicU64 = AtomicU64::new(0);
+
 /// Blocks the workers may have on their way to the exporter before they wait.
 const IN_FLIGHT: usize = 64;
 /// Emptied blocks kept for reuse.
@@ -154,6 +158,7 @@ impl BlockOut {
             if !sent && self.backpressure != Backpressure::Wait {
                 self.drops.stalled.store(true, Ordering::Relaxed);
                 self.drops.records.fetch_add(records, Ordering::Relaxed);
+                EXPORT_RECORDS_DROPPED.fetch_add(records, Ordering::Relaxed);
             }
         }
     }

@@ -128,9 +128,13 @@ impl Analysis {
             });
             if k > 0 {
                 idle = 0;
+                self.work.mind_memory();
                 times.publish(&self.gauges);
                 self.gauges.flows.store(self.work.tracker.live_flows() as u64, Ordering::Relaxed);
-                self.gauges.evictions.store(self.work.tracker.stats.evictions, Ordering::Relaxed);
+                let st = &self.work.tracker.stats;
+                self.gauges.evictions.store(st.evictions, Ordering::Relaxed);
+                self.gauges.held_bytes.store(st.held_bytes, Ordering::Relaxed);
+                self.gauges.memcap_evictions.store(st.memcap_evictions, Ordering::Relaxed);
                 self.global_clock.fetch_max(self.dispatch.clock.now(), Ordering::Relaxed);
                 // Past the end of an interval of the link histograms: hand over the
                 // intervals that ended (one comparison a burst, the work once an

@@ -57,6 +57,8 @@ pub struct Gauges {
     pub processed: AtomicU64,
     pub flows: AtomicU64,
     pub evictions: AtomicU64,
+    pub held_bytes: AtomicU64,
+    pub memcap_evictions: AtomicU64,
     pub proc_sum_ns: AtomicU64,
     /// Most ns spent on one packet since the reporter last looked (it swaps in 0).
     pub proc_max_ns: AtomicU64,
@@ -85,6 +87,8 @@ impl Default for Gauges {
             processed: AtomicU64::new(0),
             flows: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            held_bytes: AtomicU64::new(0),
+            memcap_evictions: AtomicU64::new(0),
             proc_sum_ns: AtomicU64::new(0),
             proc_max_ns: AtomicU64::new(0),
             proc_ewma_ns: AtomicU64::new(0),
@@ -173,6 +177,9 @@ pub struct WorkerStats {
     pub buffer_capacity: u64,
     pub flows: u64,
     pub evictions: u64,
+    /// Payload bytes held back for holes now, and flows ended early for `--memcap`.
+    pub held_bytes: u64,
+    pub memcap_evictions: u64,
     pub proc_mean_ns: f64,
     pub proc_p99_ns: u64,
     pub proc_max_ns: u64,
@@ -251,6 +258,8 @@ fn snapshot(w: usize, g: &Gauges, last: &mut Last, dt: f64) -> WorkerStats {
         buffer_capacity: g.buffer_cap.load(Ordering::Relaxed),
         flows: g.flows.load(Ordering::Relaxed),
         evictions: g.evictions.load(Ordering::Relaxed),
+        held_bytes: g.held_bytes.load(Ordering::Relaxed),
+        memcap_evictions: g.memcap_evictions.load(Ordering::Relaxed),
         proc_mean_ns: if d[5] > 0 { d[6] as f64 / d[5] as f64 } else { 0.0 },
         proc_p99_ns: p99,
         proc_max_ns: g.proc_max_ns.swap(0, Ordering::Relaxed),
@@ -406,6 +415,34 @@ pub fn prometheus(stats: &[WorkerStats]) -> String {
         "gauge",
         "Exponentially weighted mean per-packet time (alpha 1/1024).",
         &|s| secs(s.proc_ewma_ns),
+    );
+    family(
+        "tapstat_held_bytes",
+        "gauge",
+        "Payload bytes the worker's flows hold back for holes in TCP streams.",
+        &|s| s.held_bytes.to_string(),
+    );
+    family(
+        "tapstat_memcap_evictions_total",
+        "counter",
+        "Flows the worker ended early because the heap passed --memcap.",
+        &|s| s.memcap_evictions.to_string(),
+    );
+    // The process's own figures, without a worker label.
+    let mut process = |name: &str, kind: &str, help: &str, v: u64| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+    };
+    process(
+        "tapstat_heap_bytes",
+        "gauge",
+        "Heap allocated by the process (counted by its allocator).",
+        crate::memory::heap_bytes(),
+    );
+    process(
+        "tapstat_export_dropped_records_total",
+        "counter",
+        "Records dropped before an exporter whose queue stayed full (a collector not reading).",
+        crate::export::blocks::EXPORT_RECORDS_DROPPED.load(Ordering::Relaxed),
     );
     out
 }
@@ -566,9 +603,13 @@ mod tests {
             let name = series.split('{').next().unwrap();
             assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'), "{name}");
             assert!(typed.contains_key(name), "{name} has no TYPE before it");
-            assert!(series.ends_with("\"}") && series.contains("{worker=\""), "{series}");
+            if name == "tapstat_heap_bytes" || name == "tapstat_export_dropped_records_total" {
+                assert_eq!(series, name, "the process's own figures have no worker");
+            } else {
+                assert!(series.ends_with("\"}") && series.contains("{worker=\""), "{series}");
+            }
         }
-        assert_eq!(typed.len(), 21);
+        assert_eq!(typed.len(), 25);
         for family in [
             "tapstat_offered_packets_total",
             "tapstat_analysed_packets_total",
@@ -576,6 +617,10 @@ mod tests {
             "tapstat_prioritised_packets_total",
             "tapstat_shunted_packets_total",
             "tapstat_ted_cutoff_packets",
+            "tapstat_held_bytes",
+            "tapstat_memcap_evictions_total",
+            "tapstat_heap_bytes",
+            "tapstat_export_dropped_records_total",
         ] {
             assert!(typed.contains_key(family), "{family}");
         }

@@ -5,13 +5,13 @@ usage: load_check.py SCHEMA.json DIR...   (each DIR an output directory, TSV or 
 
 TSV: every log is read with the README's calls,
     pandas.read_csv(path, sep="\t")
-    duckdb.read_csv(path)
+    duckdb.read_csv(path, sep="\t", quotechar='"')
 and each must read every line after the header as one row, with the header's names,
 and give every u64, f64 and bool column a numeric type. DuckDB types a column that has
 no value in the file at all as VARCHAR (there is nothing to type it from): such a
 column is all NULL, which is checked instead; and README's call with the schema's
 types,
-    duckdb.read_csv(path, dtype=types)
+    duckdb.read_csv(path, sep="\t", quotechar='"', dtype=types)
 must give every one a numeric type. JSON lines: every key of the schema, in
 its order (the columns the options chose), each with one JSON type (null aside) that is its schema
 type's.
@@ -71,7 +71,7 @@ def check_tsv(path, cols, duck):
         if c in df.columns and cols[c] in NUMERIC and not pd.api.types.is_numeric_dtype(df[c]):
             problem(f"{path}: pandas reads {cols[c]} column {c} as {df[c].dtype}: {df[c].dropna().head(3).tolist()}")
 
-    rel = duckdb.read_csv(path)
+    rel = duckdb.read_csv(path, sep="\t", quotechar='"')
     if rel.columns != header:
         problem(f"{path}: DuckDB names the columns {rel.columns[:3]}..., the header {header[:3]}...")
     # Every value converted, not only the rows counted: a column typed from the first
@@ -83,12 +83,12 @@ def check_tsv(path, cols, duck):
         if c not in cols or cols[c] not in NUMERIC or str(t).startswith(DUCK_NUMERIC):
             continue
         if str(t) == "VARCHAR":
-            q = duckdb.sql(f'SELECT count("{c}") FROM read_csv(\'{path}\')').fetchall()[0][0]
+            q = duckdb.sql(f'SELECT count("{c}") FROM read_csv(\'{path}\', delim=\'\\t\', quote=\'"\')').fetchall()[0][0]
             if q == 0:
                 continue
         problem(f"{path}: DuckDB reads {cols[c]} column {c} as {t}")
     types = {c: duck[c] for c in header}
-    typed = duckdb.read_csv(path, dtype=types)
+    typed = duckdb.read_csv(path, sep="\t", quotechar='"', dtype=types)
     n = len(typed.fetchall())
     if n != rows:
         problem(f"{path}: DuckDB with the schema's types read {n} rows of {rows}")

@@ -84,7 +84,8 @@ pub enum Type {
     /// is.
     Durations,
     /// A list of texts: comma-separated in brackets in TSV (`[a.example,192.0.2.1]`, each
-    /// escaped as a string), an array of strings in JSON; absent as for `Counts`.
+    /// escaped as a string, in single quotes where it needs them: [`tsv`]), an array of
+    /// strings in JSON; absent as for `Counts`.
     Strs,
 }
 

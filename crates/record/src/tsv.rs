@@ -1,6 +1,28 @@
 //! How a [`Value`] is written in TSV: the encoding that `tapstat-sink`'s TSV format
 //! and the writers of [`run!`](crate::run) share, so both give the same bytes.
 //!
+//! Strings ([`str_value`]) may come off the wire, and must leave a record one line and
+//! a value one field, and send a terminal that shows the log nothing it acts on:
+//! - tab, line feed, carriage return, backslash and double quote are escaped by a
+//!   backslash: `\t` `\n` `\r` `\\` `\"`;
+//! - every other control character is written byte by byte as `\xNN`, two lowercase
+//!   hex digits, as Zeek writes them: the C0 controls and DEL (`\x1b` for ESC, `\x00`
+//!   for NUL), the C1 controls U+0080 to U+009F (`\xc2\x85` for NEL) and the line and
+//!   paragraph separators U+2028 and U+2029 (`\xe2\x80\xa8`), at which Python's
+//!   `splitlines()` splits a line as it does at VT, FF, FS, GS and RS;
+//! - anything else, other UTF-8 included, as it is. [`unescape`] reads them back.
+//!
+//! Lists of texts ([`Value::Strs`], [`Value::Names`]) are `[` items `,` `]`, in the
+//! list syntax DuckDB's `CAST(x AS VARCHAR[])` reads. Each item is escaped as a string,
+//! then written as it is, unless it holds one of `,` `[` `]` `{` `}` `(` `)` `'` `"` or
+//! a backslash (a separator, a bracket DuckDB would take for a nested list, struct or
+//! map, a quote, an escape), starts or ends with a space (trimmed), or is `null` in any
+//! case (read as NULL): then it is in single quotes, each backslash and `'` in it
+//! preceded by a backslash (`[a.example,'a,b','it\'s','\\x1b']`). Names and addresses
+//! need no quotes, so ordinary traffic's lists are written as they always were. DuckDB
+//! gives each item as a VARCHAR column gives a string, its string escapes still in it;
+//! [`list_items`] reads a list back to the strings.
+//!
 //! Numbers are written by hand, through integers: a record has dozens of them, and
 //! most are small counters (0, 1, 2 digits).
 
@@ -162,48 +184,191 @@ pub fn list_value(xs: &[u32], out: &mut Vec<u8>, one: impl Fn(u32, &mut Vec<u8>)
     }
 }
 
-/// A string with tabs, line ends, backslashes and double quotes escaped by a
-/// backslash (`\t`, `\n`, `\r`, `\\`, `\"`; nothing when empty): strings may come off
-/// the wire (server names, User-Agents...), and a record stays one line, a value one
-/// column, whatever they hold. A value never starts with `"`, so readers that take
-/// `"` as a quote (pandas' and DuckDB's defaults) read it as it is written.
+/// Whether `b` is, or may begin, what [`str_value`] escapes: a C0 control, DEL, a
+/// backslash, a double quote, or the first byte of a C1 control (0xC2) or of U+2028
+/// and U+2029 (0xE2; other characters of those lead bytes are written as they are).
+#[inline(always)]
+fn may_escape(b: u8) -> bool {
+    (b < 0x20) | (b == 0x7f) | (b == b'\\') | (b == b'"') | (b == 0xc2) | (b == 0xe2)
+}
+
+/// Whether `s` holds a byte of [`may_escape`]. Strings without one, nearly all of
+/// them, are copied as they are, so this is the whole cost of a string on the hot path:
+/// eight bytes at a time, each test a few word operations instead of a branch per byte
+/// (the last word overlaps the one before; under eight bytes, two overlapping halves).
+#[inline]
+pub fn may_need_escape(s: &[u8]) -> bool {
+    let n = s.len();
+    let word = |i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap_or([0; 8]));
+    if n >= 8 {
+        let mut i = 0;
+        while i + 8 <= n {
+            if word_may_escape(word(i)) {
+                return true;
+            }
+            i += 8;
+        }
+        i < n && word_may_escape(word(n - 8))
+    } else if n >= 4 {
+        let half = |i: usize| u32::from_le_bytes(s[i..i + 4].try_into().unwrap_or([0; 4]));
+        word_may_escape(u64::from(half(0)) | u64::from(half(n - 4)) << 32)
+    } else {
+        s.iter().any(|&b| may_escape(b))
+    }
+}
+
+/// [`may_escape`] for any of the eight bytes of `x`, exactly: the tests for a byte below
+/// n (here 0x20) and for a zero byte (after an XOR with the byte looked for) of "Bit
+/// Twiddling Hacks", which may misplace a byte found but never find one that is not
+/// there nor miss one that is.
+#[inline(always)]
+fn word_may_escape(x: u64) -> bool {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let zero = |v: u64| v.wrapping_sub(LO) & !v & HI;
+    let below_space = x.wrapping_sub(LO * 0x20) & !x & HI;
+    let eq = |b: u8| zero(x ^ (LO * u64::from(b)));
+    (below_space | eq(0x7f) | eq(b'\\') | eq(b'"') | eq(0xc2) | eq(0xe2)) != 0
+}
+
+/// How many bytes at the start of `b` make one character to escape: 1 for a C0
+/// control, DEL, a backslash or a double quote, 2 for a C1 control (U+0080 to U+009F),
+/// 3 for U+2028 and U+2029, 0 for anything else.
+#[inline]
+pub fn escape_len(b: &[u8]) -> usize {
+    match b {
+        [c, ..] if *c < 0x20 || matches!(c, 0x7f | b'\\' | b'"') => 1,
+        [0xc2, 0x80..=0x9f, ..] => 2,
+        [0xe2, 0x80, 0xa8 | 0xa9, ..] => 3,
+        _ => 0,
+    }
+}
+
+/// A string made safe for a TSV field: tab, line feed, carriage return, backslash and
+/// double quote escaped by a backslash (`\t`, `\n`, `\r`, `\\`, `\"`), and every other
+/// control character byte by byte as `\xNN` (two lowercase hex digits, as Zeek writes
+/// them): the C0 controls, DEL, the C1 controls U+0080 to U+009F (`\xc2\x85` for NEL)
+/// and the line and paragraph separators U+2028 and U+2029 (`\xe2\x80\xa8`). Nothing
+/// when empty.
+///
+/// Strings may come off the wire (server names, User-Agents...): whatever they hold, a
+/// record stays one line for any line splitter (Python's `splitlines()` splits at VT,
+/// FF, FS, GS, RS, NEL and U+2028 too), a value one column, and a log shown in a
+/// terminal (`tail -f`) carries no escape sequence to it. A value never starts with
+/// `"`, so readers that take `"` as a quote (pandas' and DuckDB's defaults) read it as
+/// it is written.
+#[inline]
 pub fn str_value(s: &str, out: &mut Vec<u8>) {
-    if !s.bytes().any(|b| matches!(b, b'\t' | b'\n' | b'\r' | b'\\' | b'"')) {
+    if !may_need_escape(s.as_bytes()) {
         out.extend_from_slice(s.as_bytes());
         return;
     }
-    for b in s.bytes() {
-        match b {
+    str_escaped(s.as_bytes(), out);
+}
+
+/// [`str_value`] for a string with something to escape, or bytes of the lead bytes
+/// 0xC2 and 0xE2 that are not: runs without escapes copied whole.
+#[inline(never)]
+fn str_escaped(b: &[u8], out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let (mut i, mut run) = (0, 0);
+    while i < b.len() {
+        let n = escape_len(&b[i..]);
+        if n == 0 {
+            i += 1;
+            continue;
+        }
+        out.extend_from_slice(&b[run..i]);
+        match b[i] {
             b'\t' => out.extend_from_slice(b"\\t"),
             b'\n' => out.extend_from_slice(b"\\n"),
             b'\r' => out.extend_from_slice(b"\\r"),
             b'\\' => out.extend_from_slice(b"\\\\"),
             b'"' => out.extend_from_slice(b"\\\""),
-            _ => out.push(b),
+            _ => {
+                for &c in &b[i..i + n] {
+                    out.extend_from_slice(&[b'\\', b'x', HEX[usize::from(c >> 4)], HEX[usize::from(c & 15)]]);
+                }
+            }
         }
+        i += n;
+        run = i;
+    }
+    out.extend_from_slice(&b[run..]);
+}
+
+/// A string as [`str_value`] wrote it, back: a backslash escapes the character after
+/// it, `\t`, `\n` and `\r` stand for tab, line feed and carriage return, `\x` and two
+/// hex digits for that byte (bytes that do not make UTF-8 read as U+FFFD).
+pub fn unescape(t: &str) -> String {
+    if !t.contains('\\') {
+        return t.to_string();
+    }
+    let hex = |c: Option<&u8>| match c {
+        Some(c @ b'0'..=b'9') => Some(c - b'0'),
+        Some(c @ (b'a'..=b'f' | b'A'..=b'F')) => Some((c | 0x20) - b'a' + 10),
+        _ => None,
+    };
+    let b = t.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        match b.get(i + 1) {
+            Some(b't') => out.push(b'\t'),
+            Some(b'n') => out.push(b'\n'),
+            Some(b'r') => out.push(b'\r'),
+            Some(b'x') if hex(b.get(i + 2)).is_some() && hex(b.get(i + 3)).is_some() => {
+                out.push(hex(b.get(i + 2)).unwrap_or(0) << 4 | hex(b.get(i + 3)).unwrap_or(0));
+                i += 2;
+            }
+            // Any other character as it is (the bytes after the first of a longer
+            // one are never a backslash: the next turns copy them).
+            Some(&c) => out.push(c),
+            None => {}
+        }
+        i += 2;
+    }
+    match String::from_utf8(out) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     }
 }
 
-/// A string as [`str_value`] wrote it, back (the reading README.md documents: a
-/// backslash escapes the character after it, `\t`, `\n` and `\r` stand for tab, line
-/// feed and carriage return).
-pub fn unescape(t: &str) -> String {
-    let mut out = String::new();
-    let mut it = t.chars();
-    while let Some(c) = it.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
+/// Whether an item of a list, as [`str_value`] wrote it, goes in quotes: when it holds
+/// a list's separator, bracket or quote (`,` `[` `]` `{` `}` `(` `)` `'` `"`) or a
+/// backslash (an escape), starts or ends with a space (which a list reader trims), or
+/// is `null` in any case (which DuckDB reads as NULL).
+#[inline]
+fn needs_quotes(e: &[u8]) -> bool {
+    let special = |b: u8| matches!(b, b',' | b'[' | b']' | b'{' | b'}' | b'(' | b')' | b'\'' | b'"' | b'\\');
+    e.iter().fold(false, |any, &b| any | special(b))
+        || e.first() == Some(&b' ')
+        || e.last() == Some(&b' ')
+        || e.eq_ignore_ascii_case(b"null")
+}
+
+/// Appends one item of a list of texts: [`str_value`], in single quotes (backslashes
+/// and quotes escaped by a backslash) where [`needs_quotes`] says so.
+#[inline]
+fn list_item(s: &str, out: &mut Vec<u8>) {
+    let start = out.len();
+    str_value(s, out);
+    if needs_quotes(&out[start..]) {
+        let e = out.split_off(start);
+        out.push(b'\'');
+        for b in e {
+            if b == b'\\' || b == b'\'' {
+                out.push(b'\\');
+            }
+            out.push(b);
         }
-        match it.next() {
-            Some('t') => out.push('\t'),
-            Some('n') => out.push('\n'),
-            Some('r') => out.push('\r'),
-            Some(c) => out.push(c),
-            None => {}
-        }
+        out.push(b'\'');
     }
-    out
 }
 
 /// Appends `v` as TSV: nothing for no value (nor for an empty string), which pandas
@@ -240,7 +405,7 @@ pub fn value(v: Value<'_>, out: &mut Vec<u8>) {
                 if i > 0 {
                     out.push(b',');
                 }
-                str_value(item, out);
+                list_item(item, out);
             }
             out.push(b']');
         }
@@ -250,9 +415,49 @@ pub fn value(v: Value<'_>, out: &mut Vec<u8>) {
                 if i > 0 {
                     out.push(b',');
                 }
-                str_value(item, out);
+                list_item(item, out);
             }
             out.push(b']');
+        }
+    }
+}
+
+/// The items of a list of texts as [`value`] writes it (`[a.example,'a,b']`), each
+/// back to the string it was: `None` for a field that is not such a list. An item in
+/// single quotes has `\\` for a backslash and `\'` for a quote; then, quoted or not,
+/// it is unescaped as a string ([`unescape`]).
+pub fn list_items(field: &str) -> Option<Vec<String>> {
+    let inner = field.strip_prefix('[')?.strip_suffix(']')?;
+    let mut items = Vec::new();
+    if inner.is_empty() {
+        return Some(items);
+    }
+    let mut it = inner.chars().peekable();
+    loop {
+        let mut item = String::new();
+        if it.peek() == Some(&'\'') {
+            it.next();
+            loop {
+                match it.next()? {
+                    '\'' => break,
+                    '\\' => item.push(it.next()?),
+                    c => item.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = it.peek() {
+                if c == ',' {
+                    break;
+                }
+                item.push(c);
+                it.next();
+            }
+        }
+        items.push(unescape(&item));
+        match it.next() {
+            None => return Some(items),
+            Some(',') => {}
+            Some(_) => return None,
         }
     }
 }
@@ -377,7 +582,7 @@ mod tests {
         assert_eq!(tsv(Value::U32s(&[60])), "[60]", "never a number");
         assert_eq!(tsv(Value::U32s(&[])), "[]");
         assert_eq!(tsv(Value::Strs("")), "[]");
-        assert_eq!(tsv(Value::Strs("a.example\u{0}192.0.2.1\u{0}t\"ab")), r#"[a.example,192.0.2.1,t\"ab]"#);
+        assert_eq!(tsv(Value::Strs("a.example\u{0}192.0.2.1\u{0}t\"ab")), r#"[a.example,192.0.2.1,'t\\"ab']"#);
         const NAMES: &[&str] = &["zero", "one", "two"];
         assert_eq!(tsv(Value::Names { bits: 0b101, names: NAMES }), "[zero,two]");
         assert_eq!(tsv(Value::Names { bits: 0, names: NAMES }), "[]");
@@ -389,5 +594,101 @@ mod tests {
             assert!(!t.contains(['\t', '\n', '\r']) && !t.starts_with('"'), "{s:?} -> {t:?}");
             assert_eq!(unescape(&t), s);
         }
+    }
+
+    /// A string and what `str_value` writes for it.
+    fn escaped(s: &str) -> String {
+        let mut out = Vec::new();
+        str_value(s, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    /// Characters a terminal, `splitlines()` or a JSON-in-JavaScript reader acts on.
+    fn acted_on(c: char) -> bool {
+        c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')
+    }
+
+    #[test]
+    fn controls_are_escaped_as_zeek_does() {
+        // An ANSI colour (ESC), NUL, BEL, VT, FF, FS GS RS, DEL, NEL, the line and
+        // paragraph separators: each byte as \xNN.
+        for (s, want) in [
+            ("\u{1b}[31mred", r"\x1b[31mred"),
+            ("a\0b\u{7}c", r"a\x00b\x07c"),
+            ("\u{b}\u{c}\u{1c}\u{1d}\u{1e}\u{1f}", r"\x0b\x0c\x1c\x1d\x1e\x1f"),
+            ("del\u{7f}", r"del\x7f"),
+            ("nel\u{85}c1\u{80}\u{9f}", r"nel\xc2\x85c1\xc2\x80\xc2\x9f"),
+            ("ls\u{2028}ps\u{2029}", r"ls\xe2\x80\xa8ps\xe2\x80\xa9"),
+            ("tab\tlf\ncr\r", r"tab\tlf\ncr\r"),
+        ] {
+            assert_eq!(escaped(s), want, "{s:?}");
+            assert_eq!(unescape(want), s);
+        }
+        // Text around them, and other characters of the same lead bytes, as they are.
+        for s in ["é€…©\u{a0}\u{a0}x\u{2027}\u{202a}\u{2030}\u{c2}", "host.example", "日本語.jp", ""] {
+            assert_eq!(escaped(s), s);
+        }
+        // Every character of the first planes, alone and amid text: no control left,
+        // and read back whole.
+        for c in (0..0x3000u32).chain([0xfeff, 0x10ffff]).filter_map(char::from_u32) {
+            for s in [c.to_string(), format!("ab{c}cd{c}\u{85}é{c}")] {
+                let t = escaped(&s);
+                assert!(!t.chars().any(acted_on), "{s:?} -> {t:?}");
+                assert_eq!(unescape(&t), s, "{t:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn unescape_reads_hex_bytes_and_keeps_what_is_not_an_escape() {
+        assert_eq!(unescape(r"\x41\x62"), "Ab");
+        assert_eq!(unescape(r"\xe2\x80\xa8|\xC2\x85"), "\u{2028}|\u{85}");
+        // Not two hex digits: the character after the backslash, as any other.
+        assert_eq!(unescape(r"\xg1\x4"), "xg1x4");
+        // Bytes that are not UTF-8 read as U+FFFD, never a panic.
+        assert_eq!(unescape(r"\xff\xe2\x80"), "\u{fffd}\u{fffd}");
+        assert_eq!(unescape("trailing\\"), "trailing");
+    }
+
+    #[test]
+    fn list_items_are_quoted_where_a_list_reader_needs_it() {
+        // Names and addresses as they always were.
+        let plain = "a.example\u{0}192.0.2.1\u{0}2001:db8::1\u{0}é.example\u{0}xn--bcher-kva.example\u{0}_sip._udp";
+        assert_eq!(
+            tsv(Value::Strs(plain)),
+            "[a.example,192.0.2.1,2001:db8::1,é.example,xn--bcher-kva.example,_sip._udp]"
+        );
+        // An item that would split, close, nest or quote the list, be trimmed or read as
+        // NULL, or holds an escape, in single quotes, its backslashes and quotes escaped.
+        let hostile = "a,b\0[x]\0it's\0 sp\0sp \0null\0NuLL\0t\"ab\0b\\s\0\u{1b}[0m\0{x}\0(y)\0";
+        assert_eq!(
+            tsv(Value::Strs(hostile)),
+            r#"['a,b','[x]','it\'s',' sp','sp ','null','NuLL','t\\"ab','b\\\\s','\\x1b[0m','{x}','(y)',]"#
+        );
+        for s in [plain, hostile, "\0", "a\0\0b", "'\0\\\0\"\0 \0,"] {
+            let t = tsv(Value::Strs(s));
+            assert!(!t.contains(['\t', '\n', '\r']) && !t.chars().any(acted_on), "{t:?}");
+            assert_eq!(list_items(&t), Some(strs(s).map(String::from).collect()), "{t:?}");
+        }
+        assert_eq!(list_items("[]"), Some(vec![]));
+        assert_eq!(list_items(""), None);
+        assert_eq!(list_items("['open]"), None);
+        assert_eq!(list_items("['a'b]"), None);
+    }
+
+    #[test]
+    fn the_word_scan_finds_exactly_the_bytes_to_escape() {
+        for b in 0..=255u8 {
+            for fill in [b'a', 0x80, 0xc3, 0xff, 0x21] {
+                for len in 1..26 {
+                    for at in 0..len {
+                        let mut s = vec![fill; len];
+                        s[at] = b;
+                        assert_eq!(may_need_escape(&s), may_escape(b) || may_escape(fill), "{b:#x} at {at} of {len}");
+                    }
+                }
+            }
+        }
+        assert!(!may_need_escape(b""));
     }
 }

@@ -140,8 +140,8 @@ use tapstat_record::tsv::{f64_value, ip_value, list_value, micros_value, push_u6
 
 /// For the Kafka export of a TSV run, whose JSON the exporter thread makes from the TSV
 /// line instead of the worker ([`json_from_tsv`]): appends what the line cannot give
-/// back exactly, the JSON of each `strings` column (an item may hold a comma, which TSV
-/// leaves as is), each after a line feed (which neither TSV nor JSON holds raw).
+/// back without parsing it, the JSON of each `strings` column (TSV escapes and may
+/// quote its items), each after a line feed (which neither TSV nor JSON holds raw).
 pub fn json_side<T>(log: &Log<T>, rec: &T, out: &mut Vec<u8>) {
     for c in &log.columns {
         if c.field.ty == Type::Strs {
@@ -184,9 +184,7 @@ pub fn json_from_tsv(fields: &[tapstat_record::Field], tsv: &[u8], out: &mut Vec
                 b"0" => b"false",
                 _ => return None,
             }),
-            Type::Str => {
-                let _ = serde_json::to_writer(&mut *out, &tapstat_record::tsv::unescape(std::str::from_utf8(v).ok()?));
-            }
+            Type::Str => json_str(&tapstat_record::tsv::unescape(std::str::from_utf8(v).ok()?), out),
         }
     }
     if values.next().is_some() || parts.next().is_some() {
@@ -194,6 +192,60 @@ pub fn json_from_tsv(fields: &[tapstat_record::Field], tsv: &[u8], out: &mut Vec
     }
     out.push(b'}');
     Some(())
+}
+
+/// A JSON string: `"` and `\` escaped, and every control character as JSON allows it,
+/// escaped (`\b` `\f` `\n` `\r` `\t`, else `\u00XX`), the C1 controls (`\u0085`), DEL
+/// (`\u007f`) and U+2028, U+2029 (`\u2028`) included, which JSON would take raw: a log
+/// shown in a terminal carries no escape sequence to it, and no line splitter or
+/// JavaScript parser splits a line at them. Otherwise serde_json's bytes. Strings
+/// without any of these, nearly all, are copied as they are after one quick scan
+/// ([`tapstat_record::tsv::may_need_escape`], the set TSV escapes too).
+fn json_str(s: &str, out: &mut Vec<u8>) {
+    out.push(b'"');
+    if tapstat_record::tsv::may_need_escape(s.as_bytes()) {
+        json_escaped(s.as_bytes(), out);
+    } else {
+        out.extend_from_slice(s.as_bytes());
+    }
+    out.push(b'"');
+}
+
+#[inline(never)]
+fn json_escaped(b: &[u8], out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let (mut i, mut run) = (0, 0);
+    while i < b.len() {
+        let n = tapstat_record::tsv::escape_len(&b[i..]);
+        if n == 0 {
+            i += 1;
+            continue;
+        }
+        out.extend_from_slice(&b[run..i]);
+        // The code point: one byte, a C1 control (0xC2 0x80..0x9F), U+2028 or U+2029
+        // (0xE2 0x80 0xA8 or 0xA9).
+        let c = match n {
+            1 => u16::from(b[i]),
+            2 => u16::from(b[i + 1]),
+            _ => 0x2000 | u16::from(b[i + 2] & 0x3f),
+        };
+        match c {
+            0x22 => out.extend_from_slice(b"\\\""),
+            0x5c => out.extend_from_slice(b"\\\\"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            0x0a => out.extend_from_slice(b"\\n"),
+            0x0d => out.extend_from_slice(b"\\r"),
+            0x09 => out.extend_from_slice(b"\\t"),
+            _ => {
+                let h = |k: u16| HEX[usize::from(c >> k & 15)];
+                out.extend_from_slice(&[b'\\', b'u', h(12), h(8), h(4), h(0)]);
+            }
+        }
+        i += n;
+        run = i;
+    }
+    out.extend_from_slice(&b[run..]);
 }
 
 fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
@@ -206,12 +258,8 @@ fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
             }
         }
         Value::Str("") => out.extend_from_slice(b"null"),
-        Value::Str(s) => {
-            let _ = serde_json::to_writer(&mut *out, s);
-        }
-        Value::Inline(s) => {
-            let _ = serde_json::to_writer(&mut *out, s.as_str());
-        }
+        Value::Str(s) => json_str(s, out),
+        Value::Inline(s) => json_str(s.as_str(), out),
         Value::Ip(ip) => {
             out.push(b'"');
             ip_value(ip, out);
@@ -235,7 +283,7 @@ fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
                 if i > 0 {
                     out.push(b',');
                 }
-                let _ = serde_json::to_writer(&mut *out, item);
+                json_str(item, out);
             }
             out.push(b']');
         }
@@ -245,7 +293,7 @@ fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
                 if i > 0 {
                     out.push(b',');
                 }
-                let _ = serde_json::to_writer(&mut *out, item);
+                json_str(item, out);
             }
             out.push(b']');
         }
@@ -821,6 +869,39 @@ mod tests {
         let mut out = Vec::new();
         tag_lines(br#"{"log":"log_x","#, b"{\"a\":1}\n{\"a\":2}\n", &mut out);
         assert_eq!(out, b"{\"log\":\"log_x\",\"a\":1}\n{\"log\":\"log_x\",\"a\":2}\n");
+    }
+
+    /// A JSON text as [`json_value`] writes it.
+    fn json(v: Value<'_>) -> String {
+        let mut out = Vec::new();
+        json_value(v, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn json_strings_hold_no_raw_control_character() {
+        // ESC, NUL, BEL, VT, FF, FS GS RS, DEL, NEL and the other C1 controls, the line
+        // and paragraph separators (JSON allows them raw; a terminal, `splitlines()` and
+        // JavaScript before ES2019 act on them).
+        let hostile = "\u{1b}[31m\0\u{7}\u{b}\u{c}\u{1c}\u{1d}\u{1e}\u{7f}\u{85}\u{80}\u{9f}\u{2028}\u{2029}\t\"\\";
+        let j = json(Value::Str(hostile));
+        assert_eq!(
+            j,
+            r#""\u001b[31m\u0000\u0007\u000b\f\u001c\u001d\u001e\u007f\u0085\u0080\u009f\u2028\u2029\t\"\\""#
+        );
+        assert_eq!(serde_json::from_str::<String>(&j).unwrap(), hostile);
+        let j = json(Value::Strs("a\u{85}b\0\u{2029}"));
+        assert_eq!(j, r#"["a\u0085b","\u2029"]"#);
+        // Every other character as serde_json writes it, and every one read back.
+        for c in (0..0x3000u32).chain([0xfeff, 0x10ffff]).filter_map(char::from_u32) {
+            let s = format!("ab{c}é{c}");
+            let j = json(Value::Str(&s));
+            assert!(!j.chars().any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')), "{j:?}");
+            assert_eq!(serde_json::from_str::<String>(&j).unwrap(), s);
+            if !matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}') {
+                assert_eq!(j, serde_json::to_string(&s).unwrap());
+            }
+        }
     }
 
     #[test]

@@ -96,7 +96,8 @@ fn addresses(dir: &Path) -> BTreeSet<IpAddr> {
                 }
             }
             if let Some(ans) = r.get("answers") {
-                set.extend(ans.trim_matches(['[', ']']).split(',').filter_map(|x| x.parse::<IpAddr>().ok()));
+                let items = tapstat_record::tsv::list_items(ans).unwrap_or_default();
+                set.extend(items.iter().filter_map(|x| x.parse::<IpAddr>().ok()));
             }
             for c in NAMES {
                 set.extend(r.get(*c).and_then(|h| host_addr(h)));

@@ -411,8 +411,8 @@ fn tshark(cap: &std::path::Path) -> Tshark {
 /// `\DDD` for a byte that is not printable ASCII, `\.` for a dot inside a label) back
 /// to its bytes, read as UTF-8 the way the test reads tshark's output.
 fn unescape(s: &str) -> String {
-    // First the TSV writer's escapes (a backslash is written doubled).
-    let s = s.replace("\\\\", "\u{1}").replace("\\t", "\t").replace('\u{1}', "\\");
+    // First the TSV writer's escapes.
+    let s = tapstat_record::tsv::unescape(s);
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -865,13 +865,7 @@ fn compare_certificates(corpus: &std::path::Path, tcp: bool) -> (usize, Vec<Stri
                 openssl_issuer_rfc4514(&der_path),
                 "{name} {k:?}"
             );
-            let mine: Vec<String> = r["tls_sans"]
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .split(',')
-                .filter(|s| !s.is_empty() && *s != "-")
-                .map(String::from)
-                .collect();
+            let mine: Vec<String> = tapstat_record::tsv::list_items(&r["tls_sans"]).unwrap_or_default();
             assert_eq!(mine, sans, "{name} {k:?}");
             let ms = |s: &str| s.parse::<f64>().expect("a time") as i64 / 1000;
             assert_eq!((ms(&r["tls_not_before"]), ms(&r["tls_not_after"])), (nb, na), "{name} {k:?}");

@@ -11,9 +11,12 @@ const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/load_check.py")
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
 
 /// The calls README.md documents, which load_check.py makes.
-const PANDAS_CALL: &str = r#"read_csv(path, sep="\t")"#;
-const DUCKDB_CALL: &str = "duckdb.read_csv(path)";
-const DUCKDB_TYPED_CALL: &str = "duckdb.read_csv(path, dtype=types)";
+pub(crate) const PANDAS_CALL: &str = r#"read_csv(path, sep="\t")"#;
+/// With the separator and the quote named: DuckDB's sniffer, left to guess, takes a
+/// file for comma-separated (skipping the rows before) or `'` for its quote when a value
+/// from traffic suggests it (crates/cli/tests/it/escapes.rs).
+pub(crate) const DUCKDB_CALL: &str = r#"duckdb.read_csv(path, sep="\t", quotechar='"')"#;
+const DUCKDB_TYPED_CALL: &str = r#"duckdb.read_csv(path, sep="\t", quotechar='"', dtype=types)"#;
 
 /// An Ethernet/IPv4/TCP frame from 10.0.0.1 (client) or 10.0.0.2 (server), port 40000
 /// to 80. Checksums are left at 0: tapstat does not verify them.

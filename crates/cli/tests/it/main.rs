@@ -13,6 +13,7 @@ mod clickhouse;
 mod clock;
 mod community_id;
 mod encapsulations;
+mod escapes;
 mod files;
 mod flags;
 mod flowtable;

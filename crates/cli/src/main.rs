@@ -116,7 +116,14 @@ fn usage_error(e: clap::Error) -> ! {
         e.exit();
     }
     let text = e.render().to_string();
-    let first = text.lines().next().unwrap_or_default().trim_start_matches("error: ");
+    let mut lines = text.lines();
+    let mut first = lines.next().unwrap_or_default().trim_start_matches("error: ").to_string();
+    if first.ends_with(':') {
+        // A list follows on indented lines (the arguments missing, for an option that
+        // needs another): on the same line, or the line names nothing.
+        let items: Vec<&str> = lines.take_while(|l| l.starts_with("  ")).map(str::trim).collect();
+        first = format!("{first} {}", items.join(", "));
+    }
     say!("tapstat: error: {first} (see --help)");
     std::process::exit(2);
 }

@@ -261,7 +261,12 @@ pub fn write_new(dir: &Path, name: &str, text: &str) -> Result<()> {
     use std::io::Write;
     let path = dir.join(name);
     let mut f = tapstat_sink::create_fresh(&path).with_context(|| format!("writing {}", path.display()))?;
-    f.write_all(text.as_bytes()).with_context(|| format!("writing {}", path.display()))
+    f.write_all(text.as_bytes()).map_err(|e| {
+        // What could not be written whole is not left behind (empty, or cut short, on
+        // a full disk): the file is this run's, created just now.
+        let _ = std::fs::remove_file(&path);
+        anyhow::Error::new(e).context(format!("writing {}", path.display()))
+    })
 }
 
 /// A file run's link histograms with `--rotate` (period `period_ns`): in each interval
@@ -303,8 +308,14 @@ pub fn write_summary(dir: &Path, json: &str) -> Result<()> {
     let mut f = tapstat_sink::create_fresh(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
     // No fsync: the rename protects against a killed process, which is the case that
     // matters here; an fsync would cost tens of milliseconds on every run.
-    f.write_all(json.as_bytes()).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+    let r = f.write_all(json.as_bytes()).with_context(|| format!("writing {}", tmp.display())).and_then(|()| {
+        std::fs::rename(&tmp, &path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+    });
+    if r.is_err() {
+        // No empty or partial temporary file is left behind (a full disk).
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
 }
 
 #[cfg(test)]

@@ -408,3 +408,85 @@ fn an_output_link_owned_by_another_user_is_refused() {
     analyze(&pcap, &out, 1, &[]);
     assert_eq!(read_log(&target, "log_tcp_complete").len(), 20);
 }
+
+/// A small tmpfs mounted at a directory for a test, unmounted when dropped.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    /// `None` (with the reason printed) where mounting needs a privilege we lack.
+    fn mount(at: &std::path::Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).unwrap();
+        let o = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", at.to_str().unwrap()])
+            .output();
+        match o {
+            Ok(o) if o.status.success() => Some(Tmpfs(at.to_path_buf())),
+            Ok(o) => {
+                eprintln!("skipped: cannot mount a tmpfs: {}", String::from_utf8_lossy(&o.stderr).trim());
+                None
+            }
+            Err(e) => {
+                eprintln!("skipped: cannot run mount: {e}");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).output();
+    }
+}
+
+/// A full disk (a 64 KiB tmpfs): the first line on stderr is the root cause, the write
+/// that failed (its file and ENOSPC), with the number of records lost; what follows
+/// (a file that cannot be written either) comes after. The logs hold whole records
+/// only (the failed block is cut back off), those written and those lost add up to the
+/// records summary.json counts, and no empty file is left behind.
+#[test]
+fn a_full_disk_reports_the_first_write_error_and_the_loss_first() {
+    if !is_root() {
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let d = tempdir("full-disk");
+    let pcap = synth_sample(&d, 9, 1500, 300);
+    let Some(_fs) = Tmpfs::mount(&d.join("mnt"), "64k") else { return };
+    let out = d.join("mnt/out");
+    let o = tapstat(&["-r", pcap.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q", "-w", "1", "--hash-seed", "7"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let first = err.lines().next().unwrap_or_default();
+    assert!(first.contains("No space left on device") && first.contains("/log_"), "{err}");
+    let lost: u64 = first
+        .split(", ")
+        .find_map(|p| p.strip_suffix(" record(s) were not written"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of lost records in the first line: {err}"));
+    // The failed block is cut back off the log: the space it took holds the
+    // summary, which counts the records formatted (those written and those lost).
+    let s = summary(&out);
+    assert!(s["write_error"].as_str().unwrap().contains("No space left on device"), "{s}");
+    assert_eq!(s["records_not_written"], lost);
+    let total: u64 = s["records"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    let written: u64 = LOGS.iter().chain(&L7_LOGS).map(|l| read_log(&out, l).len() as u64).sum();
+    assert_eq!(written + lost, total, "written {written} + lost {lost}: {err}");
+    for e in std::fs::read_dir(&out).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let len = e.metadata().unwrap().len();
+        assert!(len > 0 || name == ".tapstat.lock", "{name} left empty: {err}");
+        let text = std::fs::read(e.path()).unwrap();
+        assert!(text.is_empty() || text.ends_with(b"\n"), "{name} ends in a cut record");
+    }
+    assert!(!out.join(".summary.json.tmp").exists(), "{err}");
+    // A disk too full for the logs' headers: the run cannot start, and leaves no log
+    // behind (they were left empty or with a header).
+    drop(_fs);
+    let Some(_fs) = Tmpfs::mount(&d.join("mnt"), "8k") else { return };
+    let o = tapstat(&["-r", pcap.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q", "-w", "1"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.lines().count() == 1 && err.contains("No space left on device"), "{err}");
+    assert_eq!(names_in(&out), [".tapstat.lock"], "{err}");
+}

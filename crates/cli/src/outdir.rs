@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 /// The lock on an output directory, held while the value lives.
 pub struct Claim {
     _lock: File,
+    /// This run created the directory (it did not exist).
+    pub created: bool,
 }
 
 /// The lock file of an output directory.
@@ -203,11 +205,14 @@ fn check_summary_tmp(dir: &Path) -> Result<()> {
 /// file, a directory at summary.json's temporary name.
 pub fn claim(dir: &Path, force: bool) -> Result<Claim> {
     check_link_owner(dir)?;
-    match std::fs::metadata(dir) {
-        Ok(m) if m.is_dir() => {}
+    let created = match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => false,
         Ok(_) => bail!("-o {}: exists and is not a directory", dir.display()),
-        Err(_) => std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?,
-    }
+        Err(_) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            true
+        }
+    };
     let lock_path = dir.join(LOCK);
     let lock = open_lock(&lock_path)?;
     // SAFETY: flock on a descriptor we own; the result is checked.
@@ -246,7 +251,7 @@ pub fn claim(dir: &Path, force: bool) -> Result<Claim> {
         let r = if is_dir { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
         r.with_context(|| format!("--force: removing {}", p.display()))?;
     }
-    Ok(Claim { _lock: lock })
+    Ok(Claim { _lock: lock, created })
 }
 
 /// The names of the run's summary and link histograms in the output directory.

@@ -79,7 +79,9 @@ pub struct LiveArgs {
     /// (e.g. 'app=tls and bytes>1MB'); up to 4 rules, any one matching
     #[arg(long, value_name = "RULE", value_parser = tapstat_analyze::shunt::Rule::parse)]
     pub shunt: Vec<tapstat_analyze::shunt::Rule>,
-    /// After opening the sockets, run as this user (and its group), with no capabilities
+    /// After opening the sockets, run as this user (and its group), with no capabilities.
+    /// It gets the files tapstat creates; an existing output directory keeps its owner
+    /// and must be one the user can write (checked before the capture starts)
     #[arg(long, value_name = "NAME")]
     pub user: Option<String>,
 }
@@ -221,20 +223,75 @@ fn lookup_user(name: &str) -> Result<(libc::uid_t, libc::gid_t)> {
     Ok(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
 }
 
-/// Gives the output directory and what is in it to the user `--user` becomes.
-///
-/// Ownership changes through descriptors opened without following a symbolic link
-/// (`fchown`), never by path: the user may have planted `out/x -> /etc/shadow` in an
-/// earlier run, and a path `chown` as root would hand the target over.
-fn drop_privileges_chown(out: &std::path::Path, uid: libc::uid_t, gid: libc::gid_t) -> Result<(), String> {
-    // The directory itself is named by root's command line, whose parents the user
-    // does not own: follow its links once, then no further.
-    let out = &std::fs::canonicalize(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    chown_nofollow(out, uid, gid).map_err(|e| format!("chown {}: {e}", out.display()))?;
-    for e in std::fs::read_dir(out).map_err(|e| e.to_string())?.flatten() {
-        let _ = chown_nofollow(&e.path(), uid, gid);
+/// Makes `out` the `--user` account's to write in, before the capture starts: a
+/// directory this run created (`created`) is given to it; one that existed keeps its
+/// owner, and must already let the user create files in it (it may hold what is not
+/// tapstat's to give away: a key, a `-N` file). Either way, the user's write access
+/// is then checked as the user, so that a directory it cannot write (or reach) is an
+/// error now, not at the first log rotation or at summary.json.
+fn prepare_out_for_user(
+    out: &std::path::Path,
+    created: bool,
+    name: &str,
+    uid: libc::uid_t,
+    gid: libc::gid_t,
+) -> Result<()> {
+    if created {
+        chown_nofollow(out, uid, gid).with_context(|| format!("giving {} to --user {name}", out.display()))?;
+    }
+    match access_as(out, uid, gid) {
+        Ok(()) => {}
+        Err(e) if created => bail!(
+            "--user {name} cannot reach {}, created for it ({e}): every directory above it must let the user through (search permission)",
+            out.display()
+        ),
+        Err(e) => bail!(
+            "--user {name} cannot write into {} ({e}): give it a directory it owns or may write, or an -o that does not exist yet (tapstat creates it for the user)",
+            out.display()
+        ),
     }
     Ok(())
+}
+
+/// Whether `uid:gid` (with no supplementary groups, as after [`drop_privileges`]) may
+/// create files in directory `dir`: `access(W_OK | X_OK)` in a child process that
+/// has become that user (the parents' search permission, ACLs and read-only mounts
+/// included, as the kernel sees them).
+fn access_as(dir: &std::path::Path, uid: libc::uid_t, gid: libc::gid_t) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+    // SAFETY: the child calls only async-signal-safe functions (setgroups, setgid,
+    // setuid, access, _exit) on memory prepared before the fork, and never returns.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: see above; every path ends in _exit.
+        unsafe {
+            let code = if libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(gid) != 0 || libc::setuid(uid) != 0
+            {
+                255
+            } else if libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) != 0 {
+                // errno values fit a status (they are under 134).
+                *libc::__errno_location()
+            } else {
+                0
+            };
+            libc::_exit(code);
+        }
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child forked above; `status` is valid for writing.
+    if unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
+        Some(0) => Ok(()),
+        Some(255) => Err(std::io::Error::other("could not become the user to check")),
+        Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
+        None => Err(std::io::Error::other("the check as the user did not end normally")),
+    }
 }
 
 /// Gives `path` to `uid:gid` if it is a directory or a regular file with one name,
@@ -256,11 +313,14 @@ pub(crate) fn chown_nofollow(path: &std::path::Path, uid: libc::uid_t, gid: libc
 /// Gives up root: supplementary groups, group, then user (in that order, since
 /// setgid needs the privilege setuid gives up). Without PR_SET_KEEPCAPS, setuid to a
 /// non-zero uid clears every capability; the open sockets stay usable.
-fn drop_privileges(uid: libc::uid_t, gid: libc::gid_t, out: Option<&std::path::Path>) -> Result<(), String> {
-    // The output directory and what is in it stay writable for the new user (rotation
-    // creates directories, SIGHUP reopens files). Standard output (`-o -`) is open.
-    if let Some(out) = out {
-        drop_privileges_chown(out, uid, gid)?;
+///
+/// First the files the run created (`created`: its logs, stats.jsonl) are given to the
+/// user through their descriptors (`fchown`), never by path, and nothing else in the
+/// output directory: SIGHUP reopens them as the user. What the run creates later
+/// (interval directories, histograms.tsv, summary.json) is created as the user.
+fn drop_privileges(uid: libc::uid_t, gid: libc::gid_t, created: &[std::fs::File]) -> Result<(), String> {
+    for f in created {
+        std::os::unix::fs::fchown(f, Some(uid), Some(gid)).map_err(|e| format!("giving a log to the user: {e}"))?;
     }
     // SAFETY: plain system calls on the whole process (glibc applies set*id to every
     // thread); each result is checked.
@@ -365,7 +425,10 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
     cfg.workers = a.workers().map_err(anyhow::Error::msg)?;
     let hash_warning = crate::warn_unkeyed_hash(&cfg);
     let user = l.user.as_deref().map(lookup_user).transpose()?;
-    let _claim = (!cfg.stdout).then(|| crate::outdir::claim(&cfg.out_dir, a.force)).transpose()?;
+    let claim = (!cfg.stdout).then(|| crate::outdir::claim(&cfg.out_dir, a.force)).transpose()?;
+    if let (Some(c), Some((uid, gid)), Some(name)) = (&claim, user, l.user.as_deref()) {
+        prepare_out_for_user(&cfg.out_dir, c.created, name, uid, gid)?;
+    }
     let opened = match &l.dpdk {
         Some(eal) => open_dpdk(l, eal, cfg.workers, a.workers.is_some(), a.quiet)?,
         None => {
@@ -389,10 +452,9 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
         });
     }
     catch_sighup();
-    let out = (!cfg.stdout).then(|| cfg.out_dir.clone());
     let mut live = live_config(a);
     live.on_ready = user.map(|(uid, gid)| {
-        Box::new(move || drop_privileges(uid, gid, out.as_deref())) as Box<dyn FnOnce() -> Result<(), String> + Send>
+        Box::new(move |created: &[std::fs::File]| drop_privileges(uid, gid, created)) as tapstat_pipeline::OnReady
     });
     if !a.quiet {
         crate::say!(
@@ -487,10 +549,10 @@ pub(crate) fn print_summary(summary: &Summary, out: &std::path::Path) {
 mod tests {
     use super::*;
 
-    /// `--user`'s hand-over of the output directory changes the owner of what is
-    /// there, never of what a planted link (soft or hard) points to.
+    /// The hand-over of a directory tapstat created changes its owner, never that of
+    /// what a link (soft or hard) in its place points to.
     #[test]
-    fn chown_never_follows_planted_links() {
+    fn chown_never_follows_links() {
         use std::os::unix::fs::MetadataExt;
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
@@ -503,12 +565,12 @@ mod tests {
         std::fs::create_dir_all(&out).unwrap();
         let target = d.join("shadow");
         std::fs::write(&target, "x").unwrap();
-        std::os::unix::fs::symlink(&target, out.join("log_tcp_complete")).unwrap();
-        std::fs::hard_link(&target, out.join("log_udp_complete")).unwrap();
-        std::fs::write(out.join("log_other"), "").unwrap();
-        drop_privileges_chown(&out, 65534, 65534).unwrap();
+        std::os::unix::fs::symlink(&target, d.join("soft")).unwrap();
+        std::fs::hard_link(&target, d.join("hard")).unwrap();
+        assert!(chown_nofollow(&d.join("soft"), 65534, 65534).is_err());
+        assert!(chown_nofollow(&d.join("hard"), 65534, 65534).is_err());
         assert_eq!(std::fs::metadata(&target).unwrap().uid(), 0, "the target must stay root's");
-        assert_eq!(std::fs::metadata(out.join("log_other")).unwrap().uid(), 65534);
+        chown_nofollow(&out, 65534, 65534).unwrap();
         assert_eq!(std::fs::metadata(&out).unwrap().uid(), 65534);
         std::fs::remove_dir_all(&d).unwrap();
     }

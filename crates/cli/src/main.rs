@@ -104,7 +104,9 @@ fn main() {
         }),
     };
     if let Err(e) = result {
-        say!("tapstat: error: {e:#}");
+        if e.downcast_ref::<Reported>().is_none() {
+            say!("tapstat: error: {e:#}");
+        }
         std::process::exit(1);
     }
 }
@@ -120,7 +122,14 @@ fn usage_error(e: clap::Error) -> ! {
         e.exit();
     }
     let text = e.render().to_string();
-    let first = text.lines().next().unwrap_or_default().trim_start_matches("error: ");
+    let mut lines = text.lines();
+    let mut first = lines.next().unwrap_or_default().trim_start_matches("error: ").to_string();
+    if first.ends_with(':') {
+        // A list follows on indented lines (the arguments missing, for an option that
+        // needs another): on the same line, or the line names nothing.
+        let items: Vec<&str> = lines.take_while(|l| l.starts_with("  ")).map(str::trim).collect();
+        first = format!("{first} {}", items.join(", "));
+    }
     say!("tapstat: error: {first} (see --help)");
     std::process::exit(2);
 }
@@ -217,6 +226,13 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
     }
     let mut summary = result?;
     let inputs = inputs.files.iter().map(|p| p.display().to_string()).collect();
+    // A write error (a full disk) stopped the run: that root cause and the records
+    // lost come first, before what it made fail next (histograms.tsv and summary.json
+    // on the same disk, still attempted).
+    let stopped = write_failed(&summary).err();
+    if let Some(e) = &stopped {
+        say!("tapstat: error: {e:#}");
+    }
     finish_summary(&mut summary, &cfg, inputs)?;
     // The unkeyed hash's warning was printed at start-up.
     for w in summary.warnings.iter().filter(|w| Some(*w) != hash_warning.as_ref()) {
@@ -225,9 +241,23 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
     if !a.quiet {
         say!("{}  output: {}", summary.human(), output_name(&cfg).display());
     }
-    write_failed(&summary)?;
-    Ok(summary)
+    match stopped {
+        Some(_) => Err(Reported.into()),
+        None => Ok(summary),
+    }
 }
+
+/// An error already written to stderr: the run fails (status 1) without a second line.
+#[derive(Debug)]
+struct Reported;
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("(reported above)")
+    }
+}
+
+impl std::error::Error for Reported {}
 
 /// Checks what -o asks for: `-` (stdout) is one stream of JSON lines, which TSV (a
 /// header per log), interval directories and `--force` (of a directory) have no
@@ -286,14 +316,20 @@ pub(crate) fn finish_summary(
         }
         return Ok(());
     }
-    if let Some(h) = &summary.histograms {
-        match cfg.rotate_ns() {
-            None => outdir::write_new(&cfg.out_dir, outdir::HISTOGRAMS, &h.to_tsv())?,
-            Some(period_ns) => outdir::write_rotated_histograms(&cfg.out_dir, period_ns, h.clone())?,
-        }
-    }
+    // The summary is written even when the histograms cannot be (it says what the
+    // run did); each failure is reported.
+    let histograms = match (&summary.histograms, cfg.rotate_ns()) {
+        (None, _) => Ok(()),
+        (Some(h), None) => outdir::write_new(&cfg.out_dir, outdir::HISTOGRAMS, &h.to_tsv()),
+        (Some(h), Some(period_ns)) => outdir::write_rotated_histograms(&cfg.out_dir, period_ns, h.clone()),
+    };
     let json = serde_json::to_string_pretty(summary).context("serializing the summary")?;
-    outdir::write_summary(&cfg.out_dir, &(json + "\n"))
+    let written = outdir::write_summary(&cfg.out_dir, &(json + "\n")).context("summary.json was not written");
+    match (histograms, written) {
+        (Err(h), Err(s)) => bail!("{h:#}; {s:#}"),
+        (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+        (Ok(()), Ok(())) => Ok(()),
+    }
 }
 
 /// A run stopped by a write error fails, after its summary (which says what was lost)

@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 /// The lock on an output directory, held while the value lives.
 pub struct Claim {
     _lock: File,
+    /// This run created the directory (it did not exist).
+    pub created: bool,
 }
 
 /// The lock file of an output directory.
@@ -113,15 +115,111 @@ fn foreign_inside(p: &Path) -> Result<Option<String>> {
     Ok(None)
 }
 
-/// Creates `dir`, locks it and clears or refuses an earlier run's output.
+/// What a file of type `t` is, in words (for a refusal).
+fn kind_of(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    match t {
+        t if t.is_dir() => "a directory",
+        t if t.is_symlink() => "a symbolic link",
+        t if t.is_fifo() => "a FIFO",
+        t if t.is_socket() => "a socket",
+        t if t.is_block_device() || t.is_char_device() => "a device",
+        _ => "not a regular file",
+    }
+}
+
+/// Refuses `-o DIR` whose last component is a symbolic link owned by another user
+/// than root or the one running tapstat: planted in a shared directory, it would
+/// send the output (and `--force`'s removals) wherever its owner chose. A link of
+/// root's or of the user's own is followed, as any path on the command line.
+fn check_link_owner(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::symlink_metadata(dir) else { return Ok(()) };
+    // SAFETY: getuid has no preconditions.
+    let me = unsafe { libc::getuid() };
+    if m.file_type().is_symlink() && m.uid() != 0 && m.uid() != me {
+        bail!(
+            "-o {}: is a symbolic link owned by another user (uid {}); refusing to follow it: give the directory it points to, if it is the one meant",
+            dir.display(),
+            m.uid()
+        );
+    }
+    Ok(())
+}
+
+/// Opens (creating it) the lock file at `path` without following a link and without
+/// blocking, and refuses anything but a regular file with one name, in one line
+/// saying what is there instead (a FIFO opened for writing would fail with "No such
+/// device or address", a directory with "Is a directory").
+fn open_lock(path: &Path) -> Result<File> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let refuse = |what: &str| {
+        anyhow::anyhow!("{}: is {what}, not tapstat's lock file; remove it (or choose another -o)", path.display())
+    };
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        if !m.is_file() {
+            return Err(refuse(kind_of(m.file_type())));
+        }
+    }
+    // Read and write: a FIFO put there in between opens at once (O_NONBLOCK), to be
+    // refused by the check on the descriptor.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => refuse("a symbolic link"),
+            Some(libc::EISDIR) => refuse("a directory"),
+            _ => anyhow::Error::new(e).context(path.display().to_string()),
+        })?;
+    let m = f.metadata().with_context(|| path.display().to_string())?;
+    if !m.is_file() {
+        return Err(refuse(kind_of(m.file_type())));
+    }
+    if m.nlink() != 1 {
+        return Err(refuse("a file with several names (a hard link)"));
+    }
+    Ok(f)
+}
+
+/// Refuses a directory at `.summary.json.tmp`, the name summary.json is written
+/// through at the end: found now rather than after all the work. (Anything else
+/// there, a killed run's file or a link, is removed when the summary is written.)
+fn check_summary_tmp(dir: &Path) -> Result<()> {
+    let tmp = dir.join(SUMMARY_TMP);
+    match std::fs::symlink_metadata(&tmp) {
+        Ok(m) if m.is_dir() => bail!(
+            "{}: is a directory, where tapstat writes summary.json at the end of the run; remove it (or choose another -o)",
+            tmp.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Creates `dir`, locks it and clears or refuses an earlier run's output. Everything
+/// that would fail the run later in the directory is checked here, before any input
+/// is read: a link planted as `-o`, a file named by `-o`, a lock that is not a regular
+/// file, a directory at summary.json's temporary name.
 pub fn claim(dir: &Path, force: bool) -> Result<Claim> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    check_link_owner(dir)?;
+    let created = match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => false,
+        Ok(_) => bail!("-o {}: exists and is not a directory", dir.display()),
+        Err(_) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            true
+        }
+    };
     let lock_path = dir.join(LOCK);
-    let lock = tapstat_sink::open_append_nofollow(&lock_path).with_context(|| format!("{}", lock_path.display()))?;
+    let lock = open_lock(&lock_path)?;
     // SAFETY: flock on a descriptor we own; the result is checked.
     if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         bail!("{}: another tapstat run is writing to this directory (it holds .tapstat.lock)", dir.display());
     }
+    check_summary_tmp(dir)?;
     let mut ours: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
         .flatten()
@@ -153,11 +251,13 @@ pub fn claim(dir: &Path, force: bool) -> Result<Claim> {
         let r = if is_dir { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
         r.with_context(|| format!("--force: removing {}", p.display()))?;
     }
-    Ok(Claim { _lock: lock })
+    Ok(Claim { _lock: lock, created })
 }
 
 /// The names of the run's summary and link histograms in the output directory.
 pub const SUMMARY: &str = "summary.json";
+/// The temporary name summary.json is written through.
+const SUMMARY_TMP: &str = ".summary.json.tmp";
 pub use tapstat_pipeline::HISTOGRAMS;
 
 /// Writes `name` in `dir`, a file tapstat creates (never through a name it did not
@@ -166,7 +266,12 @@ pub fn write_new(dir: &Path, name: &str, text: &str) -> Result<()> {
     use std::io::Write;
     let path = dir.join(name);
     let mut f = tapstat_sink::create_fresh(&path).with_context(|| format!("writing {}", path.display()))?;
-    f.write_all(text.as_bytes()).with_context(|| format!("writing {}", path.display()))
+    f.write_all(text.as_bytes()).map_err(|e| {
+        // What could not be written whole is not left behind (empty, or cut short, on
+        // a full disk): the file is this run's, created just now.
+        let _ = std::fs::remove_file(&path);
+        anyhow::Error::new(e).context(format!("writing {}", path.display()))
+    })
 }
 
 /// A file run's link histograms with `--rotate` (period `period_ns`): in each interval
@@ -203,13 +308,19 @@ pub fn interval_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
 /// Writes `summary.json` atomically: a temporary file renamed into place.
 pub fn write_summary(dir: &Path, json: &str) -> Result<()> {
     use std::io::Write;
-    let tmp = dir.join(".summary.json.tmp");
+    let tmp = dir.join(SUMMARY_TMP);
     let path = dir.join("summary.json");
     let mut f = tapstat_sink::create_fresh(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
     // No fsync: the rename protects against a killed process, which is the case that
     // matters here; an fsync would cost tens of milliseconds on every run.
-    f.write_all(json.as_bytes()).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+    let r = f.write_all(json.as_bytes()).with_context(|| format!("writing {}", tmp.display())).and_then(|()| {
+        std::fs::rename(&tmp, &path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+    });
+    if r.is_err() {
+        // No empty or partial temporary file is left behind (a full disk).
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
 }
 
 #[cfg(test)]

@@ -139,8 +139,9 @@ fn metrics_sighup_rotation_and_user() {
     let ns = Netns::new("ops");
     ns.exec(&["ip", "link", "set", "lo", "up"]);
     let out = tempdir("live-ops");
-    // (tapstat gives the output directory to nobody; its parent, the temp dir, is
-    // world-traversable.)
+    // The user's own directory (`--user` needs one it can write; the temp dir above it
+    // is world-traversable).
+    std::os::unix::fs::chown(&out, Some(65534), Some(65534)).unwrap();
     let args = [
         bin(),
         "-i",
@@ -447,4 +448,83 @@ fn two_workers_name_flows_from_each_others_dns_answers() {
     assert_eq!(l["dns_answers_dropped"], 0, "{l}");
     let _ = std::fs::remove_dir_all(&live);
     let _ = std::fs::remove_dir_all(&file_out);
+}
+
+/// Why a `--user` test cannot run here: it captures on `lo` (AF_PACKET) and hands
+/// files to `nobody`, both root's to do.
+fn user_test_ready() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    assert!(std::env::var("TAPSTAT_REQUIRE_LIVE").as_deref() != Ok("1"), "TAPSTAT_REQUIRE_LIVE=1 but not root");
+    eprintln!("skipped: not root (AF_PACKET and chown to nobody need it)");
+    false
+}
+
+/// Captures on `lo` into `out` as `--user nobody` until stats.jsonl appears, then
+/// stops the run with SIGINT; returns its exit status and stderr.
+fn capture_lo_as_nobody(out: &std::path::Path) -> (std::process::ExitStatus, String) {
+    let mut tap = Command::new(bin())
+        .args(["-i", "lo", "-o", out.to_str().unwrap(), "-q", "-w", "1", "--user", "nobody"])
+        .args(["--buffer", "4MiB", "--kernel-ring", "4MiB", "--stats-interval", "100ms"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tapstat starts");
+    wait_started(&mut tap, out);
+    run(Command::new("kill").args(["-INT", &tap.id().to_string()]));
+    let s = wait_timeout(&mut tap, Duration::from_secs(60), "tapstat -i lo after SIGINT");
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(tap.stderr.as_mut().unwrap(), &mut err);
+    (s, err)
+}
+
+/// `--user` gives the user what tapstat created (its logs, stats.jsonl; summary.json
+/// is written as the user), never what was in the output directory before: a root-only
+/// key file kept there stays root's.
+#[test]
+fn user_gets_only_what_tapstat_created() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if !user_test_ready() {
+        return;
+    }
+    let out = tempdir("live-user-own");
+    // The user's own directory (the temp dir above it is world-traversable).
+    std::os::unix::fs::chown(&out, Some(65534), Some(65534)).unwrap();
+    let key = out.join("secret.key");
+    std::fs::write(&key, "k").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (s, err) = capture_lo_as_nobody(&out);
+    assert!(s.success(), "{err}");
+    let m = std::fs::metadata(&key).unwrap();
+    assert_eq!((m.uid(), m.gid(), m.mode() & 0o777), (0, 0, 0o600), "the key was given away");
+    for f in ["log_tcp_complete", "stats.jsonl", "summary.json"] {
+        assert_eq!(std::fs::metadata(out.join(f)).unwrap().uid(), 65534, "{f}");
+    }
+}
+
+/// An output directory the user cannot write is refused at once, in one line, before
+/// the capture starts (tapstat used to give it to the user); one tapstat creates is
+/// given to the user.
+#[test]
+fn user_needs_an_output_directory_it_can_write() {
+    use std::os::unix::fs::MetadataExt;
+    if !user_test_ready() {
+        return;
+    }
+    let d = tempdir("live-user-dir");
+    let o = common::tapstat_within(&["-i", "lo", "-o", d.to_str().unwrap(), "-q", "--user", "nobody"], 30);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--user nobody") && err.contains("cannot write"), "{err}");
+    assert_eq!(std::fs::metadata(&*d).unwrap().uid(), 0, "the directory was given away");
+    assert!(!d.join("log_tcp_complete").exists() && !d.join("stats.jsonl").exists());
+    // A directory tapstat creates is the user's.
+    let sub = d.join("sub");
+    let (s, err) = capture_lo_as_nobody(&sub);
+    assert!(s.success(), "{err}");
+    assert_eq!(std::fs::metadata(&sub).unwrap().uid(), 65534);
+    assert_eq!(std::fs::metadata(&*d).unwrap().uid(), 0);
 }

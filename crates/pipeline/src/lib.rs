@@ -48,7 +48,7 @@ pub use file::run;
 pub use live::acquire::Acquire;
 pub use live::overload::{Keep, Overload, OverloadConfig};
 pub use live::telemetry::{Gauges, WorkerStats};
-pub use live::{run_live, LiveConfig, LiveSummary, QueueDelay};
+pub use live::{run_live, LiveConfig, LiveSummary, OnReady, QueueDelay};
 pub use ring::{ring, Receiver, Sender};
 pub use schedule::Schedule;
 pub use summary::{cpu_seconds, unkeyed_hash_warning, MemorySummary, SchedulingSummary, Summary, SUMMARY_KEYS};

@@ -475,6 +475,20 @@ impl Out {
         }
     }
 
+    /// [`Out::write_all`], and for a plain file, all or nothing: a write that fails
+    /// part way (a full disk) is cut back off, so the file ends with the last whole
+    /// block, never within a record. (A compressed file's stream cannot be cut back:
+    /// it ends where the failure left it.)
+    fn write_whole(&mut self, b: &[u8]) -> io::Result<()> {
+        let Out::Plain(Dest::File(f)) = self else { return self.write_all(b) };
+        let len = f.metadata()?.len();
+        f.write_all(b).inspect_err(|_| {
+            use std::io::Seek;
+            // Best effort: the write's own error is the one to report.
+            let _ = f.set_len(len).and_then(|()| f.seek(io::SeekFrom::Start(len)));
+        })
+    }
+
     fn dest(&self) -> Option<&Dest> {
         match self {
             Out::Plain(d) => Some(d),
@@ -550,10 +564,21 @@ impl OutputDir {
     ) -> Result<OutputDir, SinkError> {
         std::fs::create_dir_all(dir).map_err(err(dir))?;
         let mut o = OutputDir::over(dir, Vec::new());
+        let mut created = Vec::new();
         for (name, header) in names.iter().zip(headers) {
             let path = dir.join(name);
-            let f = create_fresh(&path).map_err(err(&path))?;
-            o.start(name, path, f, header, true, compress)?;
+            let r = create_fresh(&path).map_err(err(&path)).and_then(|f| {
+                created.push(path.clone());
+                o.start(name, path, f, header, true, compress)
+            });
+            if let Err(e) = r {
+                // A set of logs that could not all be started (a full disk) is not left
+                // behind, empty or holding a header: these files are this call's.
+                for p in &created {
+                    let _ = std::fs::remove_file(p);
+                }
+                return Err(e);
+            }
         }
         // A new file's first frame is ended at the first flush even without records,
         // so every compressed log is a whole stream (empty or not) from then on.
@@ -662,7 +687,7 @@ impl OutputDir {
         self.dirty[i] = true;
         let r = match self.columnar.get_mut(i) {
             Some(Some(p)) => p.append(block),
-            _ => w.write_all(block),
+            _ => w.write_whole(block),
         };
         r.map_err(|source| SinkError { path: path.clone(), source })
     }

@@ -289,3 +289,204 @@ fn a_write_error_fails_the_run_and_the_summary_says_what_was_lost() {
     assert!(tcp > 0);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Whether this test runs as root (tests that chown to another user need it).
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A refusal before any input is read: one line on stderr holding every one of
+/// `wanted`, exit status 1, and no log written in `out`.
+fn refused_at_once(o: &std::process::Output, out: &std::path::Path, wanted: &[&str]) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for w in wanted {
+        assert!(err.contains(w), "{w:?} not in {err}");
+    }
+    assert!(!out.join("log_tcp_complete").exists(), "the input was analyzed: {:?}", names_in(out));
+}
+
+/// A directory planted at `.summary.json.tmp` (the name summary.json is written
+/// through) fails the run before any input is read, in one line naming it, not after
+/// all the work.
+#[test]
+fn a_directory_at_the_summarys_temporary_name_is_refused_at_once() {
+    let d = tempdir("summary-tmp-dir");
+    let pcap = small_sample(&d);
+    let out = d.join("out");
+    std::fs::create_dir_all(out.join(".summary.json.tmp")).unwrap();
+    let o = tapstat(&["-r", pcap.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q"]);
+    refused_at_once(&o, &out, &[".summary.json.tmp", "is a directory"]);
+    // A regular file there (a killed run's) is no obstacle.
+    std::fs::remove_dir(out.join(".summary.json.tmp")).unwrap();
+    std::fs::write(out.join(".summary.json.tmp"), "{").unwrap();
+    analyze(&pcap, &out, 1, &[]);
+    assert!(!out.join(".summary.json.tmp").exists());
+    assert_eq!(summary(&out)["records"]["log_tcp_complete"], 20);
+}
+
+/// `.tapstat.lock` that is not a regular file (a FIFO, a directory, a symbolic link)
+/// is one clear line naming it and what it is, before any input is read.
+#[test]
+fn a_lock_that_is_not_a_regular_file_is_one_clear_line() {
+    let d = tempdir("lock-kinds");
+    let pcap = small_sample(&d);
+    for (kind, what) in [("fifo", "is a FIFO"), ("dir", "is a directory"), ("link", "is a symbolic link")] {
+        let out = d.join(kind);
+        std::fs::create_dir_all(&out).unwrap();
+        let lock = out.join(".tapstat.lock");
+        match kind {
+            "fifo" => {
+                let c = std::ffi::CString::new(lock.to_str().unwrap()).unwrap();
+                // SAFETY: a valid C string.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+            }
+            "dir" => std::fs::create_dir(&lock).unwrap(),
+            _ => std::os::unix::fs::symlink(d.join("elsewhere"), &lock).unwrap(),
+        }
+        let o = tapstat_within(&["-r", pcap.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q"], 60);
+        refused_at_once(&o, &out, &[".tapstat.lock", what]);
+    }
+}
+
+/// `-o` naming an existing file that is not a directory says so, not "File exists".
+#[test]
+fn an_output_that_is_a_file_is_one_clear_line() {
+    let d = tempdir("out-is-file");
+    let pcap = small_sample(&d);
+    let out = d.join("out");
+    std::fs::write(&out, "mine\n").unwrap();
+    let o = tapstat(&["-r", pcap.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim_end(), format!("tapstat: error: -o {}: exists and is not a directory", out.display()));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "mine\n");
+}
+
+/// An option that needs another (clap's `requires`) names the missing one.
+#[test]
+fn an_option_that_needs_another_names_it() {
+    for (args, missing) in [
+        (&["--ipfix-domain", "5"][..], "--ipfix <HOST:PORT>"),
+        (&["--anonymize-only", "internal"][..], "--anonymize <KEYFILE>"),
+        (&["synth", "--flood-pps", "5"][..], "--flood <N>"),
+        (&["schema", "--database", "x"][..], "--clickhouse"),
+    ] {
+        let o = tapstat(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(missing), "{args:?}: {missing} not named in {err}");
+    }
+}
+
+/// `-o` that is a symbolic link owned by another user (neither root nor the one
+/// running tapstat), planted in a shared directory, is refused, not followed.
+#[test]
+fn an_output_link_owned_by_another_user_is_refused() {
+    if !is_root() {
+        eprintln!("skipped: giving a link to another user needs root");
+        return;
+    }
+    let d = tempdir("out-link-owner");
+    let pcap = small_sample(&d);
+    let target = d.join("target");
+    std::fs::create_dir(&target).unwrap();
+    let out = d.join("out");
+    std::os::unix::fs::symlink(&target, &out).unwrap();
+    std::os::unix::fs::lchown(&out, Some(65534), Some(65534)).unwrap();
+    let o = tapstat(&["-r", pcap.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("symbolic link") && err.contains("uid 65534"), "{err}");
+    assert!(names_in(&target).is_empty(), "written through the link: {:?}", names_in(&target));
+    // The same link, root's: followed, as a link given on the command line is.
+    std::os::unix::fs::lchown(&out, Some(0), Some(0)).unwrap();
+    analyze(&pcap, &out, 1, &[]);
+    assert_eq!(read_log(&target, "log_tcp_complete").len(), 20);
+}
+
+/// A small tmpfs mounted at a directory for a test, unmounted when dropped.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    /// `None` (with the reason printed) where mounting needs a privilege we lack.
+    fn mount(at: &std::path::Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).unwrap();
+        let o = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", at.to_str().unwrap()])
+            .output();
+        match o {
+            Ok(o) if o.status.success() => Some(Tmpfs(at.to_path_buf())),
+            Ok(o) => {
+                eprintln!("skipped: cannot mount a tmpfs: {}", String::from_utf8_lossy(&o.stderr).trim());
+                None
+            }
+            Err(e) => {
+                eprintln!("skipped: cannot run mount: {e}");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).output();
+    }
+}
+
+/// A full disk (a 64 KiB tmpfs): the first line on stderr is the root cause, the write
+/// that failed (its file and ENOSPC), with the number of records lost; what follows
+/// (a file that cannot be written either) comes after. The logs hold whole records
+/// only (the failed block is cut back off), those written and those lost add up to the
+/// records summary.json counts, and no empty file is left behind.
+#[test]
+fn a_full_disk_reports_the_first_write_error_and_the_loss_first() {
+    if !is_root() {
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let d = tempdir("full-disk");
+    let pcap = synth_sample(&d, 9, 1500, 300);
+    let Some(_fs) = Tmpfs::mount(&d.join("mnt"), "64k") else { return };
+    let out = d.join("mnt/out");
+    let o = tapstat(&["-r", pcap.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q", "-w", "1", "--hash-seed", "7"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let first = err.lines().next().unwrap_or_default();
+    assert!(first.contains("No space left on device") && first.contains("/log_"), "{err}");
+    let lost: u64 = first
+        .split(", ")
+        .find_map(|p| p.strip_suffix(" record(s) were not written"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of lost records in the first line: {err}"));
+    // The failed block is cut back off the log: the space it took holds the
+    // summary, which counts the records formatted (those written and those lost).
+    let s = summary(&out);
+    assert!(s["write_error"].as_str().unwrap().contains("No space left on device"), "{s}");
+    assert_eq!(s["records_not_written"], lost);
+    let total: u64 = s["records"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    let written: u64 = LOGS.iter().chain(&L7_LOGS).map(|l| read_log(&out, l).len() as u64).sum();
+    assert_eq!(written + lost, total, "written {written} + lost {lost}: {err}");
+    for e in std::fs::read_dir(&out).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let len = e.metadata().unwrap().len();
+        assert!(len > 0 || name == ".tapstat.lock", "{name} left empty: {err}");
+        let text = std::fs::read(e.path()).unwrap();
+        assert!(text.is_empty() || text.ends_with(b"\n"), "{name} ends in a cut record");
+    }
+    assert!(!out.join(".summary.json.tmp").exists(), "{err}");
+    // A disk too full for the logs' headers: the run cannot start, and leaves no log
+    // behind (they were left empty or with a header).
+    drop(_fs);
+    let Some(_fs) = Tmpfs::mount(&d.join("mnt"), "8k") else { return };
+    let o = tapstat(&["-r", pcap.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q", "-w", "1"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.lines().count() == 1 && err.contains("No space left on device"), "{err}");
+    assert_eq!(names_in(&out), [".tapstat.lock"], "{err}");
+}

@@ -71,11 +71,17 @@ pub struct LiveConfig {
     /// Set (by a SIGHUP handler) to make the writer reopen its files.
     pub reopen: &'static AtomicBool,
     /// Called once the sources are open and the acquisition threads have their
-    /// scheduling, before any frame is read (to drop privileges, say).
-    pub on_ready: Option<Box<dyn FnOnce() -> Result<(), String> + Send>>,
+    /// scheduling, before any frame is read (to drop privileges, say), with the files
+    /// the run has created in the output directory so far (the logs, stats.jsonl): a
+    /// second descriptor of each, for `fchown`, so what changes owner is what tapstat
+    /// opened, never what a path names.
+    pub on_ready: Option<OnReady>,
     /// What to do when a worker's buffer fills (TED or plain dropping).
     pub overload: OverloadConfig,
 }
+
+/// [`LiveConfig::on_ready`]: called with the files the run created.
+pub type OnReady = Box<dyn FnOnce(&[std::fs::File]) -> Result<(), String> + Send>;
 
 impl Default for LiveConfig {
     fn default() -> Self {
@@ -232,7 +238,11 @@ pub fn run_live(
             (Some(tx), Some(rx))
         }
     };
+    let mut created: std::io::Result<Vec<std::fs::File>> = Ok(Vec::new());
     let mut backend = Backend::start(cfg, n, &stop, Some(live.flush), |w| {
+        if let Some(o) = &w.single {
+            created = o.files().map(std::fs::File::try_clone).collect();
+        }
         w.reopen = live.reopen;
         w.reopen_stats = reopen_stats.clone();
         w.histo = histo_rx.map(|rx| HistoWriter::new(rx, n, cfg));
@@ -245,6 +255,10 @@ pub fn run_live(
                 .map_err(|source| SinkError { path: jsonl_path.clone(), source })?,
         ),
     };
+    let mut created = created.map_err(|source| SinkError { path: cfg.out_dir.clone(), source })?;
+    if let Some(f) = &jsonl {
+        created.push(f.try_clone().map_err(|source| SinkError { path: jsonl_path.clone(), source })?);
+    }
     let prom = match live.metrics {
         Some(addr) => {
             let l = std::net::TcpListener::bind(addr)
@@ -353,11 +367,13 @@ pub fn run_live(
     ready.wait();
     let mut ready_err = None;
     if let Some(f) = live.on_ready.take() {
-        if let Err(e) = f() {
+        if let Err(e) = f(&created) {
             ready_err = Some(e);
             stop.store(true, Ordering::SeqCst);
         }
     }
+    // Second descriptors, for on_ready only.
+    drop(created);
     let done = Arc::new(AtomicBool::new(false));
     let reporter = spawn_reporter(
         gauges.clone(),

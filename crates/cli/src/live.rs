@@ -464,6 +464,12 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
         );
     }
     let mut summary = tapstat_pipeline::run_live(sources, &cfg, live, stop, Arc::new(Progress::default()))?;
+    // As a file run: the write error and the records it lost first, then what failed
+    // after it (histograms.tsv, summary.json on the same disk, still attempted).
+    let stopped = crate::write_failed(&summary).err();
+    if let Some(e) = &stopped {
+        crate::say!("tapstat: error: {e:#}");
+    }
     crate::finish_summary(&mut summary, &cfg, vec![what.clone()])?;
     let out = crate::output_name(&cfg);
     // The unkeyed hash's warning was printed at start-up.
@@ -473,7 +479,9 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
     if !a.quiet {
         print_summary(&summary, &out);
     }
-    crate::write_failed(&summary)?;
+    if stopped.is_some() {
+        return Err(crate::Reported.into());
+    }
     Ok(summary)
 }
 

@@ -249,7 +249,7 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
 
 /// An error already written to stderr: the run fails (status 1) without a second line.
 #[derive(Debug)]
-struct Reported;
+pub(crate) struct Reported;
 
 impl std::fmt::Display for Reported {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -141,6 +141,11 @@ fn replay(a: &RunArgs, file: &Arc<ReplayFile>, pace: Pace, stop: &Arc<AtomicBool
         );
     }
     let mut summary = tapstat_pipeline::run_live(sources, &cfg, live, stop.clone(), Arc::new(Progress::default()))?;
+    // As a file run: the write error and the records it lost first.
+    let stopped = crate::write_failed(&summary).err();
+    if let Some(e) = &stopped {
+        crate::say!("tapstat: error: {e:#}");
+    }
     crate::finish_summary(&mut summary, &cfg, vec![a.read[0].to_string_lossy().into_owned()])?;
     for w in &summary.warnings {
         if !a.quiet {
@@ -150,7 +155,9 @@ fn replay(a: &RunArgs, file: &Arc<ReplayFile>, pace: Pace, stop: &Arc<AtomicBool
     if !a.quiet {
         crate::live::print_summary(&summary, &cfg.out_dir);
     }
-    crate::write_failed(&summary)?;
+    if stopped.is_some() {
+        return Err(crate::Reported.into());
+    }
     Ok(summary)
 }
 

@@ -376,3 +376,35 @@ fn three_times_the_sustainable_rate_ted_keeps_the_handshakes_dropping_loses() {
     assert!(pt > pd, "TED's records hold {pt} packets, dropping's {pd}, of {po}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// A full disk under the live path (a replay into a 64 KiB tmpfs): as for a file run,
+/// the first line on stderr is the write that failed with the records it lost, and
+/// summary.json (still attempted) says so. The live path used to return the error
+/// before its summary: no count of what was lost, no summary.json.
+#[test]
+fn a_replay_onto_a_full_disk_says_first_what_was_lost() {
+    if !is_root() {
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let _t = timed();
+    let d = tempdir("replay-full-disk");
+    let pcap = synth_sample(&d, 9, 1500, 300);
+    let Some(_fs) = Tmpfs::mount(&d.join("mnt"), "64k") else { return };
+    let out = d.join("mnt/out");
+    let args = ["bench", "-r", pcap.to_str().unwrap(), "--speed", "1000", "-w", "1", "-q", "-o", out.to_str().unwrap()];
+    let o = tapstat(&args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let first = err.lines().next().unwrap_or_default();
+    assert!(first.contains("No space left on device") && first.contains("/log_"), "{err}");
+    let lost: u64 = first
+        .split(", ")
+        .find_map(|p| p.strip_suffix(" record(s) were not written"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of lost records in the first line: {err}"));
+    assert!(lost > 0, "{err}");
+    let s = summary(&out);
+    assert!(s["write_error"].as_str().unwrap().contains("No space left on device"), "{s}");
+    assert_eq!(s["records_not_written"], lost);
+}

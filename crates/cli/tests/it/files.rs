@@ -290,12 +290,6 @@ fn a_write_error_fails_the_run_and_the_summary_says_what_was_lost() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
-/// Whether this test runs as root (tests that chown to another user need it).
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// A refusal before any input is read: one line on stderr holding every one of
 /// `wanted`, exit status 1, and no log written in `out`.
 fn refused_at_once(o: &std::process::Output, out: &std::path::Path, wanted: &[&str]) {
@@ -407,36 +401,6 @@ fn an_output_link_owned_by_another_user_is_refused() {
     std::os::unix::fs::lchown(&out, Some(0), Some(0)).unwrap();
     analyze(&pcap, &out, 1, &[]);
     assert_eq!(read_log(&target, "log_tcp_complete").len(), 20);
-}
-
-/// A small tmpfs mounted at a directory for a test, unmounted when dropped.
-struct Tmpfs(std::path::PathBuf);
-
-impl Tmpfs {
-    /// `None` (with the reason printed) where mounting needs a privilege we lack.
-    fn mount(at: &std::path::Path, size: &str) -> Option<Tmpfs> {
-        std::fs::create_dir_all(at).unwrap();
-        let o = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", at.to_str().unwrap()])
-            .output();
-        match o {
-            Ok(o) if o.status.success() => Some(Tmpfs(at.to_path_buf())),
-            Ok(o) => {
-                eprintln!("skipped: cannot mount a tmpfs: {}", String::from_utf8_lossy(&o.stderr).trim());
-                None
-            }
-            Err(e) => {
-                eprintln!("skipped: cannot run mount: {e}");
-                None
-            }
-        }
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).output();
-    }
 }
 
 /// A full disk (a 64 KiB tmpfs): the first line on stderr is the root cause, the write

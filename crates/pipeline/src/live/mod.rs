@@ -421,9 +421,9 @@ pub fn run_live(
         ana_cpu.push(cpu);
     }
     let mut ended = backend.finish(results)?;
-    if let Some(e) = ended.written.error.take() {
-        return Err(e.into());
-    }
+    // A write error (a full disk) stopped the writer: the summary says so and what was
+    // lost, as a file run's does, and the caller fails the run after writing it.
+    let write_error = ended.written.error.take().map(|e| format!("{e}: {}", e.source));
     let mut warnings = std::mem::take(&mut ended.warnings);
     done.store(true, Ordering::SeqCst);
     let _ = reporter.join();
@@ -493,6 +493,7 @@ pub fn run_live(
     s.live = Some(ls);
     s.output_closed = ended.written.closed;
     s.records_not_written = ended.written.lost;
+    s.write_error = write_error;
     ended.fill(&mut s);
     Ok(s)
 }

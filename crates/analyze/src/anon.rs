@@ -184,142 +184,278 @@ impl Anonymizer {
         }
     }
 
-    /// A host written as an address (an HTTP Host, a URL's authority: `192.0.2.1`,
-    /// `192.0.2.1:8080`, `[2001:db8::1]:443`, `2001:db8::1`), with the address anonymized
-    /// under the scope; none for a name.
-    pub fn host(&self, host: &str, nets: Option<&crate::nets::Nets>) -> Option<String> {
-        if let Ok(a) = host.parse::<IpAddr>() {
-            return Some(self.answer(a, nets).to_string());
+    /// `s` with the addresses written in it anonymized ([`Anonymizer::text`]), in place.
+    pub fn rewrite(&self, s: &mut String, nets: Option<&crate::nets::Nets>) {
+        if let Some(n) = self.text(s, nets) {
+            *s = n;
         }
-        if let Some(rest) = host.strip_prefix('[') {
-            let (inner, after) = rest.split_once(']')?;
-            let a: std::net::Ipv6Addr = inner.parse().ok()?;
-            return Some(format!("[{}]{after}", self.answer(a.into(), nets)));
-        }
-        let (h, port) = host.rsplit_once(':')?;
-        let a: std::net::Ipv4Addr = h.parse().ok()?;
-        Some(format!("{}:{port}", self.answer(a.into(), nets)))
     }
 
-    /// Free text (a URL, its authority included, a User-Agent, a certificate's common
-    /// name) with every address written in it anonymized under the scope; none when it
-    /// holds none. An address is a dotted quad or an IPv6 literal standing alone: not inside a
-    /// longer run of letters, digits, dots or colons (`v1.2.3.4.5` and `1.2.3.4a` are
-    /// left; `ip=10.0.0.1&x`, `[2001:db8::1]`, `(192.0.2.7)` are taken). A version
-    /// number spelled like an address (`Agent/1.2.3.4`) is taken too: on the side of
-    /// hiding. Percent-encoding is read as a URL's reader would: an escape other than
-    /// `%3A` and `%2E` separates like the character it encodes (a URL inside a query,
-    /// `?u=http%3A%2F%2F192.0.2.1%2F`, or `ip%3D192.0.2.1`), and `%3A`/`%2E` are a colon
-    /// and a dot inside an address (`2001%3Adb8%3A%3A1`), written back encoded.
+    /// Text from the wire (any string a record writes: a name, a URL, a header, a
+    /// certificate's names, an SSH banner) with every address written in it anonymized
+    /// under the scope; none when that changes nothing (no address, or only addresses the
+    /// scope keeps clear). What reads as an address:
+    ///
+    /// - a dotted quad (four numbers of 1 to 3 digits, each at most 255) that is not part
+    ///   of a longer run of dotted numbers: taken inside names and words too
+    ///   (`host-192.0.2.1.example`, `ip192.0.2.1`, `CN=192.0.2.1`, `192.0.2.1:8080`), a
+    ///   version spelled like one as well (`Agent/1.2.3.4`: on the side of hiding), not
+    ///   `v1.2.3.4.5` nor `Chrome/120.0.6099.109`;
+    /// - an IPv6 literal standing alone, in any spelling (`2001:db8::1`, the full form,
+    ///   `[2001:db8::1]:443`), not inside a longer run of letters, digits, dots or colons;
+    /// - a reverse name (`1.2.0.192.in-addr.arpa`, the nibbles of `ip6.arpa`), or its
+    ///   labels nearest the suffix when fewer than a whole address (a network's prefix,
+    ///   `_dns-sd._udp.0.2.0.192.in-addr.arpa`): the prefix's image, as Crypto-PAn keeps
+    ///   prefixes.
+    ///
+    /// Escapes are read as a reader would: `%2E`, `%3A` and `\.` (a dot inside a DNS
+    /// label, as the DNS decoder writes it) are a dot and a colon inside an address, and
+    /// written back so; any other percent escape separates like the character it encodes
+    /// (`?u=http%3A%2F%2F192.0.2.1%2F`, `ip%3D192.0.2.1`). Not read: an address spelled
+    /// otherwise (with dashes, `ec2-192-0-2-1`; as an integer; percent-encoded digits).
     pub fn text(&self, s: &str, nets: Option<&crate::nets::Nets>) -> Option<String> {
         let b = s.as_bytes();
-        let (mut out, mut last, mut i) = (String::new(), 0, 0);
-        // A run of word units from `i`: the bytes they stand for, and where each ends in `s`.
-        let (mut tok, mut ends) = (Vec::new(), Vec::new());
+        if !b.iter().any(|&c| c.is_ascii_digit() || c == b':') {
+            return None;
+        }
+        // (start, end, replacement), sorted and disjoint once the runs are read.
+        let mut reps: Vec<(usize, usize, String)> = Vec::new();
+        self.reverse_names(s, nets, &mut reps);
+        let reverse = reps.len();
+        let mut units: Vec<(usize, u8)> = Vec::new();
+        let (mut i, mut next) = (0, 0);
         while i < b.len() {
-            // Between runs: a run is read whole below, so a word unit here starts one.
+            if next < reverse && i >= reps[next].0 {
+                i = i.max(reps[next].1);
+                next += 1;
+                continue;
+            }
             let (n, c) = text_unit(b, i);
             if c.is_none() {
                 i += n;
                 continue;
             }
-            let start = i;
-            tok.clear();
-            ends.clear();
-            while i < b.len() {
+            units.clear();
+            while i < b.len() && !(next < reverse && i >= reps[next].0) {
                 let (n, c) = text_unit(b, i);
                 let Some(c) = c else { break };
-                tok.push(c);
+                units.push((i, c));
                 i += n;
-                ends.push(i);
             }
-            // A sentence's full stop or colon after an address is not part of it; a
-            // port after a dotted quad (`192.0.2.1:8080`, a URL's authority) is kept.
-            let kept = tok.len() - tok.iter().rev().take_while(|&&c| c == b'.' || c == b':').count();
-            let tok = std::str::from_utf8(&tok[..kept]).expect("word units are ASCII");
-            let addr = match tok.rsplit_once(':') {
-                Some((v4, port)) if !port.is_empty() && port.bytes().all(|c| c.is_ascii_digit()) => {
-                    v4.parse::<std::net::Ipv4Addr>().ok().map(|a| (IpAddr::V4(a), v4.len()))
-                }
-                _ => None,
-            };
-            let Some((a, len)) = addr.or_else(|| tok.parse::<IpAddr>().ok().map(|a| (a, tok.len()))) else { continue };
-            let raw = &s[start..ends[len - 1]];
-            let image = self.answer(a, nets).to_string();
-            out.push_str(&s[last..start]);
-            if raw.len() == len {
-                out.push_str(&image);
-            } else {
-                let (colon, dot) =
-                    (raw.contains("%3A") || raw.contains("%3a"), raw.contains("%2E") || raw.contains("%2e"));
-                for c in image.chars() {
-                    match c {
-                        ':' if colon => out.push_str("%3A"),
-                        '.' if dot => out.push_str("%2E"),
-                        c => out.push(c),
-                    }
-                }
-            }
-            last = ends[len - 1];
+            self.run(s, &units, i, nets, &mut reps);
         }
-        if last == 0 {
+        // A reverse name the scope keeps clear is its own replacement (its labels must not
+        // be read again as a forward address).
+        reps.retain(|(start, end, with)| s[*start..*end] != **with);
+        if reps.is_empty() {
             return None;
+        }
+        reps.sort_unstable_by_key(|r| r.0);
+        let mut out = String::with_capacity(s.len() + 8);
+        let mut last = 0;
+        for (start, end, with) in &reps {
+            out.push_str(&s[last..*start]);
+            out.push_str(with);
+            last = *end;
         }
         out.push_str(&s[last..]);
         Some(out)
     }
 
-    /// A DNS name that spells an address (`4.3.2.1.in-addr.arpa`, the nibbles of
-    /// `ip6.arpa`: reverse lookups), with the address anonymized under the scope; none
-    /// for any other name.
-    pub fn reverse_name(&self, name: &str, nets: Option<&crate::nets::Nets>) -> Option<String> {
-        let lower = name.trim_end_matches('.').to_ascii_lowercase();
-        if let Some(rest) = lower.strip_suffix(".in-addr.arpa") {
-            let parts: Vec<&str> = rest.split('.').collect();
-            if parts.len() != 4 {
-                return None;
+    /// The addresses in one run of word units (`units`: where each starts in `s`, and
+    /// the byte it stands for; the run ends at `end`).
+    fn run(
+        &self,
+        s: &str,
+        units: &[(usize, u8)],
+        end: usize,
+        nets: Option<&crate::nets::Nets>,
+        reps: &mut Vec<(usize, usize, String)>,
+    ) {
+        let unit_end = |k: usize| units.get(k + 1).map_or(end, |u| u.0);
+        let c = |k: usize| units.get(k).map(|u| u.1);
+        let digit = |k: usize| c(k).is_some_and(|c| c.is_ascii_digit());
+        // A sentence's full stop or colon after an address is not part of it.
+        let kept = units.len() - units.iter().rev().take_while(|u| u.1 == b'.' || u.1 == b':').count();
+        if kept > 1 && units[..kept].iter().any(|u| u.1 == b':') {
+            let tok: String = units[..kept].iter().map(|u| char::from(u.1)).collect();
+            if let Ok(a) = tok.parse::<std::net::Ipv6Addr>() {
+                let image = self.answer(a.into(), nets);
+                if image == IpAddr::V6(a) {
+                    return;
+                }
+                let image = image.to_string();
+                reps.push((units[0].0, unit_end(kept - 1), spell(&image, s, &units[..kept], end)));
+                return;
             }
-            let mut o = [0u8; 4];
-            for (i, p) in parts.iter().rev().enumerate() {
-                o[i] = p.parse().ok()?;
-            }
-            let IpAddr::V4(a) = self.answer(IpAddr::V4(o.into()), nets) else { return None };
-            let o = a.octets();
-            return Some(format!("{}.{}.{}.{}.in-addr.arpa", o[3], o[2], o[1], o[0]));
         }
-        if let Some(rest) = lower.strip_suffix(".ip6.arpa") {
-            let nibbles: Vec<&str> = rest.split('.').collect();
-            if nibbles.len() != 32 {
-                return None;
+        let mut k = 0;
+        while k < units.len() {
+            // A quad starts a run of digits not after `digit.`: not inside `1.2.3.4.5`.
+            let starts = digit(k) && !(k > 0 && digit(k - 1)) && !(k >= 2 && c(k - 1) == Some(b'.') && digit(k - 2));
+            let Some((a, j)) = starts.then(|| quad(units, k)).flatten() else {
+                k += 1;
+                continue;
+            };
+            let image = self.answer(IpAddr::V4(a), nets);
+            if image != IpAddr::V4(a) {
+                reps.push((units[k].0, unit_end(j - 1), spell(&image.to_string(), s, &units[k..j], unit_end(j - 1))));
             }
-            let mut v = 0u128;
-            for n in nibbles.iter().rev() {
-                v = (v << 4) | u8::from_str_radix(n, 16).ok().filter(|_| n.len() == 1)? as u128;
-            }
-            let IpAddr::V6(a) = self.answer(IpAddr::V6(v.into()), nets) else { return None };
-            let v = u128::from(a);
-            let mut s = String::with_capacity(72);
-            for i in 0..32 {
-                s.push(char::from(b"0123456789abcdef"[(v >> (4 * i) & 0xf) as usize]));
-                s.push('.');
-            }
-            s.push_str("ip6.arpa");
-            return Some(s);
+            k = j;
         }
-        None
+    }
+
+    /// The reverse names in `s` (whole, or the labels of a prefix nearest the suffix),
+    /// each as the replacement of its address labels.
+    fn reverse_names(&self, s: &str, nets: Option<&crate::nets::Nets>, reps: &mut Vec<(usize, usize, String)>) {
+        let b = s.as_bytes();
+        if !b.windows(5).any(|w| w.eq_ignore_ascii_case(b".arpa")) {
+            return;
+        }
+        for (suffix, v6) in [(&b".in-addr.arpa"[..], false), (&b".ip6.arpa"[..], true)] {
+            let mut from = 0;
+            while let Some(p) = b[from..].windows(suffix.len()).position(|w| w.eq_ignore_ascii_case(suffix)) {
+                let p = from + p;
+                from = p + suffix.len();
+                // The suffix ends the name (`.arpa`, `.arpa.`, then no more label).
+                let after = &b[from..];
+                let after = after.strip_prefix(b".").unwrap_or(after);
+                if after.first().is_some_and(|&c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_') {
+                    continue;
+                }
+                // The labels before it, nearest first: octets, or nibbles.
+                let (max, mut vals, mut first) = (if v6 { 32 } else { 4 }, Vec::new(), p);
+                let mut q = p;
+                while vals.len() < max {
+                    let start = b[..q].iter().rposition(|&c| c == b'.').map_or(0, |d| d + 1);
+                    let label = &s[start..q];
+                    let v = if v6 {
+                        u8::from_str_radix(label, 16).ok().filter(|_| label.len() == 1)
+                    } else {
+                        label
+                            .parse::<u8>()
+                            .ok()
+                            .filter(|_| label.len() <= 3 && label.bytes().all(|c| c.is_ascii_digit()))
+                    };
+                    // `\.` is a dot inside a label, not between two.
+                    let escaped = start >= 2 && b[start - 2] == b'\\';
+                    let Some(v) = v.filter(|_| !escaped) else { break };
+                    vals.push(v);
+                    first = start;
+                    if start == 0 {
+                        break;
+                    }
+                    q = start - 1;
+                }
+                if vals.is_empty() {
+                    continue;
+                }
+                let with = if v6 {
+                    let raw = vals.iter().enumerate().fold(0u128, |x, (i, &n)| x | (n as u128) << (124 - 4 * i));
+                    let IpAddr::V6(a) = self.answer(IpAddr::V6(raw.into()), nets) else { continue };
+                    let a = u128::from(a);
+                    let nib: Vec<String> =
+                        (0..vals.len()).rev().map(|i| format!("{:x}", (a >> (124 - 4 * i)) & 0xf)).collect();
+                    nib.join(".")
+                } else {
+                    let mut o = [0u8; 4];
+                    o[..vals.len()].copy_from_slice(&vals);
+                    let IpAddr::V4(a) = self.answer(IpAddr::V4(o.into()), nets) else { continue };
+                    let o = a.octets();
+                    let labels: Vec<String> = (0..vals.len()).rev().map(|i| o[i].to_string()).collect();
+                    labels.join(".")
+                };
+                reps.push((first, p, with));
+            }
+        }
+        reps.sort_unstable_by_key(|r| r.0);
     }
 }
 
+/// The dotted quad of `units` from `k`, and the index of the unit after it: four runs of
+/// 1 to 3 digits, each at most 255, separated by dots, not followed by a digit or by a
+/// dot and a digit (`1.2.3.4.5` is not one).
+fn quad(units: &[(usize, u8)], k: usize) -> Option<(std::net::Ipv4Addr, usize)> {
+    let c = |k: usize| units.get(k).map(|u| u.1);
+    let mut o = [0u8; 4];
+    let mut j = k;
+    for (n, x) in o.iter_mut().enumerate() {
+        if n > 0 {
+            if c(j) != Some(b'.') {
+                return None;
+            }
+            j += 1;
+        }
+        let from = j;
+        let mut v = 0u32;
+        while let Some(d) = c(j).filter(u8::is_ascii_digit) {
+            v = v * 10 + u32::from(d - b'0');
+            j += 1;
+            if j - from > 3 {
+                return None;
+            }
+        }
+        if j == from || v > 255 {
+            return None;
+        }
+        *x = v as u8;
+    }
+    if c(j) == Some(b'.') && c(j + 1).is_some_and(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    Some((o.into(), j))
+}
+
+/// `image` written with the spelling of the dots and colons of the address it replaces
+/// (`units` of `s`, the last ending at `end`): `%2E`, `%3A` and `\.` kept as escapes.
+fn spell(image: &str, s: &str, units: &[(usize, u8)], end: usize) -> String {
+    let raw = |k: usize| &s[units[k].0..units.get(k + 1).map_or(end, |u| u.0)];
+    let norm = |r: &str| match r {
+        "." | ":" => None,
+        r if r.starts_with('%') => Some(r.to_ascii_uppercase()),
+        r => Some(r.to_string()),
+    };
+    let dots: Vec<Option<String>> = (0..units.len()).filter(|&k| units[k].1 == b'.').map(|k| norm(raw(k))).collect();
+    let colon = (0..units.len()).find(|&k| units[k].1 == b':').and_then(|k| norm(raw(k)));
+    if dots.iter().all(Option::is_none) && colon.is_none() {
+        return image.to_string();
+    }
+    let mut out = String::with_capacity(image.len() + 8);
+    let mut d = 0;
+    for ch in image.chars() {
+        match ch {
+            '.' => {
+                match dots.get(d).or(dots.first()) {
+                    Some(Some(e)) => out.push_str(e),
+                    _ => out.push('.'),
+                }
+                d += 1;
+            }
+            ':' => match &colon {
+                Some(e) => out.push_str(e),
+                None => out.push(':'),
+            },
+            ch => out.push(ch),
+        }
+    }
+    out
+}
+
 /// One unit of free text at `b[i]` for [`Anonymizer::text`]: its length in bytes and, for
-/// a unit that can be part of an address (a letter, a digit, a dot, a colon, or `%3A` or
-/// `%2E`), the byte it stands for. Any other percent escape is one separating unit.
+/// a unit that can be part of an address (a letter, a digit, a dot, a colon, `%3A`,
+/// `%2E`, or `\.`), the byte it stands for. Any other percent escape is one separating
+/// unit.
 fn text_unit(b: &[u8], i: usize) -> (usize, Option<u8>) {
     let hex = |c: &u8| (*c as char).to_digit(16);
-    if b[i] == b'%' {
-        if let (Some(h), Some(l)) = (b.get(i + 1).and_then(hex), b.get(i + 2).and_then(hex)) {
-            let c = (h << 4 | l) as u8;
-            return (3, (c == b':' || c == b'.').then_some(c));
+    match b[i] {
+        b'%' => {
+            if let (Some(h), Some(l)) = (b.get(i + 1).and_then(hex), b.get(i + 2).and_then(hex)) {
+                let c = (h << 4 | l) as u8;
+                return (3, (c == b':' || c == b'.').then_some(c));
+            }
         }
+        b'\\' if b.get(i + 1) == Some(&b'.') => return (2, Some(b'.')),
+        _ => {}
     }
     let c = b[i];
     (1, (c.is_ascii_alphanumeric() || c == b'.' || c == b':').then_some(c))
@@ -469,7 +605,7 @@ mod tests {
             ("v%3D1.2.3.4.5 100%25", None),
             // Not addresses: longer runs of digits and dots, versions, times, names.
             ("Mozilla/5.0 (X11; Linux x86_64) Chrome/120.0.6099.109 Safari/537.36", None),
-            ("AppleCoreMedia/1.0.0.14C92 v1.2.3.4.5 1.2.3.4a 12:30:45 std::vector", None),
+            ("AppleCoreMedia/1.0.0 v1.2.3.4.5 12:30:45 std::vector", None),
             ("www.example.com", None),
             ("", None),
         ];
@@ -485,7 +621,81 @@ mod tests {
         let only_ext = Anonymizer::new(&AnonConfig { key: SAMPLE_KEY, scope: Scope::External });
         let mut nets = crate::nets::Nets::default();
         nets.add_str("128.11.0.0/16").unwrap();
-        assert_eq!(only_ext.text("at 128.11.68.132", Some(&nets)).as_deref(), Some("at 128.11.68.132"));
+        assert_eq!(only_ext.text("at 128.11.68.132", Some(&nets)), None);
+    }
+
+    /// Addresses inside other text: names that hold one (an SNI, a Host, a certificate's
+    /// names), a DNS label that holds dots, reverse names whole or cut to a prefix, IPv6
+    /// in its usual spellings.
+    #[test]
+    fn addresses_inside_other_text_are_anonymized() {
+        let a = Anonymizer::new(&AnonConfig { key: SAMPLE_KEY, scope: Scope::All });
+        let v4 = "135.242.180.132";
+        let six = a.ip("2001:db8::1".parse().unwrap()).to_string();
+        let cases: Vec<(&str, String)> = vec![
+            ("host-128.11.68.132.example", format!("host-{v4}.example")),
+            ("128.11.68.132.nip.io", format!("{v4}.nip.io")),
+            ("x128.11.68.132y", format!("x{v4}y")),
+            ("ip128.11.68.132", format!("ip{v4}")),
+            ("CN=128.11.68.132,O=Acme", format!("CN={v4},O=Acme")),
+            ("SSH-2.0-OpenSSH_9.6 128.11.68.132", format!("SSH-2.0-OpenSSH_9.6 {v4}")),
+            ("Apache/2.4 (128.11.68.132)", format!("Apache/2.4 ({v4})")),
+            ("text/html; host=128.11.68.132", format!("text/html; host={v4}")),
+            ("1.2.3.4a", format!("{}a", a.ip("1.2.3.4".parse().unwrap()))),
+            // A DNS label holding dots, as the DNS decoder spells it.
+            ("128\\.11\\.68\\.132.example", format!("{}.example", v4.replace('.', "\\."))),
+            // IPv6: full, upper case, bracketed with a port, in a name.
+            ("2001:0DB8:0000:0000:0000:0000:0000:0001", six.clone()),
+            ("http://[2001:db8::1]:443/", format!("http://[{six}]:443/")),
+            ("at 2001:db8:0:0:0:0:0:1.", format!("at {six}.")),
+        ];
+        for (text, want) in cases {
+            assert_eq!(a.text(text, None).as_deref(), Some(want.as_str()), "{text:?}");
+        }
+        // Reverse names, whole or a prefix (DNS-SD's browsing domains name the network).
+        assert_eq!(a.text("132.68.11.128.in-addr.arpa", None).as_deref(), Some("132.180.242.135.in-addr.arpa"));
+        assert_eq!(a.text("132.68.11.128.IN-ADDR.ARPA.", None).as_deref(), Some("132.180.242.135.IN-ADDR.ARPA."));
+        let net = a.ip("128.11.68.0".parse().unwrap()).to_string();
+        let o: Vec<&str> = net.split('.').collect();
+        assert_eq!(
+            a.text("b._dns-sd._udp.0.68.11.128.in-addr.arpa", None),
+            Some(format!("b._dns-sd._udp.{}.{}.{}.{}.in-addr.arpa", o[3], o[2], o[1], o[0]))
+        );
+        assert_eq!(a.text("68.11.128.in-addr.arpa", None).as_deref(), Some("180.242.135.in-addr.arpa"));
+        let nib = |v: std::net::Ipv6Addr, n: usize| -> String {
+            format!("{:032x}", u128::from(v))
+                .chars()
+                .take(n)
+                .collect::<Vec<_>>()
+                .iter()
+                .rev()
+                .map(|c| format!("{c}."))
+                .collect()
+        };
+        let v6: std::net::Ipv6Addr = "2001:db8::1".parse().unwrap();
+        let img: std::net::Ipv6Addr = six.parse().unwrap();
+        assert_eq!(a.text(&format!("{}ip6.arpa", nib(v6, 32)), None), Some(format!("{}ip6.arpa", nib(img, 32))));
+        assert_eq!(a.text(&format!("{}ip6.arpa", nib(v6, 16)), None), Some(format!("{}ip6.arpa", nib(img, 16))));
+        // Not addresses.
+        for text in [
+            "v1.2.3.4.5",
+            "1.2.3.4.5",
+            "Chrome/120.0.6099.109",
+            "12:30:45",
+            "std::vector",
+            "in-addr.arpa",
+            "www.example.com",
+            "1.2.3",
+        ] {
+            assert_eq!(a.text(text, None), None, "{text:?}");
+        }
+        // Under a scope, an address inside text as one in a column.
+        let only_ext = Anonymizer::new(&AnonConfig { key: SAMPLE_KEY, scope: Scope::External });
+        let mut nets = crate::nets::Nets::default();
+        nets.add_str("128.11.0.0/16").unwrap();
+        assert_eq!(only_ext.text("h-128.11.68.132.example", Some(&nets)), None);
+        assert_eq!(only_ext.text("132.68.11.128.in-addr.arpa", Some(&nets)), None);
+        assert!(only_ext.text("h-129.11.68.132.example", Some(&nets)).is_some());
     }
 
     #[test]
@@ -494,11 +704,11 @@ mod tests {
         let raw = u32::from(std::net::Ipv4Addr::new(128, 11, 68, 132)) as u128;
         assert_eq!(a.raw(4, raw), a.raw(4, raw));
         assert_eq!(std::net::Ipv4Addr::from(a.raw(4, raw) as u32).to_string(), "135.242.180.132");
-        assert_eq!(a.reverse_name("132.68.11.128.in-addr.arpa", None).as_deref(), Some("132.180.242.135.in-addr.arpa"));
-        assert_eq!(a.reverse_name("www.example.com", None), None);
+        assert_eq!(a.text("132.68.11.128.in-addr.arpa", None).as_deref(), Some("132.180.242.135.in-addr.arpa"));
+        assert_eq!(a.text("www.example.com", None), None);
         let v6: std::net::Ipv6Addr = "2001:db8::1".parse().unwrap();
         let nib: String = format!("{:032x}", u128::from(v6)).chars().rev().map(|c| format!("{c}.")).collect();
-        let got = a.reverse_name(&format!("{nib}ip6.arpa"), None).unwrap();
+        let got = a.text(&format!("{nib}ip6.arpa"), None).unwrap();
         let want: String =
             format!("{:032x}", u128::from(a.ip(v6.into()).to_string().parse::<std::net::Ipv6Addr>().unwrap()))
                 .chars()
@@ -506,16 +716,15 @@ mod tests {
                 .map(|c| format!("{c}."))
                 .collect();
         assert_eq!(got, format!("{want}ip6.arpa"));
-        assert_eq!(a.host("128.11.68.132:8080", None).as_deref(), Some("135.242.180.132:8080"));
-        assert_eq!(a.host("www.example.com", None), None);
-        assert_eq!(a.host("www.example.com:80", None), None);
+        assert_eq!(a.text("128.11.68.132:8080", None).as_deref(), Some("135.242.180.132:8080"));
+        assert_eq!(a.text("www.example.com:80", None), None);
         assert_eq!(
             a.text("http://user@128.11.68.132:81/p?q", None).as_deref(),
             Some("http://user@135.242.180.132:81/p?q")
         );
         assert_eq!(a.text("/index.html", None), None);
         let six = a.ip("2001:db8::1".parse().unwrap());
-        assert_eq!(a.host("[2001:db8::1]:443", None), Some(format!("[{six}]:443")));
+        assert_eq!(a.text("[2001:db8::1]:443", None), Some(format!("[{six}]:443")));
         let only_ext = Anonymizer::new(&AnonConfig { key: SAMPLE_KEY, scope: Scope::External });
         let mut nets = crate::nets::Nets::default();
         nets.add_str("128.11.0.0/16").unwrap();

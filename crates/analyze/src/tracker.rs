@@ -574,11 +574,12 @@ impl Tracker {
                     endpoints(&mut f, self.cfg.nets, self.anon.as_ref(), &p.key, p.ts_ns);
                 }
                 if f.l7.is_some() {
-                    f.fqdn = if self.late_names {
+                    let name = if self.late_names {
                         self.dns.lookup_before(f.dir[0].ip, f.dir[1].ip, p.ts_ns)
                     } else {
                         self.dns.lookup(f.dir[0].ip, f.dir[1].ip)
                     };
+                    f.fqdn = shown_name(name, self.anon.as_ref(), self.cfg.nets);
                 }
                 match f.kind {
                     Kind::Tcp => self.stats.flows_tcp += 1,
@@ -972,7 +973,7 @@ fn on_payload(
     // Complete transactions go out now: a resolver's 5-tuple can live for hours.
     let (http, dns) = (l7.drain_http(false), l7.drain_dns(false));
     if !(http.is_empty() && dns.is_empty()) {
-        name_late(f, ctx.late);
+        name_late(f, ctx);
         out.at(p.now_ns);
     }
     emit_transactions(f, http, dns, out, ctx);
@@ -1070,11 +1071,11 @@ fn close(
         stats.held_bytes = stats.held_bytes.saturating_sub(l7.held_bytes() as u64);
         l7.flush_held(cfg);
     }
-    name_late(&mut f, ctx.late);
+    name_late(&mut f, ctx);
     if let (Some(a), Some(l7)) = (ctx.anon, f.l7.as_mut()) {
-        // `http_hostname`, the SNIs: names the peers chose, which may be addresses;
-        // the certificate's common names, which may hold some.
-        l7.rewrite_names(|x| a.host(x, ctx.nets), |x| a.text(x, ctx.nets));
+        // Every text of the application layer a record writes (names, headers,
+        // banners, the certificate's names), once, as the flow ends.
+        l7.texts_mut(&mut |x| a.rewrite(x, ctx.nets));
     }
     let c = &mut stats.classes[f.class().index()];
     c.flows += 1;
@@ -1100,13 +1101,27 @@ fn close(
 /// tracker whose answers also come from other workers, see
 /// [`Tracker::share_dns_answers`]). An answer evicted since keeps the name it gave.
 #[inline]
-fn name_late(f: &mut Flow, late: Option<&DnsCache>) {
-    if let Some(c) = late {
+fn name_late(f: &mut Flow, ctx: Ctx<'_>) {
+    if let Some(c) = ctx.late {
         if f.l7.is_some() {
             if let Some(n) = c.lookup_before(f.dir[0].ip, f.dir[1].ip, f.first_ns) {
-                f.fqdn = Some(n);
+                f.fqdn = shown_name(Some(n), ctx.anon, ctx.nets);
             }
         }
+    }
+}
+
+/// A flow's `fqdn` as records show it: under `--anonymize`, with the addresses a name
+/// holds (`192.0.2.1.nip.io`) anonymized, once, when the flow takes the name.
+#[inline]
+fn shown_name(
+    name: Option<std::sync::Arc<str>>,
+    anon: Option<&crate::anon::Anonymizer>,
+    nets: Option<&crate::nets::Nets>,
+) -> Option<std::sync::Arc<str>> {
+    match (name, anon) {
+        (Some(n), Some(a)) => Some(a.text(&n, nets).map_or(n, std::sync::Arc::from)),
+        (n, _) => n,
     }
 }
 
@@ -1175,8 +1190,8 @@ fn emit_transactions(
     }
     let fr = FlowRef::of(f);
     for mut tx in http {
-        if let (Some(a), Some(r)) = (ctx.anon, tx.request.as_mut()) {
-            anonymize_http(r, a, ctx.nets);
+        if let Some(a) = ctx.anon {
+            tx.texts_mut(&mut |x| a.rewrite(x, ctx.nets));
         }
         out.on_http(&HttpRow { flow: fr.clone(), tx });
     }
@@ -1188,35 +1203,13 @@ fn emit_transactions(
     }
 }
 
-/// The addresses an HTTP request writes: a Host that is an address rather than a name,
-/// and any address written in its target, Referer (their authority, a query's
-/// `?ip=...`, a path) or User-Agent, each anonymized once.
-fn anonymize_http(
-    r: &mut tapstat_l7::http::HttpRequest,
-    a: &crate::anon::Anonymizer,
-    nets: Option<&crate::nets::Nets>,
-) {
-    if let Some(h) = r.host.as_deref().and_then(|h| a.host(h, nets)) {
-        r.host = Some(h);
-    }
-    for t in [&mut r.url, &mut r.referer, &mut r.user_agent] {
-        if let Some(v) = t.as_deref().and_then(|v| a.text(v, nets)) {
-            *t = Some(v);
-        }
-    }
-}
-
-/// The addresses a DNS transaction writes (its answers, and the address spelled by a
-/// reverse lookup's name), anonymized under the scope of `--anonymize-only`.
+/// The addresses a DNS transaction writes: those of its answers, and any written in its
+/// names (a reverse lookup's, a label holding one), anonymized under the scope of
+/// `--anonymize-only`.
 fn anonymize_dns(tx: &mut DnsTransaction, a: &crate::anon::Anonymizer, nets: Option<&crate::nets::Nets>) {
     use tapstat_l7::dns::parser::AnswerData;
-    if let Some(r) = a.reverse_name(&tx.qname, nets) {
-        tx.qname = r;
-    }
+    tx.texts_mut(&mut |x| a.rewrite(x, nets));
     for ans in &mut tx.answers {
-        if let Some(r) = a.reverse_name(&ans.name, nets) {
-            ans.name = r;
-        }
         match &mut ans.data {
             AnswerData::A(v4) => {
                 if let std::net::IpAddr::V4(x) = a.answer((*v4).into(), nets) {
@@ -1228,12 +1221,7 @@ fn anonymize_dns(tx: &mut DnsTransaction, a: &crate::anon::Anonymizer, nets: Opt
                     *v6 = x;
                 }
             }
-            AnswerData::Cname(n) => {
-                if let Some(r) = a.reverse_name(n, nets) {
-                    *n = r;
-                }
-            }
-            AnswerData::Other => {}
+            AnswerData::Cname(_) | AnswerData::Other => {}
         }
     }
 }

@@ -505,39 +505,26 @@ impl L7Flow {
         }
     }
 
-    /// The names a record writes that the peers chose (the first request's Host, the
-    /// SNI of a TLS, DTLS or QUIC ClientHello), rewritten by `f` where it returns a new
-    /// one, and the certificate's common names by `text`: `--anonymize` uses them for
-    /// names that are, or hold, addresses.
-    pub fn rewrite_names(
-        &mut self,
-        mut f: impl FnMut(&str) -> Option<String>,
-        mut text: impl FnMut(&str) -> Option<String>,
-    ) {
-        let mut one = |s: &mut Option<String>| {
-            if let Some(n) = s.as_deref().and_then(&mut f) {
-                *s = Some(n);
+    /// Every string of the flow's application layer that a record writes and the peers
+    /// chose (names, ALPN protocols, banners, headers, the certificate's names), each
+    /// handed to `f`: `--anonymize` rewrites the addresses written in them. The strings of
+    /// the transactions are [`crate::http::HttpTransaction::texts_mut`] and
+    /// [`crate::dns::DnsTransaction::texts_mut`]. Every state and every struct of strings
+    /// is matched whole: a new one fails to compile until it is listed here.
+    pub fn texts_mut(&mut self, f: &mut crate::TextVisitor<'_>) {
+        match &mut self.state {
+            State::Tls(s) => s.info.texts_mut(f),
+            State::Dtls(s) => s.info.texts_mut(f),
+            State::Quic(s) => s.info.texts_mut(f),
+            State::Http(h) => h.texts_mut(f),
+            State::Tunnel(h, s) => {
+                h.texts_mut(f);
+                s.info.texts_mut(f);
             }
-        };
-        if let Some(h) = self.http_mut() {
-            one(&mut h.first_host);
-        }
-        let tls = match &mut self.state {
-            State::Tls(s) | State::Tunnel(_, s) => Some(&mut s.info),
-            State::Dtls(s) => Some(&mut s.info),
-            State::Quic(s) => Some(&mut s.info.tls),
-            _ => None,
-        };
-        let Some(t) = tls else { return };
-        if let Some(c) = t.client.as_mut() {
-            one(&mut c.sni);
-        }
-        if let Some(c) = t.cert.as_mut() {
-            for cn in [&mut c.subject_cn, &mut c.issuer_cn] {
-                if let Some(n) = cn.as_deref().and_then(&mut text) {
-                    *cn = Some(n);
-                }
-            }
+            State::Ssh(s) => s.texts_mut(f),
+            // Its strings are those of its transactions.
+            State::Dns(_) => {}
+            State::Probing(_) | State::Undecided(_) | State::Idle => {}
         }
     }
 

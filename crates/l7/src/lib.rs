@@ -50,6 +50,18 @@ pub mod ssh;
 pub mod tls;
 
 pub use classify::{App, AppSource};
+
+/// What [`L7Flow::texts_mut`] and the transactions' `texts_mut` hand each string a
+/// record can write to: `--anonymize` rewrites the addresses in it.
+pub type TextVisitor<'a> = dyn FnMut(&mut String) + 'a;
+
+/// Hands `s` to `f` when there is one.
+#[inline]
+pub(crate) fn visit(s: &mut Option<String>, f: &mut TextVisitor<'_>) {
+    if let Some(s) = s {
+        f(s);
+    }
+}
 pub use event::{Event, Events};
 pub use flow::L7Flow;
 pub use tls::parser::RecordKind;

@@ -78,6 +78,15 @@ impl SshState {
         }
     }
 
+    /// The identification strings, each handed to `f` (see `L7Flow::texts_mut`); the
+    /// HASSHes are hex this crate writes.
+    pub(crate) fn texts_mut(&mut self, f: &mut crate::TextVisitor<'_>) {
+        for s in &mut self.sides {
+            let SshSide { version, hassh: _ } = &mut s.info;
+            crate::visit(version, f);
+        }
+    }
+
     pub fn side(&self, dir: Dir) -> &SshSide {
         &self.sides[dir as usize].info
     }

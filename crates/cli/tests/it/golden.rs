@@ -33,27 +33,27 @@ fn bless() -> bool {
 }
 
 /// The first frame's time, µs: 2023-11-14 22:13:20 UTC.
-const T0: u64 = 1_700_000_000_000_000;
+pub(crate) const T0: u64 = 1_700_000_000_000_000;
 
 /// A capture being written: frames with their times, `dt` µs after the one before.
-struct Cap {
+pub(crate) struct Cap {
     t: u64,
-    frames: Vec<(u64, Vec<u8>)>,
+    pub(crate) frames: Vec<(u64, Vec<u8>)>,
 }
 
 impl Cap {
-    fn new() -> Cap {
+    pub(crate) fn new() -> Cap {
         Cap { t: T0, frames: Vec::new() }
     }
 
-    fn push(&mut self, dt: u64, frame: Vec<u8>) {
+    pub(crate) fn push(&mut self, dt: u64, frame: Vec<u8>) {
         self.t += dt;
         self.frames.push((self.t, frame));
     }
 }
 
 #[derive(Clone, Copy)]
-enum Ip {
+pub(crate) enum Ip {
     V4([u8; 4]),
     V6([u8; 16]),
 }
@@ -72,7 +72,7 @@ fn ip(src: Ip, dst: Ip, proto: u8, payload: &[u8]) -> Vec<u8> {
 }
 
 /// An Ethernet frame holding an IP packet.
-fn ether(src: Ip, dst: Ip, proto: u8, payload: &[u8]) -> Vec<u8> {
+pub(crate) fn ether(src: Ip, dst: Ip, proto: u8, payload: &[u8]) -> Vec<u8> {
     let ty = if matches!(src, Ip::V4(_)) { 0x0800 } else { 0x86dd };
     Eth::plain().build(ty, &ip(src, dst, proto, payload))
 }
@@ -82,15 +82,15 @@ const S: Ip = Ip::V4([198, 51, 100, 20]);
 
 const SYN: u8 = 0x02;
 const SYN_ACK: u8 = 0x12;
-const ACK: u8 = 0x10;
-const PSH_ACK: u8 = 0x18;
+pub(crate) const ACK: u8 = 0x10;
+pub(crate) const PSH_ACK: u8 = 0x18;
 const FIN_ACK: u8 = 0x11;
 const RST: u8 = 0x04;
 const RST_ACK: u8 = 0x14;
 
 /// One TCP connection over Ethernet: who is who, and the next sequence number of each
 /// side.
-struct Conn {
+pub(crate) struct Conn {
     c: Ip,
     s: Ip,
     cp: u16,
@@ -103,7 +103,7 @@ struct Conn {
 }
 
 impl Conn {
-    fn new(c: Ip, s: Ip, cp: u16, sp: u16) -> Conn {
+    pub(crate) fn new(c: Ip, s: Ip, cp: u16, sp: u16) -> Conn {
         Conn { c, s, cp, sp, cseq: 1_000_000, sseq: 5_000_000, cwin: 64_240, swin: 65_160 }
     }
 
@@ -145,32 +145,32 @@ impl Conn {
     }
 
     /// The client's next segment.
-    fn c(&mut self, flags: u8, payload: &[u8]) -> Vec<u8> {
+    pub(crate) fn c(&mut self, flags: u8, payload: &[u8]) -> Vec<u8> {
         let seq = Conn::next(&mut self.cseq, flags, payload);
         self.c_at(seq, flags, payload)
     }
 
-    fn s(&mut self, flags: u8, payload: &[u8]) -> Vec<u8> {
+    pub(crate) fn s(&mut self, flags: u8, payload: &[u8]) -> Vec<u8> {
         let seq = Conn::next(&mut self.sseq, flags, payload);
         self.s_at(seq, flags, payload)
     }
 
     /// The three-way handshake, a round trip of 20 ms.
-    fn open(&mut self, cap: &mut Cap) {
+    pub(crate) fn open(&mut self, cap: &mut Cap) {
         cap.push(1_000, self.c(SYN, &[]));
         cap.push(20_000, self.s(SYN_ACK, &[]));
         cap.push(150, self.c(ACK, &[]));
     }
 
     /// FIN from the client, FIN from the server, the last ACK.
-    fn close(&mut self, cap: &mut Cap) {
+    pub(crate) fn close(&mut self, cap: &mut Cap) {
         cap.push(5_000, self.c(FIN_ACK, &[]));
         cap.push(20_000, self.s(FIN_ACK, &[]));
         cap.push(150, self.c(ACK, &[]));
     }
 
     /// A request of the client and the server's answer, each acknowledged.
-    fn exchange(&mut self, cap: &mut Cap, req: &[u8], resp: &[u8]) {
+    pub(crate) fn exchange(&mut self, cap: &mut Cap, req: &[u8], resp: &[u8]) {
         cap.push(300, self.c(PSH_ACK, req));
         cap.push(20_000, self.s(PSH_ACK, resp));
         cap.push(200, self.c(ACK, &[]));
@@ -178,20 +178,20 @@ impl Conn {
 }
 
 /// What puts an IP packet into a frame (a link layer, a tunnel).
-type Wrap = dyn Fn(Vec<u8>) -> Vec<u8>;
+pub(crate) type Wrap = dyn Fn(Vec<u8>) -> Vec<u8>;
 
 /// Byte ranges of a datagram, one per fragment, in the order sent.
 type Pieces = &'static [(usize, usize)];
 
 /// A UDP request and its answer between `c`:`cp` and `s`:`sp`, each frame made by
 /// `wrap` from the IP packet.
-fn udp_pair(cap: &mut Cap, wrap: &Wrap, (c, cp): (Ip, u16), (s, sp): (Ip, u16), req: &[u8], resp: &[u8]) {
+pub(crate) fn udp_pair(cap: &mut Cap, wrap: &Wrap, (c, cp): (Ip, u16), (s, sp): (Ip, u16), req: &[u8], resp: &[u8]) {
     cap.push(1_000, wrap(ip(c, s, 17, &udp(cp, sp, req))));
     cap.push(10_000, wrap(ip(s, c, 17, &udp(sp, cp, resp))));
 }
 
 /// The Ethernet frame of an IP packet (its version read from the packet).
-fn eth_ip(pkt: Vec<u8>) -> Vec<u8> {
+pub(crate) fn eth_ip(pkt: Vec<u8>) -> Vec<u8> {
     Eth::plain().build(if pkt[0] >> 4 == 4 { 0x0800 } else { 0x86dd }, &pkt)
 }
 

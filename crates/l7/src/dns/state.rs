@@ -35,6 +35,34 @@ pub struct DnsKey {
 }
 
 impl DnsTransaction {
+    /// The names a record writes (the question's, the answers' owners and CNAMEs), each
+    /// handed to `f`: `--anonymize` rewrites the addresses written in them (a reverse
+    /// lookup's, a label that holds one). The answers' addresses are not text.
+    pub fn texts_mut(&mut self, f: &mut crate::TextVisitor<'_>) {
+        use super::parser::{Answer, AnswerData};
+        let DnsTransaction {
+            id: _,
+            qname,
+            qtype: _,
+            qclass: _,
+            query_ts_ns: _,
+            response_ts_ns: _,
+            rcode: _,
+            flags: _,
+            answer_count: _,
+            answers,
+            query_dir: _,
+        } = self;
+        f(qname);
+        for Answer { name, rtype: _, ttl: _, data } in answers {
+            f(name);
+            match data {
+                AnswerData::Cname(n) => f(n),
+                AnswerData::A(_) | AnswerData::Aaaa(_) | AnswerData::Other => {}
+            }
+        }
+    }
+
     pub fn key(&self) -> DnsKey {
         DnsKey { id: self.id, qtype: self.qtype, qname: self.qname.clone() }
     }

@@ -275,7 +275,48 @@ pub struct HttpLimits {
     pub budget: usize,
 }
 
+impl HttpTransaction {
+    /// The strings a record writes (the request's method, Host, target, User-Agent and
+    /// Referer, the response's Content-Type and Server), each handed to `f`:
+    /// `--anonymize` rewrites the addresses written in them.
+    pub fn texts_mut(&mut self, f: &mut crate::TextVisitor<'_>) {
+        let HttpTransaction { request, response } = self;
+        if let Some(HttpRequest { ts_ns: _, method, host, url, user_agent, referer, minor_version: _ }) = request {
+            f(method);
+            for s in [host, url, user_agent, referer] {
+                crate::visit(s, f);
+            }
+        }
+        if let Some(HttpResponse { ts_ns: _, status: _, content_type, content_length: _, server, minor_version: _ }) =
+            response
+        {
+            crate::visit(content_type, f);
+            crate::visit(server, f);
+        }
+    }
+}
+
 impl HttpState {
+    /// The flow's own strings a record writes (`http_hostname`); those of its
+    /// transactions are `HttpTransaction::texts_mut`, called as each is written.
+    pub(crate) fn texts_mut(&mut self, f: &mut crate::TextVisitor<'_>) {
+        let HttpState {
+            streams: _,
+            pending: _,
+            pending_methods: _,
+            ready: _,
+            requests: _,
+            responses: _,
+            first_host,
+            first_status: _,
+            first_class: _,
+            events: _,
+            tunnel: _,
+            reorder: _,
+        } = self;
+        crate::visit(first_host, f);
+    }
+
     pub fn on_data(&mut self, dir: Dir, data: &[u8], ts_ns: u64, limits: &HttpLimits) {
         if self.streams[dir as usize].body == Body::Resync && !self.resync(dir, data, limits.budget) {
             return;

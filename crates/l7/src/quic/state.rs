@@ -108,6 +108,17 @@ pub struct QuicState {
 /// count also stops there.
 const MAX_DATAGRAMS: u16 = 32;
 
+impl QuicInfo {
+    /// The strings a record writes that the client chose (its hello's, its user agent),
+    /// each handed to `f` (see `L7Flow::texts_mut`).
+    pub fn texts_mut(&mut self, f: &mut crate::TextVisitor<'_>) {
+        let QuicInfo { client_version: _, server_version: _, tls, user_agent, zero_rtt_packets: _, initial_packets: _ } =
+            self;
+        tls.texts_mut(f);
+        crate::visit(user_agent, f);
+    }
+}
+
 impl QuicState {
     pub fn on_datagram(&mut self, dir: Dir, dgram: &[u8], cap: usize) {
         let d = dir as usize;

@@ -31,6 +31,40 @@ pub struct ClientHelloInfo {
     pub ja4: String,
 }
 
+impl TlsInfo {
+    /// The strings a record writes that the peers chose (see `L7Flow::texts_mut`).
+    pub fn texts_mut(&mut self, f: &mut crate::TextVisitor<'_>) {
+        let TlsInfo { client, server, cert } = self;
+        if let Some(c) = client {
+            // The fingerprints are digits and hex this crate writes.
+            let ClientHelloInfo {
+                sni,
+                alpn,
+                legacy_version: _,
+                supported_versions: _,
+                cipher_suites: _,
+                extensions: _,
+                ja3: _,
+                ja3_md5: _,
+                ja4: _,
+            } = c;
+            crate::visit(sni, f);
+            alpn.iter_mut().for_each(&mut *f);
+        }
+        if let Some(s) = server {
+            let ServerHelloInfo { version: _, cipher_suite: _, alpn, ja3s_md5: _, ja4s: _ } = s;
+            crate::visit(alpn, f);
+        }
+        if let Some(c) = cert {
+            let CertInfo { subject_cn, issuer_cn, issuer, sans, not_before: _, not_after: _ } = &mut **c;
+            crate::visit(subject_cn, f);
+            crate::visit(issuer_cn, f);
+            f(issuer);
+            f(sans);
+        }
+    }
+}
+
 impl ClientHelloInfo {
     pub fn from_hello(ch: &ClientHello<'_>, transport: Ja4Transport) -> Self {
         let known = ch.known_extensions();

@@ -902,7 +902,7 @@ impl Tracker {
         let (http, dns) = (l7.drain_http(false), l7.drain_dns(false));
         if !(http.is_empty() && dns.is_empty()) {
             let ctx = Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), &self.cfg);
-            name_late(f, ctx.late);
+            name_late(f, ctx);
             out.at(self.now_ns);
             emit_transactions(f, http, dns, out, ctx);
         }

@@ -233,7 +233,7 @@ impl Ng {
 
     fn block(&mut self, btype: u32, body: &[u8]) -> &mut Ng {
         let mut body = body.to_vec();
-        while body.len() % 4 != 0 {
+        while !body.len().is_multiple_of(4) {
             body.push(0);
         }
         let len = (body.len() + 12) as u32;

@@ -1,11 +1,51 @@
-//! Shared by the fuzz targets and the seed generator (`examples/seeds.rs`): how a
-//! `decode` input is laid out.
+//! The fuzz targets' bodies, one function per target ([`decode_one`], [`capture_one`],
+//! [`engine_one`], [`l7_tls_one`], [`l7_quic_one`], [`l7_http_one`], [`l7_dns_one`]; the
+//! table [`TARGETS`]), driven by libFuzzer (`fuzz_targets/*.rs`, nightly) and by the
+//! stable mutation runner ([`mutate`], `examples/mutate.rs`); and how their inputs are
+//! laid out, shared with the seed generator (`examples/seeds.rs`).
 //!
 //! A `decode` input is one selector byte, then one or more frames separated by
 //! [`FRAME_SEP`]. The selector picks the link type: `LINKS[selector % LINKS.len()]`.
 //! Without a separator the rest of the input is one frame.
 
 use tapstat_capture::LinkType;
+
+mod capture;
+mod decode;
+mod engine;
+mod l7;
+pub mod mutate;
+
+pub use capture::capture_one;
+pub use decode::decode_one;
+pub use engine::engine_one;
+pub use l7::{l7_dns_one, l7_http_one, l7_quic_one, l7_tls_one};
+use mutate::Layout;
+
+/// A fuzz target: its body, and what the stable runner needs to know of its inputs.
+pub struct Target {
+    /// As in `fuzz_targets/<name>.rs` and `corpus/<name>/`.
+    pub name: &'static str,
+    pub run: fn(&[u8]),
+    pub layout: Layout,
+    /// Longest input the runner makes (the `-max_len` the README gives libFuzzer).
+    pub max_len: usize,
+    /// The runner's `--runs` is divided by this for the target, about its cost per input
+    /// over `decode`'s in the dev profile: `capture` writes a file and zeroes a 4 MiB
+    /// stream buffer per input, `engine` starts threads and writes its logs.
+    pub cost: u64,
+}
+
+/// Every target.
+pub const TARGETS: [Target; 7] = [
+    Target { name: "decode", run: decode_one, layout: Layout::Frames { prefix: 1 }, max_len: 4096, cost: 1 },
+    Target { name: "capture", run: capture_one, layout: Layout::Bytes, max_len: 16384, cost: 5 },
+    Target { name: "engine", run: engine_one, layout: Layout::Bytes, max_len: 8192, cost: 50 },
+    Target { name: "l7_tls", run: l7_tls_one, layout: Layout::Frames { prefix: 0 }, max_len: 4096, cost: 1 },
+    Target { name: "l7_quic", run: l7_quic_one, layout: Layout::Frames { prefix: 0 }, max_len: 4096, cost: 1 },
+    Target { name: "l7_http", run: l7_http_one, layout: Layout::Frames { prefix: 0 }, max_len: 4096, cost: 1 },
+    Target { name: "l7_dns", run: l7_dns_one, layout: Layout::Frames { prefix: 0 }, max_len: 4096, cost: 1 },
+];
 
 /// Every link type `Decoder::decode` handles (crates/decode/src/decoder.rs,
 /// `link_layer`), plus one it does not (147, a user DLT) for the unsupported path.

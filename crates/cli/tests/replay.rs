@@ -394,15 +394,7 @@ fn a_replay_onto_a_full_disk_says_first_what_was_lost() {
     let out = d.join("mnt/out");
     let args = ["bench", "-r", pcap.to_str().unwrap(), "--speed", "1000", "-w", "1", "-q", "-o", out.to_str().unwrap()];
     let o = tapstat(&args);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    let first = err.lines().next().unwrap_or_default();
-    assert!(first.contains("No space left on device") && first.contains("/log_"), "{err}");
-    let lost: u64 = first
-        .split(", ")
-        .find_map(|p| p.strip_suffix(" record(s) were not written"))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no count of lost records in the first line: {err}"));
+    let (err, lost) = full_disk_failure(&o);
     assert!(lost > 0, "{err}");
     let s = summary(&out);
     assert!(s["write_error"].as_str().unwrap().contains("No space left on device"), "{s}");

@@ -295,3 +295,19 @@ impl Drop for Tmpfs {
         let _ = std::process::Command::new("umount").arg(&self.0).output();
     }
 }
+
+/// A run stopped by a full disk: it failed (status 1), the first line on stderr names
+/// the log whose write failed with ENOSPC and the records lost. Gives stderr and that
+/// count.
+pub fn full_disk_failure(o: &Output) -> (String, u64) {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let first = err.lines().next().unwrap_or_default();
+    assert!(first.contains("No space left on device") && first.contains("/log_"), "{err}");
+    let lost = first
+        .split(", ")
+        .find_map(|p| p.strip_suffix(" record(s) were not written"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of lost records in the first line: {err}"));
+    (err, lost)
+}

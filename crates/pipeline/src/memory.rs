@@ -4,7 +4,7 @@
 //! freed, by every thread together: the flow tables, the fragments' buffers, the
 //! segments held for holes, the application layer's state, the records on their way
 //! to the writer. Each thread adds its allocations to a counter of its own and moves
-//! it to the shared one once it passes [`SPILL`] bytes either way, so an allocation
+//! it to the shared one once it passes `SPILL` bytes either way, so an allocation
 //! costs a thread-local add and the shared counter sees one atomic add per 256 KiB
 //! (the count is exact to `SPILL` bytes per thread). Memory freed by another thread
 //! than the one that allocated it (a record formatted by a worker, written by the
@@ -94,7 +94,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
     }
 }
 
-/// Bytes of heap allocated and not freed, by every thread (to [`SPILL`] per thread).
+/// Bytes of heap allocated and not freed, by every thread (to `SPILL` per thread).
 #[inline]
 pub fn heap_bytes() -> u64 {
     LIVE.load(Ordering::Relaxed).max(0) as u64

@@ -192,7 +192,7 @@ fn may_escape(b: u8) -> bool {
     (b < 0x20) | (b == 0x7f) | (b == b'\\') | (b == b'"') | (b == 0xc2) | (b == 0xe2)
 }
 
-/// Whether `s` holds a byte of [`may_escape`]. Strings without one, nearly all of
+/// Whether `s` holds a byte of `may_escape`. Strings without one, nearly all of
 /// them, are copied as they are, so this is the whole cost of a string on the hot path:
 /// eight bytes at a time, each test a few word operations instead of a branch per byte
 /// (the last word overlaps the one before; under eight bytes, two overlapping halves).

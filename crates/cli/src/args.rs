@@ -228,7 +228,7 @@ pub struct RunArgs {
     /// Most flows per worker; beyond it the flow idle the longest is evicted (counted) [1..=2^28]
     #[arg(help_heading = "Flow table", long, value_name = "N", default_value_t = 1 << 20, allow_negative_numbers = true, value_parser = int_in::<usize, 1, { 1 << 28 }>)]
     pub max_flows: usize,
-    /// Most heap the process may use (e.g. 512MiB, 8GiB; at least 32MiB and 48MiB per worker),
+    /// Most heap the process may use (e.g. 512MiB, 8GiB; raised to 32MiB plus 48MiB per worker),
     /// shared by the flow tables, fragments, held TCP segments, application-layer state
     /// and records on their way out. Each worker's table is sized to half of its share;
     /// past the cap the workers shed state (holes given up, the flows idle the longest

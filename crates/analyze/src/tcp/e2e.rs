@@ -465,6 +465,22 @@ impl TcpDir {
         Some((mean / 1e3, var.sqrt() / 1e3, self.rtt_min_us as f64 / 1e3, self.rtt_max_us as f64 / 1e3))
     }
 
+    /// The standard deviation of the RTT samples in ms as Tstat writes `rtt_std` (its
+    /// and tcptrace's `Stdev`): the sample one, n − 1 in the denominator, and 0 for
+    /// fewer than three samples; `None` without samples. (The RTO estimate keeps the
+    /// population deviation of [`TcpDir::rtt_ms`].)
+    pub fn rtt_std_ms(&self) -> Option<f64> {
+        match self.rtt_cnt {
+            0 => None,
+            1 | 2 => Some(0.0),
+            n => {
+                let n = n as f64;
+                let var = ((self.rtt_sq_us - self.rtt_sum_us * self.rtt_sum_us / n) / (n - 1.0)).max(0.0);
+                Some(var.sqrt() / 1e3)
+            }
+        }
+    }
+
     /// RTT min and RTO in ns from the samples so far; RFC 6298's 1 s before the first,
     /// and no RTO below 200 ms (Linux's floor). Only segments out of sequence or sent
     /// again need them.

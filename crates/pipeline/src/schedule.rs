@@ -1,6 +1,6 @@
 //! Scheduling policies: which worker a flow's packets go to on the offline path
 //! (`--schedule`), after "Packet scheduling for deep packet inspection on multi-core
-//! architectures" (seed 001: direct hash, packet hand-off, last-flow-bundle).
+//! architectures" (its three schemes: direct hash, packet hand-off, last-flow-bundle).
 //!
 //! - `hash`: the worker is a function of the flow hash ([`FlowHasher::worker_of`]),
 //!   fixed for the run. Nothing to keep, nothing to move; a flow that carries most of

@@ -464,12 +464,7 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
         );
     }
     let mut summary = tapstat_pipeline::run_live(sources, &cfg, live, stop, Arc::new(Progress::default()))?;
-    // As a file run: the write error and the records it lost first, then what failed
-    // after it (histograms.tsv, summary.json on the same disk, still attempted).
-    let stopped = crate::write_failed(&summary).err();
-    if let Some(e) = &stopped {
-        crate::say!("tapstat: error: {e:#}");
-    }
+    let stopped = crate::say_write_failed(&summary);
     crate::finish_summary(&mut summary, &cfg, vec![what.clone()])?;
     let out = crate::output_name(&cfg);
     // The unkeyed hash's warning was printed at start-up.
@@ -479,10 +474,10 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
     if !a.quiet {
         print_summary(&summary, &out);
     }
-    if stopped.is_some() {
-        return Err(crate::Reported.into());
+    match stopped {
+        Some(e) => Err(e),
+        None => Ok(summary),
     }
-    Ok(summary)
 }
 
 /// `--overload`.

@@ -226,13 +226,7 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
     }
     let mut summary = result?;
     let inputs = inputs.files.iter().map(|p| p.display().to_string()).collect();
-    // A write error (a full disk) stopped the run: that root cause and the records
-    // lost come first, before what it made fail next (histograms.tsv and summary.json
-    // on the same disk, still attempted).
-    let stopped = write_failed(&summary).err();
-    if let Some(e) = &stopped {
-        say!("tapstat: error: {e:#}");
-    }
+    let stopped = say_write_failed(&summary);
     finish_summary(&mut summary, &cfg, inputs)?;
     // The unkeyed hash's warning was printed at start-up.
     for w in summary.warnings.iter().filter(|w| Some(*w) != hash_warning.as_ref()) {
@@ -242,14 +236,14 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
         say!("{}  output: {}", summary.human(), output_name(&cfg).display());
     }
     match stopped {
-        Some(_) => Err(Reported.into()),
+        Some(e) => Err(e),
         None => Ok(summary),
     }
 }
 
 /// An error already written to stderr: the run fails (status 1) without a second line.
 #[derive(Debug)]
-pub(crate) struct Reported;
+struct Reported;
 
 impl std::fmt::Display for Reported {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -332,13 +326,14 @@ pub(crate) fn finish_summary(
     }
 }
 
-/// A run stopped by a write error fails, after its summary (which says what was lost)
-/// is written.
-pub(crate) fn write_failed(summary: &Summary) -> Result<()> {
-    if let Some(e) = &summary.write_error {
-        bail!("{e}; the run stopped, {} record(s) were not written", summary.records_not_written);
-    }
-    Ok(())
+/// A run stopped by a write error (a full disk): says so at once, the root cause and
+/// the records lost first, before what it made fail next (histograms.tsv and
+/// summary.json on the same disk, still attempted), and gives the error the run fails
+/// with once its summary is written (already reported: no second line).
+pub(crate) fn say_write_failed(summary: &Summary) -> Option<anyhow::Error> {
+    let e = summary.write_error.as_ref()?;
+    say!("tapstat: error: {e}; the run stopped, {} record(s) were not written", summary.records_not_written);
+    Some(Reported.into())
 }
 
 fn spawn_progress(p: Arc<Progress>) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) {

@@ -141,11 +141,7 @@ fn replay(a: &RunArgs, file: &Arc<ReplayFile>, pace: Pace, stop: &Arc<AtomicBool
         );
     }
     let mut summary = tapstat_pipeline::run_live(sources, &cfg, live, stop.clone(), Arc::new(Progress::default()))?;
-    // As a file run: the write error and the records it lost first.
-    let stopped = crate::write_failed(&summary).err();
-    if let Some(e) = &stopped {
-        crate::say!("tapstat: error: {e:#}");
-    }
+    let stopped = crate::say_write_failed(&summary);
     crate::finish_summary(&mut summary, &cfg, vec![a.read[0].to_string_lossy().into_owned()])?;
     for w in &summary.warnings {
         if !a.quiet {
@@ -155,10 +151,10 @@ fn replay(a: &RunArgs, file: &Arc<ReplayFile>, pace: Pace, stop: &Arc<AtomicBool
     if !a.quiet {
         crate::live::print_summary(&summary, &cfg.out_dir);
     }
-    if stopped.is_some() {
-        return Err(crate::Reported.into());
+    match stopped {
+        Some(e) => Err(e),
+        None => Ok(summary),
     }
-    Ok(summary)
 }
 
 /// Packets a replay lost: dropped at a full buffer or (a real source's) ring, or

@@ -379,9 +379,9 @@ pub struct Tracker {
     /// the time its turn comes): the order in which holes are given up past
     /// [`TrackerConfig::held_budget`].
     holders: std::collections::VecDeque<(tapstat_flow::SlotId, FlowKey, u64)>,
-    /// Memory is short ([`Tracker::relieve`]): the idle timeouts of before, restored
-    /// by [`Tracker::calm`].
-    normal_timeouts: Option<[u64; 5]>,
+    /// Memory is short ([`Tracker::relieve`]): the configuration of before, whose
+    /// timeouts [`Tracker::calm`] restores.
+    normal: Option<TrackerConfig>,
     pub stats: TrackerStats,
 }
 
@@ -412,7 +412,7 @@ impl Tracker {
             anon: cfg.anon.as_ref().map(crate::anon::Anonymizer::new),
             histo: (cfg.histo_ns > 0).then(|| Box::new(Histo::new(cfg.histo_ns, cfg.nets))),
             holders: std::collections::VecDeque::new(),
-            normal_timeouts: None,
+            normal: None,
             stats: TrackerStats::default(),
         }
     }
@@ -812,9 +812,9 @@ impl Tracker {
     /// 1 s), so that the collector ends idle flows sooner. The engine calls it once per
     /// batch of packets while memory stays short.
     pub fn relieve(&mut self, out: &mut impl FlowSink) {
-        if self.normal_timeouts.is_none() {
+        if self.normal.is_none() {
+            self.normal = Some(self.cfg);
             let c = &mut self.cfg;
-            self.normal_timeouts = Some([c.tcp_idle_ns, c.udp_idle_ns, c.other_idle_ns, c.singleton_ns, c.closed_ns]);
             for t in
                 [&mut c.tcp_idle_ns, &mut c.udp_idle_ns, &mut c.other_idle_ns, &mut c.singleton_ns, &mut c.closed_ns]
             {
@@ -838,16 +838,14 @@ impl Tracker {
 
     /// Memory is no longer short: the idle timeouts are the configured ones again.
     pub fn calm(&mut self) {
-        if let Some([tcp, udp, other, single, closed]) = self.normal_timeouts.take() {
-            let c = &mut self.cfg;
-            (c.tcp_idle_ns, c.udp_idle_ns, c.other_idle_ns, c.singleton_ns, c.closed_ns) =
-                (tcp, udp, other, single, closed);
+        if let Some(normal) = self.normal.take() {
+            self.cfg = normal;
         }
     }
 
     /// Whether memory is short ([`Tracker::relieve`] until [`Tracker::calm`]).
     pub fn emergency(&self) -> bool {
-        self.normal_timeouts.is_some()
+        self.normal.is_some()
     }
 
     /// The flow in slot `id` (key `key`) holds `held.1` payload bytes back for holes,
@@ -874,11 +872,7 @@ impl Tracker {
         // once they are most of it, so that it stays the size of the holders.
         if self.holders.len() > 1024 && self.holders.len() > 4 * self.stats.held_bytes.div_ceil(1 << 16) as usize {
             let table = &self.table;
-            self.holders.retain(|(sid, k, first)| {
-                table.holds(*sid, k)
-                    && table.get(*sid).first_ns == *first
-                    && table.get(*sid).l7.as_ref().is_some_and(|l| l.held_bytes() > 0)
-            });
+            self.holders.retain(|&(sid, k, first)| held_by(table, sid, &k, first) > 0);
         }
     }
 
@@ -887,15 +881,12 @@ impl Tracker {
     /// hole, as at its end, and the transactions that completes go out now.
     fn give_up_holes(&mut self, sid: tapstat_flow::SlotId, k: &FlowKey, first: u64, out: &mut impl FlowSink) {
         let Some(cfg) = self.cfg.l7.as_ref() else { return };
-        if !self.table.holds(sid, k) || self.table.get(sid).first_ns != first {
+        let n = held_by(&self.table, sid, k, first) as u64;
+        if n == 0 {
             return;
         }
         let f = self.table.get_mut(sid);
         let Some(l7) = f.l7.as_mut() else { return };
-        let n = l7.held_bytes() as u64;
-        if n == 0 {
-            return;
-        }
         l7.flush_held(cfg);
         self.stats.held_bytes = self.stats.held_bytes.saturating_sub(n);
         self.stats.holes_given_up += 1;
@@ -922,6 +913,16 @@ impl Tracker {
             self.histo.as_deref_mut(),
         );
     }
+}
+
+/// The payload bytes that the flow in slot `sid` holds back for holes, if it is still
+/// the flow of key `k` that started at `first` (a queue of holders outlives their
+/// flows, and a slot is reused); 0 otherwise.
+fn held_by(table: &FlowTable<Flow>, sid: tapstat_flow::SlotId, k: &FlowKey, first: u64) -> usize {
+    if !table.holds(sid, k) || table.get(sid).first_ns != first {
+        return 0;
+    }
+    table.get(sid).l7.as_ref().map_or(0, |l| l.held_bytes())
 }
 
 /// Feeds the application layer of `f` the payload of `p` from `fresh.off` on: a whole

@@ -577,7 +577,7 @@ impl RunArgs {
     pub fn engine_config(&self) -> EngineConfig {
         let workers =
             self.workers.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
-        EngineConfig {
+        let cfg = EngineConfig {
             workers,
             format: match self.format {
                 FormatArg::Tsv if self.to_stdout() && !self.format_given => tapstat_sink::Format::Jsonl,
@@ -671,8 +671,8 @@ impl RunArgs {
             }),
             kafka: self.kafka.config(),
             ..EngineConfig::default()
-        }
-        .with_memcap(self.memcap)
+        };
+        with_memcap(cfg, self.memcap)
     }
 }
 
@@ -695,30 +695,25 @@ fn memcap_size(s: &str) -> Result<u64, String> {
     Ok(n)
 }
 
-/// The engine's bounds under a memory budget.
-trait WithMemcap {
-    fn with_memcap(self, memcap: Option<u64>) -> Self;
-}
-
-impl WithMemcap for EngineConfig {
-    /// Each worker's share of `memcap` (raised to [`MIN_MEMCAP_PER_WORKER`]), less what
-    /// its records take on their way out, holds its flows (their slots and a typical flow's boxed state) in half of it, its held TCP segments in an eighth and its
-    /// fragments' buffers in a sixteenth; the rest (the flows' boxed state, records
-    /// on their way) is what the emergency mode keeps under the cap.
-    fn with_memcap(mut self, memcap: Option<u64>) -> Self {
-        let Some(m) = memcap else { return self };
-        let w = self.workers.max(1) as u64;
-        self.memcap = m.max(MEMCAP_INPUT_BYTES + MIN_MEMCAP_PER_WORKER * w);
-        // The input's read-ahead: a few blocks of the file in the rings.
-        self.ring_slots = self.ring_slots.min(MEMCAP_RING_SLOTS);
-        let share = ((self.memcap - MEMCAP_INPUT_BYTES) / w) as usize - tapstat_pipeline::OUTPUT_BYTES_PER_WORKER;
-        let flow = tapstat_analyze::Tracker::slot_bytes() + tapstat_analyze::FLOW_HEAP_BYTES;
-        self.tracker.capacity = self.tracker.capacity.min(share / 2 / flow).max(1);
-        self.tracker.start_flows = self.tracker.start_flows.min(self.tracker.capacity);
-        self.tracker.held_budget = self.tracker.held_budget.min(share / 8);
-        self.decode.reassembly_bytes = self.decode.reassembly_bytes.min(share / 16);
-        self
-    }
+/// `cfg` with the engine's bounds under a memory budget (`--memcap`). Each worker's
+/// share of `memcap` (raised to [`MIN_MEMCAP_PER_WORKER`]), less what its records take
+/// on their way out, holds its flows (their slots and a typical flow's boxed state) in
+/// half of it, its held TCP segments in an eighth and its fragments' buffers in a
+/// sixteenth; the rest (flows' state beyond the typical, records on their way) is what
+/// the emergency mode keeps under the cap.
+fn with_memcap(mut cfg: EngineConfig, memcap: Option<u64>) -> EngineConfig {
+    let Some(m) = memcap else { return cfg };
+    let w = cfg.workers.max(1) as u64;
+    cfg.memcap = m.max(MEMCAP_INPUT_BYTES + MIN_MEMCAP_PER_WORKER * w);
+    // The input's read-ahead: a few blocks of the file in the rings.
+    cfg.ring_slots = cfg.ring_slots.min(MEMCAP_RING_SLOTS);
+    let share = ((cfg.memcap - MEMCAP_INPUT_BYTES) / w) as usize - tapstat_pipeline::OUTPUT_BYTES_PER_WORKER;
+    let flow = tapstat_analyze::Tracker::slot_bytes() + tapstat_analyze::FLOW_HEAP_BYTES;
+    cfg.tracker.capacity = cfg.tracker.capacity.min(share / 2 / flow).max(1);
+    cfg.tracker.start_flows = cfg.tracker.start_flows.min(cfg.tracker.capacity);
+    cfg.tracker.held_budget = cfg.tracker.held_budget.min(share / 8);
+    cfg.decode.reassembly_bytes = cfg.decode.reassembly_bytes.min(share / 16);
+    cfg
 }
 
 #[derive(Args, Debug)]

@@ -47,10 +47,7 @@ pub fn run(
     // smaller (it grows as any other), instead of n times one worker's start-up.
     let tracker_cfg = TrackerConfig { start_flows: (cfg.tracker.start_flows / n).max(4096), ..cfg.tracker };
     // Records go to the interval they were due in (`--rotate`; see `Rotation`).
-    let mut new_worker = |w: usize| Worker {
-        memcap: cfg.memcap,
-        ..Worker::new(cfg.time_sample, Tracker::new(tracker_cfg), backend.record_out(cfg, w).by_due())
-    };
+    let mut new_worker = |w: usize| Worker::new(cfg, Tracker::new(tracker_cfg), backend.record_out(cfg, w).by_due());
     let (dispatchers, workers) = if n == 1 && !reader.source.may_block() {
         // One worker reading regular files: it reads, decodes and analyzes in
         // one pass, so each packet's bytes are brought into the cache once. (A

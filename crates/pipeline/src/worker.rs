@@ -23,9 +23,10 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
-    /// A worker of `tracker` writing to `rout`, timing 1 packet in `time_sample`.
-    pub(crate) fn new(time_sample: u32, tracker: Tracker, rout: RecordOut) -> Worker {
-        Worker { timer: PacketTimer::new(time_sample), tracker, rout, memcap: 0 }
+    /// A worker of `tracker` writing to `rout`, timing 1 packet in `cfg.time_sample`
+    /// and minding `cfg.memcap`.
+    pub(crate) fn new(cfg: &crate::EngineConfig, tracker: Tracker, rout: RecordOut) -> Worker {
+        Worker { timer: PacketTimer::new(cfg.time_sample), tracker, rout, memcap: cfg.memcap }
     }
 
     /// Between batches: past `--memcap`, the tracker sheds state

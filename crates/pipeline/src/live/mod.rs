@@ -330,7 +330,7 @@ pub fn run_live(
         // The live loop times every packet for the telemetry (`ProcTimes`, all of the
         // packet's work); summary.json's `packet_time` samples the tracker's share, as
         // for files.
-        let work = Worker { memcap: cfg.memcap, ..Worker::new(cfg.time_sample, tracker, backend.record_out(cfg, w)) };
+        let work = Worker::new(cfg, tracker, backend.record_out(cfg, w));
         let a = Analysis {
             dispatch: Dispatch::new(cfg.decode, hasher.clone(), 1),
             work,

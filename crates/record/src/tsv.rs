@@ -270,7 +270,28 @@ pub fn str_value(s: &str, out: &mut Vec<u8>) {
 /// 0xC2 and 0xE2 that are not: runs without escapes copied whole.
 #[inline(never)]
 fn str_escaped(b: &[u8], out: &mut Vec<u8>) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
+    escape_with(b, out, |ch, out| match ch[0] {
+        b'\t' => out.extend_from_slice(b"\\t"),
+        b'\n' => out.extend_from_slice(b"\\n"),
+        b'\r' => out.extend_from_slice(b"\\r"),
+        b'\\' => out.extend_from_slice(b"\\\\"),
+        b'"' => out.extend_from_slice(b"\\\""),
+        _ => {
+            for &c in ch {
+                out.extend_from_slice(&[b'\\', b'x', HEX[usize::from(c >> 4)], HEX[usize::from(c & 15)]]);
+            }
+        }
+    });
+}
+
+/// Lowercase hexadecimal digits.
+pub const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Appends `b` with each character to escape ([`escape_len`]: its 1 to 3 bytes) written
+/// by `escape`, and the runs between them copied whole: the loop the TSV and the JSON
+/// writers share, each with its own escapes.
+#[inline]
+pub fn escape_with(b: &[u8], out: &mut Vec<u8>, mut escape: impl FnMut(&[u8], &mut Vec<u8>)) {
     let (mut i, mut run) = (0, 0);
     while i < b.len() {
         let n = escape_len(&b[i..]);
@@ -279,18 +300,7 @@ fn str_escaped(b: &[u8], out: &mut Vec<u8>) {
             continue;
         }
         out.extend_from_slice(&b[run..i]);
-        match b[i] {
-            b'\t' => out.extend_from_slice(b"\\t"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'"' => out.extend_from_slice(b"\\\""),
-            _ => {
-                for &c in &b[i..i + n] {
-                    out.extend_from_slice(&[b'\\', b'x', HEX[usize::from(c >> 4)], HEX[usize::from(c & 15)]]);
-                }
-            }
-        }
+        escape(&b[i..i + n], out);
         i += n;
         run = i;
     }

@@ -213,21 +213,15 @@ fn json_str(s: &str, out: &mut Vec<u8>) {
 
 #[inline(never)]
 fn json_escaped(b: &[u8], out: &mut Vec<u8>) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let (mut i, mut run) = (0, 0);
-    while i < b.len() {
-        let n = tapstat_record::tsv::escape_len(&b[i..]);
-        if n == 0 {
-            i += 1;
-            continue;
-        }
-        out.extend_from_slice(&b[run..i]);
+    use tapstat_record::tsv::HEX;
+    tapstat_record::tsv::escape_with(b, out, |ch, out| {
         // The code point: one byte, a C1 control (0xC2 0x80..0x9F), U+2028 or U+2029
         // (0xE2 0x80 0xA8 or 0xA9).
-        let c = match n {
-            1 => u16::from(b[i]),
-            2 => u16::from(b[i + 1]),
-            _ => 0x2000 | u16::from(b[i + 2] & 0x3f),
+        let c = match *ch {
+            [c] => u16::from(c),
+            [_, c] => u16::from(c),
+            [_, _, c, ..] => 0x2000 | u16::from(c & 0x3f),
+            [] => return,
         };
         match c {
             0x22 => out.extend_from_slice(b"\\\""),
@@ -242,10 +236,7 @@ fn json_escaped(b: &[u8], out: &mut Vec<u8>) {
                 out.extend_from_slice(&[b'\\', b'u', h(12), h(8), h(4), h(0)]);
             }
         }
-        i += n;
-        run = i;
-    }
-    out.extend_from_slice(&b[run..]);
+    });
 }
 
 fn json_value(v: Value<'_>, out: &mut Vec<u8>) {

@@ -743,7 +743,9 @@ impl Tracker {
     /// Scans `n` slots of the table and ends the flows that have expired by now.
     fn collect(&mut self, n: usize, out: &mut impl FlowSink) {
         let now = self.now_ns;
-        let cfg = self.cfg;
+        // Borrowed, not copied: the configuration is 300 bytes, and a step of the
+        // collector runs for most packets.
+        let cfg = &self.cfg;
         let stats = &mut self.stats;
         let pool = &mut self.pool;
         let late = Ctx::new(self.late_names, &self.dns, self.anon.as_ref(), &self.cfg);

@@ -241,42 +241,58 @@ impl Decoder {
     /// [`Decoder::anomalies`] and the result says as much as could be decoded
     /// (`l4 == L4::None` when no IP packet was found).
     pub fn decode(&mut self, link: LinkType, frame: &[u8], ts_ns: u64) -> Decoded {
-        let Some(first) = self.link_layer(link, frame) else {
-            return Decoded::default();
-        };
         let mut out = Decoded::default();
+        self.decode_into(link, frame, ts_ns, &mut out);
+        out
+    }
+
+    /// [`Decoder::decode`] into `out`, which is overwritten: where the caller keeps the
+    /// result (the dispatcher's packet), the 160 bytes of a `Decoded` are not copied
+    /// there afterwards.
+    #[inline]
+    pub fn decode_into(&mut self, link: LinkType, frame: &[u8], ts_ns: u64, out: &mut Decoded) {
+        *out = Decoded::default();
+        let Some(first) = self.link_layer(link, frame) else {
+            return;
+        };
+        self.decode_layers(first, frame, ts_ns, out);
+    }
+
+    fn decode_layers(&mut self, first: Layer, frame: &[u8], ts_ns: u64, out: &mut Decoded) {
+        // Each layer is decoded straight into `out`; only inside a tunnel is the outer
+        // packet kept aside (in case no IP packet follows), so a plain packet's
+        // `Decoded` is written once and never copied here.
+        let mut outer: Option<Decoded> = None;
         let mut layer = first;
         let mut buf = frame;
-        let mut tunnel = Tunnel::default();
         let mut depth = 0u8;
         self.nfirsts = 0;
         loop {
             let cx = Ctx { ts_ns, outer: depth == 0 };
-            let mut d = Decoded { tunnel, ..Decoded::default() };
             let next = match self.walk_to_ip(buf, layer) {
-                Some(Layer::Ipv4(off)) => self.ipv4(buf, off, cx, &mut d),
-                Some(Layer::Ipv6(off)) => self.ipv6(buf, off, cx, &mut d),
+                Some(Layer::Ipv4(off)) => self.ipv4(buf, off, cx, out),
+                Some(Layer::Ipv6(off)) => self.ipv6(buf, off, cx, out),
                 _ => None,
             };
-            if d.ip_version == 0 {
+            if out.ip_version == 0 {
                 // no IP packet here: what we had (the outer packet, if any) stands
+                *out = outer.unwrap_or_default();
                 break;
             }
-            out = d;
             let Some(enc) = next else { break };
             if depth >= self.cfg.max_tunnel_depth {
                 self.bad(Anomaly::TunnelTooDeep);
                 break;
             }
             depth += 1;
-            tunnel = Tunnel { kind: enc.kind, id: enc.id };
+            let tunnel = Tunnel { kind: enc.kind, id: enc.id };
+            outer = Some(std::mem::replace(out, Decoded { tunnel, ..Decoded::default() }));
             layer = enc.inner;
             buf = buf.get(..enc.end).unwrap_or(buf);
         }
         if self.nfirsts > 0 {
-            self.insert_firsts(&mut out, frame, ts_ns);
+            self.insert_firsts(out, frame, ts_ns);
         }
-        out
     }
 
     /// Remembers the flow of the first fragments met in this frame. A TCP segment

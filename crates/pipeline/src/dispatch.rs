@@ -15,7 +15,7 @@ use tapstat_flow::{FlowHasher, FlowKey};
 
 /// One packet on its way to a worker: decoded, keyed and hashed once, by the
 /// dispatcher.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub(crate) struct Pkt {
     pub(crate) ts_ns: u64,
     /// The input's clock: the latest packet time so far (see `Packet::now_ns`).
@@ -138,25 +138,20 @@ impl Dispatch {
         }
     }
 
-    /// The worker and the packet for frame `f`, or `None` for a frame without IP; the
-    /// input's clock is this dispatcher's, which sees every frame in order.
+    /// The worker of frame `f`, whose packet is written into `pkt` (the caller's, used
+    /// again for the next frame: nothing is moved), or `None` for a frame without IP;
+    /// the input's clock is this dispatcher's, which sees every frame in order.
     #[inline]
-    pub(crate) fn frame(&mut self, f: &FrameMeta, bytes: &[u8]) -> Option<(usize, Pkt)> {
+    pub(crate) fn frame(&mut self, f: &FrameMeta, bytes: &[u8], pkt: &mut Pkt) -> Option<usize> {
         self.r.count(f);
         let now_ns = self.clock.tick(f.ts_ns);
-        self.frame_at(f, bytes, now_ns)
+        self.fill(f, bytes, now_ns, pkt)
     }
 
-    /// [`Dispatch::frame`] with the input's clock at this frame given (by the reader,
-    /// when several dispatchers share the input); counts nothing but frames without IP.
-    #[inline]
-    pub(crate) fn frame_at(&mut self, f: &FrameMeta, bytes: &[u8], now_ns: u64) -> Option<(usize, Pkt)> {
-        self.route(f, bytes, now_ns, |w, p| (w, p))
-    }
-
-    /// [`Dispatch::frame_at`] for a dispatcher thread: the packet goes straight to the
-    /// end of its worker's batch (no decoded packet returned and moved again: ~100
-    /// instructions a packet of copies); returns the worker.
+    /// [`Dispatch::frame`] for a dispatcher thread, with the input's clock at this
+    /// frame given (by the reader, when several dispatchers share the input): the
+    /// packet goes to the end of its worker's batch; returns the worker. Counts nothing
+    /// but frames without IP.
     #[inline]
     pub(crate) fn frame_to(
         &mut self,
@@ -165,44 +160,40 @@ impl Dispatch {
         now_ns: u64,
         batches: &mut [Vec<Pkt>],
     ) -> Option<usize> {
-        self.route(f, bytes, now_ns, |w, p| {
-            batches[w].push(p);
-            w
-        })
+        let mut pkt = Pkt::default();
+        let w = self.fill(f, bytes, now_ns, &mut pkt)?;
+        batches[w].push(pkt);
+        Some(w)
     }
 
-    /// Decodes frame `f` once, keys and hashes its flow, picks the worker that owns it
-    /// and hands `put` the worker and the packet; `None` for a frame without IP.
-    /// `put` is inlined, so the packet is built where it goes.
+    /// Decodes frame `f` once into `pkt` (in place: a `Decoded` is 160 bytes, and
+    /// each move of it costs ~30 instructions), keys and hashes its flow, and picks
+    /// the worker that owns it; `None` for a frame without IP.
     #[inline(always)]
-    fn route<R>(&mut self, f: &FrameMeta, bytes: &[u8], now_ns: u64, put: impl FnOnce(usize, Pkt) -> R) -> Option<R> {
-        let d = self.dec.decode(f.link, bytes, f.ts_ns);
+    fn fill(&mut self, f: &FrameMeta, bytes: &[u8], now_ns: u64, pkt: &mut Pkt) -> Option<usize> {
+        pkt.ts_ns = f.ts_ns;
+        pkt.now_ns = now_ns;
+        pkt.wire_len = f.orig_len;
+        pkt.caplen = f.caplen;
+        pkt.offset = f.offset;
+        pkt.learn_only = false;
+        pkt.learnt = None;
+        self.dec.decode_into(f.link, bytes, f.ts_ns, &mut pkt.dec);
+        let d = &pkt.dec;
         if d.l4 == L4::None {
             self.r.non_ip += 1;
             return None;
         }
         let (key, _) = FlowKey::new(d.ip_version, d.proto, d.src, d.sport, d.dst, d.dport);
-        let hash = self.hasher.hash(&key);
-        let w = match &self.table {
-            None => FlowHasher::worker_of(hash, self.workers),
+        pkt.hash = self.hasher.hash(&key);
+        Some(match &self.table {
+            None => FlowHasher::worker_of(pkt.hash, self.workers),
             Some(t) => {
-                let b = FlowHasher::bin_of(hash, BINS);
+                let b = FlowHasher::bin_of(pkt.hash, BINS);
                 self.per_bin[b] += 1;
                 t.bins[b] as usize
             }
-        };
-        let pkt = Pkt {
-            ts_ns: f.ts_ns,
-            now_ns,
-            wire_len: f.orig_len,
-            caplen: f.caplen,
-            offset: f.offset,
-            hash,
-            learn_only: false,
-            learnt: None,
-            dec: d,
-        };
-        Some(put(w, pkt))
+        })
     }
 
     /// The counters, and the input's clock at the end.

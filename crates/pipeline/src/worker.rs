@@ -195,10 +195,11 @@ pub(crate) fn run_inline(
     stop: &AtomicBool,
     mut next_chunk: impl FnMut() -> Option<Chunk>,
 ) -> (DispatchResult, Option<WorkerResult>) {
+    let mut p = Pkt::default();
     while let Some(chunk) = next_chunk() {
         for f in &chunk.frames {
             let frame = chunk.data(f);
-            if let Some((_, p)) = dispatch.frame(f, frame) {
+            if dispatch.frame(f, frame, &mut p).is_some() {
                 work.packet(&p, frame, || dispatch.dec.reassembled(), &[]);
             }
         }

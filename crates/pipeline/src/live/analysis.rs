@@ -73,6 +73,7 @@ impl Analysis {
         let mut times = ProcTimes::new();
         let mut idle = 0u32;
         let mut flushed = Instant::now();
+        let mut pkt = crate::dispatch::Pkt::default();
         loop {
             // Records wait in 256 KiB blocks; on a quiet link a block would take
             // minutes to fill. One clock read per burst of up to 256 frames.
@@ -95,22 +96,24 @@ impl Analysis {
             let (dispatch, work) = (&mut self.dispatch, &mut self.work);
             let (dns_out, dns) = (&mut self.dns_out, &mut self.dns);
             let (shunt_out, link) = (&mut self.shunt_out, self.link);
+            let p = &mut pkt;
             let k = self.cons.read(256, self.link, |f, bytes, rec| {
                 let t0 = Instant::now();
-                if let Some((_, p)) = dispatch.frame(f, bytes) {
+                if dispatch.frame(f, bytes, p).is_some() {
+                    let p = &*p;
                     // (`Worker` follows the packet's clock into its output interval.)
                     if let Rec::Tails(t) = rec {
                         // Tail packets the controller held: their flow counts them,
                         // nothing more; so does the run.
-                        work.tails(&p, &t);
+                        work.tails(p, &t);
                         dispatch.r.frames += t.packets().saturating_sub(1);
                         dispatch.r.wire_bytes += t.bytes().saturating_sub(f.orig_len as u64);
                     } else if rec.counted() {
                         // A tail packet the controller did not let through whole: its
                         // flow counts it, nothing more.
-                        work.counted(&p);
+                        work.counted(p);
                     } else {
-                        work.packet(&p, bytes, || dispatch.dec.reassembled(), &[]);
+                        work.packet(p, bytes, || dispatch.dec.reassembled(), &[]);
                         if !dns_out.is_empty() && is_dns_response(&p.dec) {
                             share(work.tracker.take_dns_answers(), dns_out, dns);
                         }

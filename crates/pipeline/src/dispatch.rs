@@ -150,19 +150,20 @@ impl Dispatch {
 
     /// [`Dispatch::frame`] for a dispatcher thread, with the input's clock at this
     /// frame given (by the reader, when several dispatchers share the input): the
-    /// packet goes to the end of its worker's batch; returns the worker. Counts nothing
-    /// but frames without IP.
+    /// packet, made in `scratch` (the thread's, used again for each frame), goes to
+    /// the end of its worker's batch; returns the worker. Counts nothing but frames
+    /// without IP.
     #[inline]
     pub(crate) fn frame_to(
         &mut self,
         f: &FrameMeta,
         bytes: &[u8],
         now_ns: u64,
+        scratch: &mut Pkt,
         batches: &mut [Vec<Pkt>],
     ) -> Option<usize> {
-        let mut pkt = Pkt::default();
-        let w = self.fill(f, bytes, now_ns, &mut pkt)?;
-        batches[w].push(pkt);
+        let w = self.fill(f, bytes, now_ns, scratch)?;
+        batches[w].push(*scratch);
         Some(w)
     }
 
@@ -226,6 +227,7 @@ pub(crate) fn run_dispatcher(
     let mut wholes: Vec<Vec<Option<Vec<u8>>>> = (0..n).map(|_| Vec::new()).collect();
     let mut answers: Vec<dnhunter::Answers> = Vec::new();
     let mut last_now = 0;
+    let mut scratch = Pkt::default();
     'chunks: while let Some(c) = chunks.recv_unless(stop) {
         let chunk = &c.chunk;
         dispatch.dec.begin_turn(c.seq);
@@ -241,7 +243,7 @@ pub(crate) fn run_dispatcher(
         for (f, &now) in chunk.frames.iter().zip(&c.now) {
             dispatch.r.count(f);
             let frame = chunk.data(f);
-            if let Some(w) = dispatch.frame_to(f, frame, now, &mut batches) {
+            if let Some(w) = dispatch.frame_to(f, frame, now, &mut scratch, &mut batches) {
                 let dec = &batches[w].last().expect("frame_to pushed the packet").dec;
                 let frag = dec.fragment != Fragment::No;
                 let whole = if frag { dispatch.dec.take_reassembled() } else { None };

@@ -528,3 +528,48 @@ fn user_needs_an_output_directory_it_can_write() {
     assert_eq!(std::fs::metadata(&sub).unwrap().uid(), 65534);
     assert_eq!(std::fs::metadata(&*d).unwrap().uid(), 0);
 }
+
+/// A quiet link still ends its flows: once the traffic stops, every flow's record
+/// reaches the disk within its timeout, a pass of the collector (about a second),
+/// the kernel's block timeout and `--flush`, with no packet after it and the capture
+/// still running. Before, the live clock was packet time alone: finished flows waited
+/// for the next packet (on a quiet link, for minutes) or for the end of the run.
+#[test]
+fn a_quiet_link_still_writes_its_flows() {
+    if !live_ready() {
+        return;
+    }
+    let dir = tempdir("live-quiet-trace");
+    let trace = dir.join("quiet.pcap");
+    run(Command::new(bin()).args(["synth", "--seed", "3", "--tcp-flows", "40", "--udp-flows", "40", "-o"]).arg(&trace));
+    let ns = Netns::new("quiet");
+    let out = tempdir("live-quiet");
+    let o = out.to_str().unwrap();
+    #[rustfmt::skip]
+    let args = [
+        bin(), "-i", "vb", "-o", o, "-q", "-w", "1", "--flush", "300ms",
+        "--tcp-timeout", "1", "--udp-timeout", "1", "--other-timeout", "1",
+        "--singleton-timeout", "1", "--closed-timeout", "0.5",
+    ];
+    let mut tap = ns.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tapstat starts");
+    wait_started(&mut tap, &out);
+    tcpreplay(&ns, &trace, 2000);
+    let rows = || -> usize {
+        LOGS.iter()
+            .map(|l| std::fs::read_to_string(out.join(l)).map_or(0, |t| t.lines().count().saturating_sub(1)))
+            .sum()
+    };
+    // The bound: 1 s of timeout, ~1 s for the collector to pass every slot, 0.11 s in
+    // the kernel, 0.3 s of --flush; 5 s leaves room for a loaded machine.
+    std::thread::sleep(Duration::from_secs(5));
+    let quiet = rows();
+    assert!(tap.try_wait().unwrap().is_none(), "tapstat -i is still capturing");
+    run(Command::new("kill").args(["-INT", &tap.id().to_string()]));
+    let s = wait_timeout(&mut tap, Duration::from_secs(60), "tapstat -i after SIGINT");
+    assert!(s.success(), "tapstat -i failed");
+    let all = rows();
+    assert!(all >= 80, "the 80 flows of the trace were written: {all}");
+    assert_eq!(quiet, all, "records on disk 5 s into the silence, and after the run");
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -55,6 +55,11 @@ impl AfPacketConfig {
     }
 }
 
+/// What a frame may wait in the kernel beyond its block's timeout before a poll sees
+/// it (the block being retired, a poll that was descheduled): the clock of a quiet
+/// link stays this far behind the wall clock.
+const WAIT_MARGIN_MS: u64 = 100;
+
 /// One `AF_PACKET` socket and its memory-mapped ring.
 pub struct AfPacket {
     fd: OwnedFd,
@@ -69,6 +74,9 @@ pub struct AfPacket {
     stats: LiveStats,
     /// A frame with its VLAN tag put back (the kernel moves it out of the frame).
     scratch: Vec<u8>,
+    /// The longest a frame can wait in the kernel's ring before a poll sees it: the
+    /// block's timeout and a margin for the kernel to retire it.
+    wait_ns: u64,
 }
 
 // SAFETY: the ring mapping belongs to this value alone (it is unmapped in Drop and
@@ -206,6 +214,7 @@ impl AfPacket {
             name,
             stats: LiveStats::default(),
             scratch: Vec::new(),
+            wait_ns: (u64::from(cfg.block_timeout_ms) + WAIT_MARGIN_MS) * 1_000_000,
         };
         // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
@@ -362,6 +371,15 @@ impl LiveSource for AfPacket {
     fn stats(&mut self) -> LiveStats {
         self.read_kernel_stats();
         self.stats
+    }
+
+    /// The kernel stamps each frame with the wall clock as it takes it, and hands a
+    /// block over at the latest its timeout after the block's first frame: a frame
+    /// not handed out yet was taken no earlier than the wall clock less that wait
+    /// (and a margin). A quiet link's flows end by this clock.
+    fn pending_from_ns(&self) -> Option<u64> {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        Some((now.as_nanos() as u64).saturating_sub(self.wait_ns))
     }
 }
 

@@ -104,8 +104,11 @@ pub trait LiveSource: Send {
     }
     /// The earliest timestamp a frame the source has yet to hand out can carry, if the
     /// source knows it (a replayed file: its next frame's; `u64::MAX` when it has no
-    /// more). A live worker whose queue is empty follows the other workers' clock no
-    /// further (the link histograms' hand-over). A network source does not know.
+    /// more; an `AF_PACKET` socket: the wall clock less the longest a frame waits in
+    /// the kernel). Asked before a poll, it bounds every frame that poll leaves. A live
+    /// worker whose queue is empty moves its clock there, so that on a quiet link flows
+    /// still end and are written; and follows the other workers' clock no further (the
+    /// link histograms' hand-over). A source that does not know says `None`.
     fn pending_from_ns(&self) -> Option<u64> {
         None
     }

@@ -194,7 +194,9 @@ pub(crate) fn acquire_loop(
     progress: &Progress,
     pending: &AtomicU64,
 ) -> AcqResult {
-    let knows_pending = src.pending_from_ns().is_some();
+    // Frames not stamped by the source get this thread's clock: those of a later poll
+    // are stamped after this poll's end.
+    let knows_pending = src.pending_from_ns().is_some() || !src.stamps_frames();
     let mut warning = None;
     let mut pacer = Pacer::new(policy, &mut warning);
     ready.wait();
@@ -224,6 +226,8 @@ pub(crate) fn acquire_loop(
                 }
             }
         }
+        // Asked before the poll: it then bounds every frame the poll leaves behind.
+        let bound = src.pending_from_ns();
         let r = src.poll(&mut |m, b| {
             truncated += (b.len() < m.orig_len as usize) as u64;
             let v = match ctl.as_mut() {
@@ -289,7 +293,8 @@ pub(crate) fn acquire_loop(
         if knows_pending {
             // After the frames are published: an analysis thread that reads this, then
             // finds its buffer empty, has had every frame before it.
-            pending.store(src.pending_from_ns().unwrap_or(u64::MAX), Ordering::Release);
+            let b = if stamps { bound.unwrap_or(u64::MAX) } else { last_poll_ns };
+            pending.store(b, Ordering::Release);
         }
         if k > 0 {
             let now = wall_ns();

@@ -38,6 +38,13 @@ pub(crate) struct Analysis {
     /// Where the intervals of the link histograms this worker has closed go
     /// (`--histo-interval`).
     pub(crate) histo: Option<HistoFeed>,
+    /// The earliest time a frame the worker's source has yet to hand out can carry,
+    /// where the source knows it (`LiveSource::pending_from_ns`; else `u64::MAX`),
+    /// stored by the acquisition thread after it published the frames before it. A
+    /// worker whose queue is empty moves its clock there (a quiet link); a worker
+    /// following the others' clock goes no further (a replay: whatever the speed-up
+    /// and however late its acquisition thread runs).
+    pub(crate) pending: Arc<AtomicU64>,
 }
 
 /// A worker's link histograms on their way to the writer, an interval at a time.
@@ -53,11 +60,10 @@ pub(crate) struct HistoFeed {
     /// are not older (its queue is empty; workers' clocks differ by what their queues
     /// and their sources' rings hold).
     pub(crate) slack_ns: u64,
-    /// And no further than the time of the next frame its source has yet to hand out,
-    /// where the source knows it (a replay: whatever the speed-up and however late
-    /// its acquisition thread runs).
-    pub(crate) pending: Arc<AtomicU64>,
 }
+
+/// How often an idle worker moves its clock to its source's bound.
+const QUIET_STEP: Duration = Duration::from_millis(1);
 
 /// DNS answers handed to other workers, and those dropped at a full ring.
 #[derive(Clone, Copy, Debug, Default)]
@@ -74,6 +80,7 @@ impl Analysis {
         let mut idle = 0u32;
         let mut flushed = Instant::now();
         let mut pkt = crate::dispatch::Pkt::default();
+        let mut quiet = Instant::now();
         loop {
             // Records wait in 256 KiB blocks; on a quiet link a block would take
             // minutes to fill. One clock read per burst of up to 256 frames.
@@ -83,7 +90,7 @@ impl Analysis {
             }
             let closed = self.cons.closed();
             // Before the read: if it finds nothing, every frame before this was read.
-            let pending = self.histo.as_ref().map_or(u64::MAX, |h| h.pending.load(Ordering::Acquire));
+            let pending = self.pending.load(Ordering::Acquire);
             // The answers the other workers learnt so far, before this worker's next
             // packets: a client's connection follows the answer by at least the time
             // the answer takes to reach it and the SYN to come back, while the two
@@ -149,6 +156,18 @@ impl Analysis {
             }
             if closed {
                 break;
+            }
+            // A quiet link: every frame before `pending` has been accounted, so the
+            // clock moves there and the flows that ended by then are written (within
+            // `--flush`), as the next packet would have them written. Once a
+            // millisecond at most, and only after a first packet: before it there is
+            // no flow to end, nor an output interval to enter (whose directory would
+            // be made before `--user` takes effect).
+            let now = self.work.tracker.now_ns();
+            if pending != u64::MAX && now > 0 && pending > now && quiet.elapsed() >= QUIET_STEP {
+                quiet = Instant::now();
+                self.work.rout.follow(pending);
+                self.work.tracker.idle(pending, &mut self.work.rout);
             }
             // An idle worker still follows the others into a new output interval, so
             // the writer can close the old one.

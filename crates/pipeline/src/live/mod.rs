@@ -293,8 +293,8 @@ pub fn run_live(
     let mut ana_threads = Vec::with_capacity(n);
     for ((w, src), (dns_out, dns_in)) in sources.into_iter().enumerate().zip(dns_out.into_iter().zip(dns_in)) {
         let link = src.link();
-        // What the source has yet to hand out starts no earlier than this (a replay
-        // knows; a network source does not: `u64::MAX`).
+        // What the source has yet to hand out starts no earlier than this (where the
+        // source knows; else `u64::MAX`).
         let pending = Arc::new(AtomicU64::new(src.pending_from_ns().unwrap_or(u64::MAX)));
         let (prod, cons) = packet_buffer_sampled(live.buffer_bytes, cfg.time_sample);
         gauges[w].buffer_cap.store(prod.capacity(), Ordering::Relaxed);
@@ -353,8 +353,8 @@ pub fn run_live(
                 interval_ns: histo_ns,
                 next_ns: 0,
                 slack_ns: (live.flush.as_nanos() as u64).max(histo_ns),
-                pending,
             }),
+            pending,
         };
         ana_threads.push(
             std::thread::Builder::new()

@@ -18,6 +18,7 @@ mod columnar;
 mod kafka;
 mod live;
 mod man;
+mod options;
 mod outdir;
 mod replay;
 mod report;
@@ -296,10 +297,10 @@ pub(crate) fn finish_summary(
     cfg: &tapstat_pipeline::EngineConfig,
     inputs: Vec<String>,
 ) -> Result<()> {
-    summary.command_line = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    summary.options = options::of_args(&argv);
+    summary.command_line = options::redact_argv(&argv);
     summary.inputs = inputs;
-    // A random seed is not written among the options (`hash_seed` has the value).
-    summary.options = format!("{cfg:?}").replace("hash_seed: None", "hash_seed: random");
     if cfg.stdout {
         // After the records, in the same stream; a reader that left takes none.
         // Compressed as the records are (a frame of its own: one stream to zstdcat).

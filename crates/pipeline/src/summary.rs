@@ -15,9 +15,10 @@ pub struct Summary {
     /// binary filled them in.
     pub command_line: Vec<String>,
     pub inputs: Vec<String>,
-    /// The engine's effective configuration, every option with its default filled
-    /// in; a random hash seed is `random` here, and nowhere in the summary.
-    pub options: String,
+    /// The run's options, an object of every flag by its long name with the value the
+    /// run used (typed, or the default); a random hash seed is not among them (nor
+    /// anywhere in the summary), nor the value of a secret.
+    pub options: serde_json::Value,
     pub workers: usize,
     pub format: &'static str,
     /// The flow hash's seed when the user gave it (`--hash-seed`); `None` (null) for a
@@ -139,7 +140,7 @@ pub const SUMMARY_KEYS: &[(&str, &str)] = &[
     ("tapstat_version", "the version of tapstat that wrote the file"),
     ("command_line", "the command line (argv) of the run"),
     ("inputs", "the capture files read (or the live sources)"),
-    ("options", "the engine's effective configuration, every default filled in (a random hash seed shows as `random`, its value is not published)"),
+    ("options", "the run's options: an object of every flag by its long name and the value used, typed or default (a random hash seed is not published; secret values of --kafka-option show as ***)"),
     ("workers", "worker threads of the run"),
     ("format", "record format: tsv, jsonl or parquet"),
     ("hash_seed", "seed of the flow hash when given with --hash-seed; null when random (never published)"),
@@ -222,7 +223,7 @@ impl Summary {
             tapstat_version: env!("CARGO_PKG_VERSION"),
             command_line: Vec::new(),
             inputs: Vec::new(),
-            options: String::new(),
+            options: serde_json::Value::Null,
             workers,
             format: cfg.format.name(),
             hash_seed: cfg.hash_seed,
@@ -333,13 +334,13 @@ impl Summary {
     /// A few lines for a person, on stderr at the end of a run.
     pub fn human(&self) -> String {
         let mut s = format!(
-            "tapstat: {} packets, {:.1} MB in {:.2} s ({:.2} Mpkt/s, {:.2} Gbit/s, {:.2} Mpkt per CPU-second, {} worker{})\n",
+            "tapstat: {} packets, {:.1} MB in {:.2} s ({}, {}, {} per CPU-second, {} worker{})\n",
             self.packets,
             self.bytes as f64 / 1e6,
             self.elapsed_s,
-            self.pkts_per_s / 1e6,
-            self.gbit_per_s,
-            self.pkts_per_cpu_s / 1e6,
+            si(self.pkts_per_s, "pkt/s"),
+            si(self.gbit_per_s * 1e9, "bit/s"),
+            si(self.pkts_per_cpu_s, "pkt"),
             self.workers,
             if self.workers == 1 { "" } else { "s" }
         );
@@ -387,11 +388,26 @@ impl Summary {
         if self.capture.filtered_out > 0 {
             s += &format!("  filter: {} packets filtered out (not analysed)\n", self.capture.filtered_out);
         }
-        if self.interrupted {
+        if self.interrupted && self.live.is_some() {
+            // A live capture ends by a signal: that is its normal end.
+            s += "  capture stopped by a signal; every live flow was written\n";
+        } else if self.interrupted {
             s += "  interrupted: the input was not read to its end; every live flow was written\n";
         }
         s
     }
+}
+
+/// `x` in `unit` with an SI prefix that leaves a few digits before the point (a live
+/// run of a thousand packets a second is "1.0 kpkt/s", not "0.00 Mpkt/s").
+fn si(x: f64, unit: &str) -> String {
+    let (v, p) = match x {
+        x if x >= 1e9 => (x / 1e9, "G"),
+        x if x >= 1e6 => (x / 1e6, "M"),
+        x if x >= 1e3 => (x / 1e3, "k"),
+        x => (x, ""),
+    };
+    format!("{v:.2} {p}{unit}")
 }
 
 /// CPU time (user + system) used by this process so far, in seconds.

@@ -1045,6 +1045,15 @@ impl Decoder {
         if dp == udp::port::MPLS_UDP {
             return encap(TunnelKind::MplsUdp, 0, Layer::Mpls(pay));
         }
+        // A Teredo relay talks to a client's mapped port from a port of its own,
+        // neither of them 3544 (RFC 4380 §5.4): such a datagram is Teredo when it
+        // holds an IPv6 packet (as above) to or from a Teredo address (2001::/32), as
+        // Zeek's protocol detection decides; anything else stays the UDP flow.
+        if let Ok(o) = teredo::ipv6_offset(payload, plen) {
+            if teredo::has_teredo_address(&payload[o..]) {
+                return encap(TunnelKind::Teredo, 0, Layer::Ipv6(pay + o));
+            }
+        }
         None
     }
 

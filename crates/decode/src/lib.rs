@@ -32,7 +32,8 @@
 //!   ERSPAN I / II / III, Aruba's 802.11 data frames (GRE 0x8200 to 0x8370), VXLAN
 //!   (UDP 4789, 8472), VXLAN-GPE (4790, either port), Geneve (6081, either port), GTP-U
 //!   G-PDUs (2152),
-//!   Teredo (3544, only what really is IPv6), MPLS in UDP (6635), IP in IP (4, 41).
+//!   Teredo (3544, only what really is IPv6; on other ports, relayed, when an end of
+//!   the IPv6 packet is a Teredo address), MPLS in UDP (6635), IP in IP (4, 41).
 //!
 //! [`wire`] has the zero-copy header views the decoder is built on.
 

@@ -867,6 +867,18 @@ fn tunnel_teredo() {
     fake[5] += 1;
     let d = clean(ETH, &outer_udp(3544, &fake));
     assert_eq!((d.l4, d.dport, d.tunnel.kind), (L4::Udp, 3544, TunnelKind::None));
+    // Relayed: a relay's port to the client's mapped port, neither 3544. Opened when
+    // an end is a Teredo address (2001:0::/32); the same bytes between two other
+    // addresses stay the UDP flow.
+    let client =
+        Ipv6 { src: 0x2001_0000_c288_1c4c_20f3_359b_46f9_3f46_u128.to_be_bytes(), dst: v6(9), ..Ipv6::new(17) };
+    let relayed = client.build(&udp(80, 50000, b"relayed"));
+    let f = eth(0x0800, &ipv4(17, &udp(41234, 51812, &relayed)));
+    let d = clean(ETH, &f);
+    assert_eq!((d.ip_version, d.sport, d.dport, d.tunnel.kind), (6, 80, 50000, TunnelKind::Teredo));
+    let f = eth(0x0800, &ipv4(17, &udp(41234, 51812, &inner)));
+    let d = clean(ETH, &f);
+    assert_eq!((d.l4, d.ip_version, d.dport, d.tunnel.kind), (L4::Udp, 4, 51812, TunnelKind::None));
 }
 
 #[test]

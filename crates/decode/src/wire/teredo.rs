@@ -40,6 +40,14 @@ pub fn ipv6_offset(buf: &[u8], payload_len: usize) -> Result<usize> {
     Ok(off)
 }
 
+/// Whether the IPv6 header at the start of `ip` (checked by [`ipv6_offset`]) has a
+/// Teredo address (the prefix 2001:0000::/32, RFC 4380 §2.13) as its source or its
+/// destination.
+pub fn has_teredo_address(ip: &[u8]) -> bool {
+    const PREFIX: [u8; 4] = [0x20, 0x01, 0x00, 0x00];
+    ip.get(8..12) == Some(&PREFIX[..]) || ip.get(24..28) == Some(&PREFIX[..])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,11 @@
 //! `CertReassembly` joins the server's handshake records from the start of its stream
 //! until the first certificate is whole; `x509-parser` reads the DER.
 
-use x509_parser::prelude::{FromDer, GeneralName, X509Certificate, X509Name};
+use x509_parser::certificate::X509CertificateParser;
+use x509_parser::extensions::SubjectAlternativeName;
+use x509_parser::nom::Parser as _;
+use x509_parser::oid_registry::OID_X509_EXT_SUBJECT_ALT_NAME;
+use x509_parser::prelude::{FromDer, GeneralName, X509Name};
 
 use super::parser::{RecordHeader, RecordKind, RECORD_HEADER_LEN};
 use crate::cursor::lossy_string;
@@ -211,11 +215,18 @@ pub fn parse_certificate_memo(der: &[u8]) -> Option<CertInfo> {
 }
 
 /// Parses one DER certificate; `None` when it is not one.
+///
+/// Cost: the extensions are read as an envelope (OID, criticality, value), not each into
+/// its structure (x509-parser's deep parse, about half of a whole parse: policies, CRL
+/// points, SCT lists), and subjectAltName alone is parsed. The answer is the deep
+/// parse's: a deep parse never fails the certificate (an extension that does not parse
+/// becomes `ParseError`), and `X509Certificate::subject_alternative_name` gives nothing
+/// for a duplicated or malformed subjectAltName, as `subject_alt_names` does here.
 pub fn parse_certificate(der: &[u8]) -> Option<CertInfo> {
-    let (_, cert) = X509Certificate::from_der(der).ok()?;
+    let (_, cert) = X509CertificateParser::new().with_deep_parse_extensions(false).parse(der).ok()?;
     let mut sans = String::new();
-    if let Ok(Some(ext)) = cert.subject_alternative_name() {
-        for g in &ext.value.general_names {
+    if let Some(ext) = subject_alt_names(cert.extensions()) {
+        for g in &ext.general_names {
             if let GeneralName::DNSName(n) = g {
                 if !sans.is_empty() {
                     sans.push('\0');
@@ -233,6 +244,19 @@ pub fn parse_certificate(der: &[u8]) -> Option<CertInfo> {
         not_before: v.not_before.timestamp(),
         not_after: v.not_after.timestamp(),
     })
+}
+
+/// The subjectAltName among the (envelope-parsed) extensions, parsed; none when absent,
+/// present twice or malformed, as `X509Certificate::subject_alternative_name` answers.
+fn subject_alt_names<'a>(exts: &[x509_parser::extensions::X509Extension<'a>]) -> Option<SubjectAlternativeName<'a>> {
+    let mut found = None;
+    for e in exts.iter().filter(|e| e.oid == OID_X509_EXT_SUBJECT_ALT_NAME) {
+        if found.is_some() {
+            return None;
+        }
+        found = Some(e.value);
+    }
+    SubjectAlternativeName::from_der(found?).ok().map(|(_, s)| s)
 }
 
 /// A 3-byte big-endian length (TLS handshake headers and certificate lists).

@@ -52,8 +52,123 @@ fn fingerprints_with(
     transport: Ja4Transport,
     memo: bool,
 ) -> Fingerprints {
+    if !memo {
+        return fingerprints_computed(ch, known, transport, false);
+    }
+    HELLO_MEMO.with(|m| match m.try_borrow_mut() {
+        Ok(mut m) => {
+            m.get(|key| hello_key(key, ch, known, transport), || fingerprints_computed(ch, known, transport, true))
+        }
+        // Only a re-entrant call could find it borrowed; there is none, but stay correct.
+        Err(_) => fingerprints_computed(ch, known, transport, true),
+    })
+}
+
+/// The three strings built, with the digests from the worker's digest memo when `memo`.
+fn fingerprints_computed(
+    ch: &ClientHello<'_>,
+    known: &KnownExtensions<'_>,
+    transport: Ja4Transport,
+    memo: bool,
+) -> Fingerprints {
     let ja3 = ja3_with(ch, known);
     Fingerprints { ja3_md5: md5_hex(&ja3, memo), ja4: ja4_with(ch, known, transport, memo), ja3 }
+}
+
+/// Slots of each memo of whole hello fingerprints (direct-mapped), per worker.
+const HELLO_MEMO_SLOTS: usize = 256;
+
+thread_local! {
+    static HELLO_MEMO: std::cell::RefCell<HelloMemo<Fingerprints>> =
+        const { std::cell::RefCell::new(HelloMemo::new()) };
+    static SERVER_HELLO_MEMO: std::cell::RefCell<HelloMemo<ServerFingerprints>> =
+        const { std::cell::RefCell::new(HelloMemo::new()) };
+}
+
+/// The fingerprints of recent hellos, keyed by every input they are computed from
+/// (`hello_key`, `server_hello_key`): a network's hellos come from a few client and
+/// server stacks that send the same lists again and again (in mix-small 426
+/// ClientHellos, 93 distinct keys), so most are answered with a few string copies
+/// instead of building JA3 in decimal, JA4, and the digest memo's keys. A hit is checked
+/// against the whole key, so it gives what computing would. Chrome's shuffled extension
+/// order misses here and is answered by the digest memo (`Memo`) as before.
+struct HelloMemo<T> {
+    slots: Vec<Option<HelloSlot<T>>>,
+    /// The key being built, reused.
+    key: Vec<u8>,
+}
+
+struct HelloSlot<T> {
+    hash: u64,
+    key: Box<[u8]>,
+    fp: T,
+}
+
+impl<T: Clone> HelloMemo<T> {
+    const fn new() -> Self {
+        HelloMemo { slots: Vec::new(), key: Vec::new() }
+    }
+
+    fn get(&mut self, build_key: impl FnOnce(&mut Vec<u8>), compute: impl FnOnce() -> T) -> T {
+        self.key.clear();
+        build_key(&mut self.key);
+        if self.key.len() > MEMO_MAX_KEY {
+            return compute();
+        }
+        let hash = hash_bytes(&self.key);
+        if self.slots.is_empty() {
+            self.slots.resize_with(HELLO_MEMO_SLOTS, || None);
+        }
+        let slot = &mut self.slots[(hash >> (64 - HELLO_MEMO_SLOTS.trailing_zeros())) as usize];
+        if let Some(s) = slot {
+            if s.hash == hash && *s.key == *self.key {
+                return s.fp.clone();
+            }
+        }
+        let fp = compute();
+        *slot = Some(HelloSlot { hash, key: self.key.as_slice().into(), fp: fp.clone() });
+        fp
+    }
+}
+
+/// Writes into `key` everything JA3 and JA4 are computed from, as the fingerprint code
+/// reads it: the transport, the legacy version, the cipher suites, the extension types,
+/// the supported groups, the point formats, whether supported_versions is present and its
+/// versions, the signature algorithms (every list without GREASE, in the client's order,
+/// after its length) and the first ALPN protocol. Equal keys give equal fingerprints.
+fn hello_key(key: &mut Vec<u8>, ch: &ClientHello<'_>, known: &KnownExtensions<'_>, transport: Ja4Transport) {
+    key.push(transport as u8);
+    key.extend_from_slice(&ch.legacy_version.to_le_bytes());
+    push_list_key(key, ch.ciphers());
+    push_list_key(key, ch.extensions().map(|(t, _)| t));
+    push_list_key(key, known.supported_groups());
+    let pf = known.ec_point_formats();
+    key.extend_from_slice(&(pf.len() as u32).to_le_bytes());
+    key.extend_from_slice(pf);
+    key.push(u8::from(known.supported_versions.is_some()));
+    push_list_key(key, known.supported_versions());
+    push_list_key(key, known.signature_algorithms());
+    match known.alpn().next() {
+        Some(a) => {
+            key.push(1);
+            key.extend_from_slice(&(a.len() as u32).to_le_bytes());
+            key.extend_from_slice(a);
+        }
+        None => key.push(0),
+    }
+}
+
+/// The values of `it` that are not GREASE, little-endian, after their count.
+fn push_list_key(key: &mut Vec<u8>, it: impl Iterator<Item = u16>) {
+    let at = key.len();
+    key.reserve(4 + 2 * it.size_hint().1.unwrap_or(0));
+    key.extend_from_slice(&[0; 4]);
+    let mut n = 0u32;
+    for v in it.filter(|&v| !is_grease(v)) {
+        key.extend_from_slice(&v.to_le_bytes());
+        n += 1;
+    }
+    key[at..at + 4].copy_from_slice(&n.to_le_bytes());
 }
 
 /// The JA3 string.
@@ -201,20 +316,38 @@ fn push_hex(s: &mut String, b: &[u8]) {
     }
 }
 
-/// `v` in decimal, appended.
+/// "00" to "99", two bytes each.
+const DIGIT_PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// `v` in decimal, appended: two digits at a time from `DIGIT_PAIRS`, each length
+/// written with one fixed-size append (a variable-length copy would call `memcpy`).
 fn push_decimal(s: &mut Vec<u8>, v: u16) {
-    let mut digits = [0u8; 5];
-    let mut i = digits.len();
-    let mut v = v;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
+    let pair = |n: u16| {
+        let i = usize::from(n) * 2;
+        [DIGIT_PAIRS[i], DIGIT_PAIRS[i + 1]]
+    };
+    let digit = |n: u16| b'0' + n as u8;
+    match v {
+        0..=9 => s.push(digit(v)),
+        10..=99 => s.extend_from_slice(&pair(v)),
+        100..=999 => {
+            let [b, c] = pair(v % 100);
+            s.extend_from_slice(&[digit(v / 100), b, c]);
+        }
+        1000..=9999 => {
+            let ([a, b], [c, d]) = (pair(v / 100), pair(v % 100));
+            s.extend_from_slice(&[a, b, c, d]);
+        }
+        _ => {
+            let r = v % 10000;
+            let ([b, c], [d, e]) = (pair(r / 100), pair(r % 100));
+            s.extend_from_slice(&[digit(v / 10000), b, c, d, e]);
         }
     }
-    s.extend_from_slice(&digits[i..]);
 }
 
 fn join_decimal(s: &mut Vec<u8>, it: impl Iterator<Item = u16>) {
@@ -319,7 +452,38 @@ pub struct ServerFingerprints {
 /// JA3S, its MD5 and JA4S of one ServerHello; digests from the worker's memo as for
 /// `fingerprints`.
 pub fn server_fingerprints(sh: &ServerHello<'_>, transport: Ja4Transport) -> ServerFingerprints {
-    server_fingerprints_with(sh, transport, true)
+    SERVER_HELLO_MEMO.with(|m| match m.try_borrow_mut() {
+        Ok(mut m) => {
+            m.get(|key| server_hello_key(key, sh, transport), || server_fingerprints_with(sh, transport, true))
+        }
+        Err(_) => server_fingerprints_with(sh, transport, true),
+    })
+}
+
+/// Writes into `key` everything JA3S and JA4S are computed from: the transport, the
+/// legacy version, the cipher suite, the extension types in order (after their count),
+/// the selected version and the chosen ALPN protocol.
+fn server_hello_key(key: &mut Vec<u8>, sh: &ServerHello<'_>, transport: Ja4Transport) {
+    key.push(transport as u8);
+    key.extend_from_slice(&sh.legacy_version.to_le_bytes());
+    key.extend_from_slice(&sh.cipher_suite.to_le_bytes());
+    key.extend_from_slice(&sh.selected_version().to_le_bytes());
+    let at = key.len();
+    key.extend_from_slice(&[0; 4]);
+    let mut n = 0u32;
+    for (t, _) in sh.extensions() {
+        key.extend_from_slice(&t.to_le_bytes());
+        n += 1;
+    }
+    key[at..at + 4].copy_from_slice(&n.to_le_bytes());
+    match sh.alpn() {
+        Some(a) => {
+            key.push(1);
+            key.extend_from_slice(&(a.len() as u32).to_le_bytes());
+            key.extend_from_slice(a);
+        }
+        None => key.push(0),
+    }
 }
 
 /// As `server_fingerprints`, every digest computed.
@@ -620,6 +784,39 @@ mod tests {
         assert_eq!(server_fingerprints(&sh, Ja4Transport::Tcp), fp, "and on a hit");
     }
 
+    /// ServerHellos that differ in one input each get their own fingerprints from the
+    /// hello memo, asked in turn (misses, then hits).
+    #[test]
+    fn server_memo_keeps_hellos_apart() {
+        let alpn = |p: &[u8]| {
+            let mut d = vec![0, p.len() as u8 + 1, p.len() as u8];
+            d.extend_from_slice(p);
+            (0x0010, d)
+        };
+        let hellos = [
+            server_hello(0x0303, 0x1301, &[(0x002b, vec![3, 4])]),
+            server_hello(0x0303, 0x1301, &[(0x002b, vec![3, 3])]),
+            server_hello(0x0303, 0x1302, &[(0x002b, vec![3, 4])]),
+            server_hello(0x0301, 0x1301, &[(0x002b, vec![3, 4])]),
+            server_hello(0x0303, 0xc02f, &[alpn(b"h2")]),
+            server_hello(0x0303, 0xc02f, &[alpn(b"h3")]),
+            server_hello(0x0303, 0xc02f, &[(0x0017, vec![]), alpn(b"h2")]),
+            server_hello(0x0303, 0xc02f, &[alpn(b"h2"), (0x0017, vec![])]),
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for round in 0..2 {
+            for (i, b) in hellos.iter().enumerate() {
+                let sh = ServerHello::parse(b, false).unwrap();
+                for t in [Ja4Transport::Tcp, Ja4Transport::Quic] {
+                    let want = compute_server(&sh, t);
+                    assert_eq!(server_fingerprints(&sh, t), want, "hello {i} round {round}");
+                    seen.insert((want.ja3s_md5, want.ja4s));
+                }
+            }
+        }
+        assert_eq!(seen.len(), hellos.len() * 2, "every hello and transport fingerprints apart");
+    }
+
     /// TLS 1.2 with ALPN `h2` and renegotiation_info; no extensions at all; DTLS.
     #[test]
     fn ja4s_alpn_version_and_empty_extensions() {
@@ -690,6 +887,38 @@ mod tests {
         }
         assert_eq!(seen.len(), hellos.len() * 2, "every hello and transport fingerprints apart");
         assert!(MEMO.with(|m| m.borrow().slots.iter().flatten().count()) >= 3);
+    }
+
+    #[test]
+    fn decimal_of_every_u16() {
+        let mut s = Vec::new();
+        for v in 0..=u16::MAX {
+            s.clear();
+            push_decimal(&mut s, v);
+            assert_eq!(s, v.to_string().into_bytes());
+        }
+    }
+
+    /// Hellos that differ only in their GREASE values (Chrome draws them per connection)
+    /// share one entry of the hello memo, and hit it with what computing gives.
+    #[test]
+    fn hello_memo_key_drops_grease() {
+        let hello = |g: u16| {
+            let exts = [(g, vec![]), sni_ext("g.example"), (43, u16_list(true, &[g, 0x0304])), alpn_ext(&["h2"])];
+            client_hello(0x0303, &[g, 0x1301, 0x1302], &exts, false)
+        };
+        let (a, b) = (hello(0x0a0a), hello(0xdada));
+        let (ca, cb) = (ClientHello::parse(&a[4..], false).unwrap(), ClientHello::parse(&b[4..], false).unwrap());
+        let key = |ch: &ClientHello<'_>| {
+            let mut k = Vec::new();
+            hello_key(&mut k, ch, &ch.known_extensions(), Ja4Transport::Tcp);
+            k
+        };
+        assert_eq!(key(&ca), key(&cb));
+        let want = compute(&cb, &cb.known_extensions(), Ja4Transport::Tcp);
+        assert_eq!(fingerprints(&ca, &ca.known_extensions(), Ja4Transport::Tcp), want);
+        assert_eq!(fingerprints(&cb, &cb.known_extensions(), Ja4Transport::Tcp), want);
+        assert!(HELLO_MEMO.with(|m| m.borrow().slots.iter().flatten().count()) >= 1);
     }
 
     #[test]

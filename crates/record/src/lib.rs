@@ -318,14 +318,25 @@ macro_rules! run {
     ($t:ty; $($c:expr),+ $(,)?) => {{
         const COLUMNS: &[$crate::Column<$t>] = &[$($c),+];
         fn write(r: &$t, keep: u64, out: &mut ::std::vec::Vec<u8>) {
+            // Every column kept (the default sets): one straight line, no test per
+            // column.
+            if keep == u64::MAX >> (64 - COLUMNS.len()) {
+                let mut k = 0usize;
+                $(
+                    let _ = stringify!($c);
+                    $crate::tsv::value_tab((COLUMNS[k].get)(r), out);
+                    k += 1;
+                )+
+                let _ = k;
+                return;
+            }
             let mut k = 0usize;
             $(
                 // One block per column (`$c` names the repetition; `k` is a constant
                 // at each, so the getter is known and inlined).
                 let _ = stringify!($c);
                 if keep & (1u64 << k) != 0 {
-                    $crate::tsv::value((COLUMNS[k].get)(r), out);
-                    out.push(b'\t');
+                    $crate::tsv::value_tab((COLUMNS[k].get)(r), out);
                 }
                 k += 1;
             )+

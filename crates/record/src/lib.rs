@@ -139,6 +139,11 @@ pub enum Value<'a> {
     /// A real number written with 3 decimals (times in ms: µs precision).
     F64(f64),
     Str(&'a str),
+    /// Text tapstat made from characters that are never escaped (names from a fixed
+    /// set, hex digits, flag letters: printable ASCII other than `\\` and `"`), written
+    /// as it is (`Type::Str`, as [`Value::Str`]): no scan for escapes. Debug builds check
+    /// it; text from the wire is always a [`Value::Str`].
+    Token(&'a str),
     /// A time or duration in microseconds, written as milliseconds with 3 decimals
     /// (integer arithmetic only: times are most of a record's formatting cost).
     Micros(u64),

@@ -336,25 +336,62 @@ fn may_escape(b: u8) -> bool {
 /// them, are copied as they are, so this is the whole cost of a string on the hot path:
 /// eight bytes at a time, each test a few word operations instead of a branch per byte
 /// (the last word overlaps the one before; under eight bytes, two overlapping halves).
+/// A first pass tests only the ASCII bytes to escape and flags every byte from 0x7F
+/// up; only text with such bytes (DEL or UTF-8 beyond ASCII) is looked at again for
+/// DEL, 0xC2 and 0xE2.
 #[inline]
 pub fn may_need_escape(s: &[u8]) -> bool {
     let n = s.len();
-    let word = |i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap_or([0; 8]));
-    if n >= 8 {
-        let mut i = 0;
-        while i + 8 <= n {
-            if word_may_escape(word(i)) {
-                return true;
-            }
-            i += 8;
+    let (esc, high) = if n >= 8 {
+        let (words, rest) = s.as_chunks::<8>();
+        let (mut esc, mut high) = (0, 0);
+        for w in words {
+            let (e, h) = word_ascii_escape(u64::from_le_bytes(*w));
+            (esc, high) = (esc | e, high | h);
         }
-        i < n && word_may_escape(word(n - 8))
+        if !rest.is_empty() {
+            let last = s.last_chunk::<8>().copied().unwrap_or_default();
+            let (e, h) = word_ascii_escape(u64::from_le_bytes(last));
+            (esc, high) = (esc | e, high | h);
+        }
+        (esc, high)
     } else if n >= 4 {
         let half = |i: usize| u32::from_le_bytes(s[i..i + 4].try_into().unwrap_or([0; 4]));
-        word_may_escape(u64::from(half(0)) | u64::from(half(n - 4)) << 32)
+        // The upper half repeats the lower (not zeros, which are controls).
+        let lo = u64::from(half(0));
+        let hi = u64::from(half(n - 4));
+        word_ascii_escape(lo | hi << 32)
     } else {
-        s.iter().any(|&b| may_escape(b))
+        return s.iter().any(|&b| may_escape(b));
+    };
+    esc != 0 || (high != 0 && may_need_escape_exact(s))
+}
+
+/// The exact test of every word for text with bytes from 0x7F up.
+#[inline(never)]
+fn may_need_escape_exact(s: &[u8]) -> bool {
+    let n = s.len();
+    if n < 8 {
+        return s.iter().any(|&b| may_escape(b));
     }
+    let (words, _) = s.as_chunks::<8>();
+    let last = s.last_chunk::<8>().copied().unwrap_or_default();
+    words.iter().any(|w| word_may_escape(u64::from_le_bytes(*w))) || word_may_escape(u64::from_le_bytes(last))
+}
+
+/// For the eight bytes of `x`: a word not zero when one is a C0 control, a backslash or
+/// a double quote, exactly (as [`word_may_escape`] tests), and a word not zero when one
+/// is 0x7F or above (the high bit of each such byte: the low seven bits plus one carry
+/// into it only from 0x7F, and never into the next byte).
+#[inline(always)]
+fn word_ascii_escape(x: u64) -> (u64, u64) {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let zero = |v: u64| v.wrapping_sub(LO) & !v & HI;
+    let below_space = x.wrapping_sub(LO * 0x20) & !x & HI;
+    let eq = |b: u8| zero(x ^ (LO * u64::from(b)));
+    let high = (((x & !HI) + LO) | x) & HI;
+    (below_space | eq(b'\\') | eq(b'"'), high)
 }
 
 /// [`may_escape`] for any of the eight bytes of `x`, exactly: the tests for a byte below
@@ -411,6 +448,13 @@ fn bytes_value(s: &[u8], out: &mut Vec<u8>) {
         return;
     }
     str_escaped(s, out);
+}
+
+/// A [`Value::Token`]: copied as it is (it holds nothing [`str_value`] escapes).
+#[inline(always)]
+pub fn token_value(s: &str, out: &mut Vec<u8>) {
+    debug_assert!(!may_need_escape(s.as_bytes()), "a token needs no escape: {s:?}");
+    out.extend_from_slice(s.as_bytes());
 }
 
 /// [`str_value`] for a string with something to escape, or bytes of the lead bytes
@@ -551,6 +595,7 @@ pub fn value(v: Value<'_>, out: &mut Vec<u8>) {
             f64_value(x, out);
         }
         Value::Str(s) => str_value(s, out),
+        Value::Token(s) => token_value(s, out),
         Value::Inline(s) => str_value(s.as_str(), out),
         Value::Ip(ip) => ip_value(ip, out),
         Value::Bool(b) => out.push(if b { b'1' } else { b'0' }),
@@ -604,6 +649,10 @@ pub fn value_tab(v: Value<'_>, out: &mut Vec<u8>) {
         Value::None => out.push(b'\t'),
         Value::Str(s) => {
             str_value(s, out);
+            out.push(b'\t');
+        }
+        Value::Token(s) => {
+            token_value(s, out);
             out.push(b'\t');
         }
         v => {

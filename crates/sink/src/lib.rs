@@ -248,8 +248,14 @@ fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
                 out.extend_from_slice(b"null");
             }
         }
-        Value::Str("") => out.extend_from_slice(b"null"),
+        Value::Str("") | Value::Token("") => out.extend_from_slice(b"null"),
         Value::Str(s) => json_str(s, out),
+        Value::Token(s) => {
+            debug_assert!(!tapstat_record::tsv::may_need_escape(s.as_bytes()), "{s:?}");
+            out.push(b'"');
+            out.extend_from_slice(s.as_bytes());
+            out.push(b'"');
+        }
         Value::Inline(s) => json_str(s.as_str(), out),
         Value::Ip(ip) => {
             out.push(b'"');

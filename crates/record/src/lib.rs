@@ -40,6 +40,7 @@ pub fn civil(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
     (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+pub mod json;
 pub mod targets;
 pub mod tsv;
 
@@ -228,6 +229,9 @@ pub struct Run<T: 'static> {
     /// Appends the TSV values of the columns whose bit is set in `keep` (bit k:
     /// `columns[k]`), each followed by a tab.
     pub write: fn(&T, u64, &mut Vec<u8>),
+    /// Appends the same columns as JSON members (`"name":value`), each followed by a
+    /// comma.
+    pub write_json: fn(&T, u64, &mut Vec<u8>),
     /// The columns of the run that the log writes.
     pub keep: u64,
     /// The run's text when the record is blank in it, if the run can be.
@@ -245,25 +249,38 @@ pub struct Blank<T: 'static> {
     pub template: fn() -> T,
     /// The run's TSV text for `template` (the kept columns, each with its tab).
     pub text: std::sync::Arc<[u8]>,
+    /// The run's JSON members for `template` (each with its comma).
+    pub json: std::sync::Arc<[u8]>,
 }
 
 impl<T> Clone for Blank<T> {
     fn clone(&self) -> Self {
-        Blank { when: self.when, template: self.template, text: self.text.clone() }
+        Blank { when: self.when, template: self.template, text: self.text.clone(), json: self.json.clone() }
     }
 }
 
 impl<T> Clone for Run<T> {
     fn clone(&self) -> Self {
-        Run { columns: self.columns, write: self.write, keep: self.keep, blank: self.blank.clone() }
+        Run {
+            columns: self.columns,
+            write: self.write,
+            write_json: self.write_json,
+            keep: self.keep,
+            blank: self.blank.clone(),
+        }
     }
 }
 
 impl<T> Run<T> {
-    /// A run writing every one of `columns` (at most 64).
-    pub const fn new(columns: &'static [Column<T>], write: fn(&T, u64, &mut Vec<u8>)) -> Run<T> {
+    /// A run writing every one of `columns` (at most 64), in TSV with `write` and in
+    /// JSON with `write_json`.
+    pub const fn new(
+        columns: &'static [Column<T>],
+        write: fn(&T, u64, &mut Vec<u8>),
+        write_json: fn(&T, u64, &mut Vec<u8>),
+    ) -> Run<T> {
         assert!(!columns.is_empty() && columns.len() <= 64, "a run has 1 to 64 columns");
-        Run { columns, write, keep: u64::MAX >> (64 - columns.len()), blank: None }
+        Run { columns, write, write_json, keep: u64::MAX >> (64 - columns.len()), blank: None }
     }
 
     /// The same run, written as `template` is for the records for which `when` holds.
@@ -272,7 +289,8 @@ impl<T> Run<T> {
     /// capture of the corpus so).
     pub fn blank_when(self, when: fn(&T) -> bool, template: fn() -> T) -> Run<T> {
         let text = Self::text(self.write, self.keep, template);
-        Run { blank: Some(Blank { when, template, text }), ..self }
+        let json = Self::text(self.write_json, self.keep, template);
+        Run { blank: Some(Blank { when, template, text, json }), ..self }
     }
 
     fn text(write: fn(&T, u64, &mut Vec<u8>), keep: u64, template: fn() -> T) -> std::sync::Arc<[u8]> {
@@ -299,6 +317,15 @@ impl<T> Run<T> {
                 }
             }
             _ => (self.write)(rec, self.keep, out),
+        }
+    }
+
+    /// Appends the JSON members of the kept columns of `rec`, each followed by a comma.
+    #[inline]
+    pub fn write_json(&self, rec: &T, out: &mut Vec<u8>) {
+        match &self.blank {
+            Some(b) if (b.when)(rec) => out.extend_from_slice(&b.json),
+            _ => (self.write_json)(rec, self.keep, out),
         }
     }
 }
@@ -347,7 +374,25 @@ macro_rules! run {
             )+
             let _ = k;
         }
-        $crate::Run::new(COLUMNS, write)
+        fn write_json(r: &$t, keep: u64, out: &mut ::std::vec::Vec<u8>) {
+            let mut k = 0usize;
+            $(
+                let _ = stringify!($c);
+                if keep & (1u64 << k) != 0 {
+                    // The name is a constant here: a copy of known size.
+                    let name = COLUMNS[k].field.name.as_bytes();
+                    out.reserve(name.len() + 3);
+                    out.push(b'"');
+                    out.extend_from_slice(name);
+                    out.extend_from_slice(b"\":");
+                    $crate::json::column_value(COLUMNS[k].field.ty, (COLUMNS[k].get)(r), out);
+                    out.push(b',');
+                }
+                k += 1;
+            )+
+            let _ = k;
+        }
+        $crate::Run::new(COLUMNS, write, write_json)
     }};
 }
 
@@ -373,7 +418,11 @@ impl<T> Log<T> {
             .map(|r| {
                 let mask = r.columns.iter().enumerate().filter(|(_, c)| keep(c)).fold(0u64, |m, (k, _)| m | 1 << k);
                 let keep = r.keep & mask;
-                let blank = r.blank.as_ref().map(|b| Blank { text: Run::text(r.write, keep, b.template), ..b.clone() });
+                let blank = r.blank.as_ref().map(|b| Blank {
+                    text: Run::text(r.write, keep, b.template),
+                    json: Run::text(r.write_json, keep, b.template),
+                    ..b.clone()
+                });
                 Run { keep, blank, ..r.clone() }
             })
             .filter(|r| r.keep != 0)

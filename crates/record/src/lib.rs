@@ -17,6 +17,31 @@
 //!
 //! Architecture invariant: record knows no packets, flows or files; analyzers declare
 //! their logs with it, sinks format them with it.
+//!
+//! # Cheap rows
+//!
+//! Writing records is a fifth of a run's work on ordinary traffic (a TCP record has
+//! some 200 columns), so the row path is kept free of what costs most per value:
+//! - Columns are declared in runs ([`run!`]), which generate one straight-line TSV
+//!   writer and one JSON writer per run, resolved when the log is built: the getters
+//!   are called directly and inlined with the [`Value`] they return, and a run whose
+//!   columns are all kept tests no mask per column. A run's text for a record blank in
+//!   it ([`Blank`]: a side that sent nothing) is copied whole.
+//! - Numbers, times and addresses are written without `core::fmt`, by hand
+//!   ([`tsv`]): integers from a two-digit table, and eight digits at a time with
+//!   multiplications on a word's lanes; times as integer µs; reals through integers,
+//!   rounded half away from zero to three decimals; IPv4 from a table of octets; IPv6
+//!   compressed as RFC 5952 says, as `Ipv6Addr`'s `Display` does. A value and the tab
+//!   after it go in one store. By hand rather than the `itoa` and `ryu` crates: `itoa`
+//!   writes into its own buffer, which is then copied with a `memcpy` call of variable
+//!   length, where ours appends a fixed-size block and cuts it, and fuses the tab;
+//!   `ryu` writes the shortest text that reads back to the same double, not three
+//!   fixed decimals, so its bytes differ. Tests hold each writer to `Display` or to
+//!   the formatting it replaced, on edge cases and on many random values.
+//! - Strings are scanned for escapes a word at a time and copied whole when there is
+//!   nothing to escape; text tapstat made itself from safe characters (state names,
+//!   hex ids, history letters) is a [`Value::Token`], copied without a scan. Bytes
+//!   written are never validated again as UTF-8; no row allocates.
 
 // Escapes and writes text that came from the wire: no unsafe code.
 #![forbid(unsafe_code)]

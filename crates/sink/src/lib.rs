@@ -14,6 +14,14 @@
 //! assert_eq!(out, b"n\n7\n");
 //! ```
 //!
+//! A record of a log declared in runs (all of tapstat's logs but the periodic ones)
+//! is written by the runs' generated writers ([`tapstat_record::Run`]), TSV or JSON,
+//! after one capacity reservation for the row; the last tab (or comma) becomes the line
+//! end (or closing brace). Logs declared column by column are written through each
+//! column's getter and [`tapstat_record::tsv::value`] or
+//! [`tapstat_record::json::value`], the same encoders: see `tapstat_record`, "Cheap
+//! rows", for what keeps them cheap.
+//!
 //! Formatting happens in the workers (in parallel, into per-worker buffers); only
 //! [`OutputDir`] touches files, from one writer thread, which also compresses them
 //! ([`Compress`]) or streams every log to standard output ([`OutputDir::stdout`]).

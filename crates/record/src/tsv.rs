@@ -159,13 +159,13 @@ const ASCII8: u64 = 0x3030_3030_3030_3030;
 fn digits8(x: u32) -> u64 {
     let x = u64::from(x);
     // 32-bit lanes: the upper four digits first, then the lower four.
-    let a = x / 10_000 | (x % 10_000) << 32;
-    let hundreds = (a * 10_486 >> 20) & 0x0000_007f_0000_007f;
+    let a = (x / 10_000) | ((x % 10_000) << 32);
+    let hundreds = ((a * 10_486) >> 20) & 0x0000_007f_0000_007f;
     // 16-bit lanes: hundreds and rest of each half, in order.
-    let b = hundreds | (a - 100 * hundreds) << 16;
-    let tens = (b * 103 >> 10) & 0x000f_000f_000f_000f;
+    let b = hundreds | ((a - 100 * hundreds) << 16);
+    let tens = ((b * 103) >> 10) & 0x000f_000f_000f_000f;
     // Bytes: tens and ones of each 16-bit lane, in order.
-    tens | (b - 10 * tens) << 8
+    tens | ((b - 10 * tens) << 8)
 }
 
 /// Writes `v` with three decimals (times are in ms: three decimals are µs, the
@@ -334,7 +334,7 @@ fn ipv6_value(a: std::net::Ipv6Addr, out: &mut Vec<u8>) {
         }
         let g = seg[i];
         // Hex digits without leading zeros: 1 to 4 of them.
-        let n = (16 - g.leading_zeros().min(15) as usize + 3) / 4;
+        let n = (16 - g.leading_zeros().min(15) as usize).div_ceil(4);
         let mut k = n;
         while k > 0 {
             k -= 1;

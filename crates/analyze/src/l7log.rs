@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use tapstat_l7::dns::parser::AnswerData;
 use tapstat_l7::dns::DnsTransaction;
 use tapstat_l7::http::HttpTransaction;
-use tapstat_record::{Column, Field, Log, LogDoc, Type, Value};
+use tapstat_record::{run, Column, Field, Log, LogDoc, Type, Value};
 
 /// The flow a row belongs to.
 #[derive(Clone, Debug)]
@@ -124,8 +124,8 @@ macro_rules! events_col {
 
 macro_rules! flow_cols {
     ($t:ty) => {
-        vec![
-            rcol!($t, "flow_id", Str, "", "the flow's id (as in its TCP/UDP record)", |r: &$t| Value::Str(
+        run!($t;
+            rcol!($t, "flow_id", Str, "", "the flow's id (as in its TCP/UDP record)", |r: &$t| Value::Token(
                 r.flow.flow_id.as_str()
             )),
             rcol!($t, "c_ip", Ip, "", "IP address of the client", |r: &$t| Value::Ip(tapstat_flow::ip_of(
@@ -138,121 +138,125 @@ macro_rules! flow_cols {
                 r.flow.s_ip
             ))),
             rcol!($t, "s_port", U64, "", "port of the server", |r: &$t| Value::U64(r.flow.s_port as u64)),
-        ]
+        )
     };
 }
 
 /// `log_http_complete`.
 pub static HTTP: LazyLock<Log<HttpRow>> = LazyLock::new(|| {
-    let mut v = flow_cols!(HttpRow);
-    v.extend([
-        rcol!(HttpRow, "fqdn", Str, "", "the name the client resolved for the server (DN-Hunter)", |r: &HttpRow| r
-            .flow
-            .fqdn
-            .as_deref()
-            .map_or(Value::None, Value::Str)),
-        rcol!(HttpRow, "req_time", Time, "epoch ms", "time of the request's first packet", |r: &HttpRow| ms(r
-            .tx
-            .request
-            .as_ref()
-            .map(|q| q.ts_ns))),
-        rcol!(HttpRow, "method", Str, "", "request method", |r: &HttpRow| r
-            .tx
-            .request
-            .as_ref()
-            .map_or(Value::None, |q| Value::Str(&q.method))),
-        rcol!(HttpRow, "hostname", Str, "", "Host header", |r: &HttpRow| r
-            .tx
-            .request
-            .as_ref()
-            .map_or(Value::None, |q| opt_str(&q.host))),
-        rcol!(
-            HttpRow,
-            "path",
-            Str,
-            "",
-            "request target, as `--http-url` allows (full, path only, or none)",
-            |r: &HttpRow| r.tx.request.as_ref().map_or(Value::None, |q| opt_str(&q.url))
+    let v = vec![
+        flow_cols!(HttpRow),
+        run!(HttpRow;
+            rcol!(HttpRow, "fqdn", Str, "", "the name the client resolved for the server (DN-Hunter)", |r: &HttpRow| r
+                .flow
+                .fqdn
+                .as_deref()
+                .map_or(Value::None, Value::Str)),
+            rcol!(HttpRow, "req_time", Time, "epoch ms", "time of the request's first packet", |r: &HttpRow| ms(r
+                .tx
+                .request
+                .as_ref()
+                .map(|q| q.ts_ns))),
+            rcol!(HttpRow, "method", Str, "", "request method", |r: &HttpRow| r
+                .tx
+                .request
+                .as_ref()
+                .map_or(Value::None, |q| Value::Str(&q.method))),
+            rcol!(HttpRow, "hostname", Str, "", "Host header", |r: &HttpRow| r
+                .tx
+                .request
+                .as_ref()
+                .map_or(Value::None, |q| opt_str(&q.host))),
+            rcol!(
+                HttpRow,
+                "path",
+                Str,
+                "",
+                "request target, as `--http-url` allows (full, path only, or none)",
+                |r: &HttpRow| r.tx.request.as_ref().map_or(Value::None, |q| opt_str(&q.url))
+            ),
+            rcol!(HttpRow, "user_agent", Str, "", "User-Agent header", |r: &HttpRow| r
+                .tx
+                .request
+                .as_ref()
+                .map_or(Value::None, |q| opt_str(&q.user_agent))),
+            rcol!(HttpRow, "referer", Str, "", "Referer header", |r: &HttpRow| r
+                .tx
+                .request
+                .as_ref()
+                .map_or(Value::None, |q| opt_str(&q.referer))),
+            rcol!(HttpRow, "res_time", Time, "epoch ms", "time of the response's first packet", |r: &HttpRow| ms(r
+                .tx
+                .response
+                .as_ref()
+                .map(|s| s.ts_ns))),
+            rcol!(HttpRow, "response", U64, "", "response status code", |r: &HttpRow| r
+                .tx
+                .response
+                .as_ref()
+                .map_or(Value::None, |s| Value::U64(s.status as u64))),
+            rcol!(HttpRow, "content_type", Str, "", "Content-Type of the response", |r: &HttpRow| r
+                .tx
+                .response
+                .as_ref()
+                .map_or(Value::None, |s| opt_str(&s.content_type))),
+            rcol!(HttpRow, "content_len", U64, "bytes", "Content-Length of the response", |r: &HttpRow| r
+                .tx
+                .response
+                .as_ref()
+                .and_then(|s| s.content_length)
+                .map_or(Value::None, Value::U64)),
+            rcol!(HttpRow, "server", Str, "", "Server header of the response", |r: &HttpRow| r
+                .tx
+                .response
+                .as_ref()
+                .map_or(Value::None, |s| opt_str(&s.server))),
+            events_col!(HttpRow),
         ),
-        rcol!(HttpRow, "user_agent", Str, "", "User-Agent header", |r: &HttpRow| r
-            .tx
-            .request
-            .as_ref()
-            .map_or(Value::None, |q| opt_str(&q.user_agent))),
-        rcol!(HttpRow, "referer", Str, "", "Referer header", |r: &HttpRow| r
-            .tx
-            .request
-            .as_ref()
-            .map_or(Value::None, |q| opt_str(&q.referer))),
-        rcol!(HttpRow, "res_time", Time, "epoch ms", "time of the response's first packet", |r: &HttpRow| ms(r
-            .tx
-            .response
-            .as_ref()
-            .map(|s| s.ts_ns))),
-        rcol!(HttpRow, "response", U64, "", "response status code", |r: &HttpRow| r
-            .tx
-            .response
-            .as_ref()
-            .map_or(Value::None, |s| Value::U64(s.status as u64))),
-        rcol!(HttpRow, "content_type", Str, "", "Content-Type of the response", |r: &HttpRow| r
-            .tx
-            .response
-            .as_ref()
-            .map_or(Value::None, |s| opt_str(&s.content_type))),
-        rcol!(HttpRow, "content_len", U64, "bytes", "Content-Length of the response", |r: &HttpRow| r
-            .tx
-            .response
-            .as_ref()
-            .and_then(|s| s.content_length)
-            .map_or(Value::None, Value::U64)),
-        rcol!(HttpRow, "server", Str, "", "Server header of the response", |r: &HttpRow| r
-            .tx
-            .response
-            .as_ref()
-            .map_or(Value::None, |s| opt_str(&s.server))),
-        events_col!(HttpRow),
-    ]);
-    Log { name: "log_http_complete", meaning: "One row per HTTP/1.x request and its response, in the order of the flow (pipelining paired in order); with the application layer on.", columns: v, runs: Vec::new() }
+    ];
+    Log::from_runs("log_http_complete", "One row per HTTP/1.x request and its response, in the order of the flow (pipelining paired in order); with the application layer on.", v)
 });
 
 /// `log_dns_complete`.
 pub static DNS: LazyLock<Log<DnsRow>> = LazyLock::new(|| {
-    let mut v = flow_cols!(DnsRow);
-    v.extend([
-        rcol!(DnsRow, "query_time", Time, "epoch ms", "time of the query", |r: &DnsRow| ms(r.tx.query_ts_ns)),
-        rcol!(DnsRow, "response_time", Time, "epoch ms", "time of the response", |r: &DnsRow| ms(r.tx.response_ts_ns)),
-        rcol!(DnsRow, "resp_delay", F64, "ms", "response time - query time", |r: &DnsRow| match (
-            r.tx.query_ts_ns,
-            r.tx.response_ts_ns
-        ) {
-            (Some(q), Some(s)) => Value::Micros(s.saturating_sub(q).saturating_add(500) / 1000),
-            _ => Value::None,
-        }),
-        rcol!(DnsRow, "trans_id", U64, "", "DNS transaction id", |r: &DnsRow| Value::U64(r.tx.id as u64)),
-        rcol!(DnsRow, "query", Str, "", "query name", |r: &DnsRow| Value::Str(&r.tx.qname)),
-        rcol!(DnsRow, "type", U64, "", "query type (1 A, 28 AAAA, 5 CNAME, 65 HTTPS...)", |r: &DnsRow| Value::U64(
-            r.tx.qtype as u64
-        )),
-        rcol!(
-            DnsRow,
-            "rcode",
-            U64,
-            "",
-            "response code (0 NOERROR, 2 SERVFAIL, 3 NXDOMAIN...); none without a response",
-            |r: &DnsRow| r.tx.rcode.map_or(Value::None, |c| Value::U64(c as u64))
+    let v = vec![
+        flow_cols!(DnsRow),
+        run!(DnsRow;
+            rcol!(DnsRow, "query_time", Time, "epoch ms", "time of the query", |r: &DnsRow| ms(r.tx.query_ts_ns)),
+            rcol!(DnsRow, "response_time", Time, "epoch ms", "time of the response", |r: &DnsRow| ms(r.tx.response_ts_ns)),
+            rcol!(DnsRow, "resp_delay", F64, "ms", "response time - query time", |r: &DnsRow| match (
+                r.tx.query_ts_ns,
+                r.tx.response_ts_ns
+            ) {
+                (Some(q), Some(s)) => Value::Micros(s.saturating_sub(q).saturating_add(500) / 1000),
+                _ => Value::None,
+            }),
+            rcol!(DnsRow, "trans_id", U64, "", "DNS transaction id", |r: &DnsRow| Value::U64(r.tx.id as u64)),
+            rcol!(DnsRow, "query", Str, "", "query name", |r: &DnsRow| Value::Str(&r.tx.qname)),
+            rcol!(DnsRow, "type", U64, "", "query type (1 A, 28 AAAA, 5 CNAME, 65 HTTPS...)", |r: &DnsRow| Value::U64(
+                r.tx.qtype as u64
+            )),
+            rcol!(
+                DnsRow,
+                "rcode",
+                U64,
+                "",
+                "response code (0 NOERROR, 2 SERVFAIL, 3 NXDOMAIN...); none without a response",
+                |r: &DnsRow| r.tx.rcode.map_or(Value::None, |c| Value::U64(c as u64))
+            ),
+            rcol!(DnsRow, "ancount", U64, "", "answer records in the response", |r: &DnsRow| Value::U64(
+                r.tx.answer_count as u64
+            )),
+            rcol!(DnsRow, "answers", Strs, "", "addresses and CNAMEs of the answers, in order", |r: &DnsRow| {
+                Value::Strs(&r.answers)
+            }),
+            rcol!(DnsRow, "ttl", U64, "s", "smallest TTL of the answers", |r: &DnsRow| r
+                .min_ttl
+                .map_or(Value::None, |t| Value::U64(t as u64))),
+            events_col!(DnsRow),
         ),
-        rcol!(DnsRow, "ancount", U64, "", "answer records in the response", |r: &DnsRow| Value::U64(
-            r.tx.answer_count as u64
-        )),
-        rcol!(DnsRow, "answers", Strs, "", "addresses and CNAMEs of the answers, in order", |r: &DnsRow| {
-            Value::Strs(&r.answers)
-        }),
-        rcol!(DnsRow, "ttl", U64, "s", "smallest TTL of the answers", |r: &DnsRow| r
-            .min_ttl
-            .map_or(Value::None, |t| Value::U64(t as u64))),
-        events_col!(DnsRow),
-    ]);
-    Log { name: "log_dns_complete", meaning: "One row per DNS transaction (query and response paired by id, type and name) over UDP or TCP; with the application layer on.", columns: v, runs: Vec::new() }
+    ];
+    Log::from_runs("log_dns_complete", "One row per DNS transaction (query and response paired by id, type and name) over UDP or TCP; with the application layer on.", v)
 });
 
 pub fn docs() -> Vec<LogDoc> {

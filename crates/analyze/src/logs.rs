@@ -322,15 +322,15 @@ macro_rules! tcp_options {
 
 fn tunnel_cols() -> Run<Flow> {
     run!(Flow;
-        col!("tunnel", Str, "", "endpoints", "innermost tunnel the flow was carried in (gre, erspan, vxlan, vxlan-gpe, geneve, gtpu, teredo, ipip, 6in4, 4in6, 6in6, mpls-udp); none when the flow was not in a tunnel", |f: &Flow| if f.tunnel.kind == tapstat_decode::TunnelKind::None { Value::None } else { Value::Str(f.tunnel.kind.name()) }),
+        col!("tunnel", Str, "", "endpoints", "innermost tunnel the flow was carried in (gre, erspan, vxlan, vxlan-gpe, geneve, gtpu, teredo, ipip, 6in4, 4in6, 6in6, mpls-udp); none when the flow was not in a tunnel", |f: &Flow| if f.tunnel.kind == tapstat_decode::TunnelKind::None { Value::None } else { Value::Token(f.tunnel.kind.name()) }),
         col!("tunnel_id", U64, "", "endpoints", "the tunnel's id: VXLAN/Geneve VNI, GTP-U TEID, GRE key, ERSPAN session; 0 when it has none", |f: &Flow| Value::U64(f.tunnel.id as u64)),
     )
 }
 
 fn end_cols() -> Run<Flow> {
     run!(Flow;
-        col!("end_reason", Str, "", "state", "why the record was written: fin (both sides closed), rst, idle (timeout in packet time), evicted (flow table full), end_of_input, interrupted (the run was stopped by SIGINT/SIGTERM with the flow live), syn_reuse (a new SYN on the same 5-tuple)", |f: &Flow| Value::Str(f.end.name())),
-        col!("client_rule", Str, "", "state", "how the client was chosen: syn (sender of the first SYN), synack (receiver of the first packet, a SYN/ACK), first_packet (sender of the first packet)", |f: &Flow| Value::Str(f.client_rule.name())),
+        col!("end_reason", Str, "", "state", "why the record was written: fin (both sides closed), rst, idle (timeout in packet time), evicted (flow table full), end_of_input, interrupted (the run was stopped by SIGINT/SIGTERM with the flow live), syn_reuse (a new SYN on the same 5-tuple)", |f: &Flow| Value::Token(f.end.name())),
+        col!("client_rule", Str, "", "state", "how the client was chosen: syn (sender of the first SYN), synack (receiver of the first packet, a SYN/ACK), first_packet (sender of the first packet)", |f: &Flow| Value::Token(f.client_rule.name())),
     )
 }
 
@@ -436,7 +436,7 @@ fn stats_cols() -> Vec<Run<Flow>> {
     v[1] = v[1].clone().blank_when(silent::<1>, silent_flow);
     stat_cols!(v, "", 2, "both directions");
     v.push(run!(Flow;
-        col!("first_dirs", Str, "", "first_n", "direction of each of the flow's first packets (`--first-n`, default 10): c client to server, s server to client", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::Str(x.first.dirs()))),
+        col!("first_dirs", Str, "", "first_n", "direction of each of the flow's first packets (`--first-n`, default 10): c client to server, s server to client", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::Token(x.first.dirs()))),
         col!("first_ps", Counts, "bytes", "first_n", "frame length on the wire of each of the flow's first packets", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::U32s(x.first.sizes()))),
         col!("first_piat", Durations, "ms", "first_n", "gap from the flow's previous packet to each of its first packets (0 for the first)", |f: &Flow| f.full_base().map_or(Value::None, |x| Value::MicrosU32s(x.first.gaps_us()))),
     ));
@@ -478,8 +478,8 @@ fn quic_version(v: Option<u32>) -> Value<'static> {
 
 fn app_cols() -> Run<Flow> {
     run!(Flow;
-        col!("app", Str, "", "l7", "application protocol (tls, quic, http, dns, mdns, ssh, dhcp, ntp, snmp, ipsec, wireguard, openvpn, bittorrent, rtp, stun, ...: `tapstat_l7::App`): from payload signatures first, else the port table", |f: &Flow| l7(f).and_then(|x| x.app()).map_or(Value::None, |a| Value::Str(a.name()))),
-        col!("app_source", Str, "", "l7", "where `app` came from: payload, port or none", |f: &Flow| l7(f).map_or(Value::None, |x| Value::Str(x.app_source().name()))),
+        col!("app", Str, "", "l7", "application protocol (tls, quic, http, dns, mdns, ssh, dhcp, ntp, snmp, ipsec, wireguard, openvpn, bittorrent, rtp, stun, ...: `tapstat_l7::App`): from payload signatures first, else the port table", |f: &Flow| l7(f).and_then(|x| x.app()).map_or(Value::None, |a| Value::Token(a.name()))),
+        col!("app_source", Str, "", "l7", "where `app` came from: payload, port or none", |f: &Flow| l7(f).map_or(Value::None, |x| Value::Token(x.app_source().name()))),
         col!("fqdn", Str, "", "l7", "the name the client resolved for the server before the flow (DN-Hunter: from the DNS answers seen)", |f: &Flow| f.fqdn.as_deref().map_or(Value::None, Value::Str)),
         col!("l7_events", Strs, "", "l7", L7_EVENTS_MEANING, |f: &Flow| l7_events(l7(f).map(|x| x.events()).unwrap_or_default())),
     )
@@ -550,7 +550,7 @@ fn tcp_l7_cols() -> Vec<Run<Flow>> {
         )),
         col!("ja3", Str, "", "l7", "JA3 fingerprint of the ClientHello (MD5)", |f: &Flow| l7(f)
             .and_then(|x| x.ja3_md5())
-            .map_or(Value::None, Value::Str)),
+            .map_or(Value::None, Value::Token)),
         col!("ja4", Str, "", "l7", "JA4 fingerprint of the ClientHello", |f: &Flow| l7(f)
             .and_then(|x| x.ja4())
             .map_or(Value::None, Value::Str)),
@@ -704,7 +704,7 @@ fn server_hello_run() -> Run<Flow> {
     run!(Flow;
         col!("ja3s", Str, "", "l7", "JA3S fingerprint of the TLS, DTLS or QUIC ServerHello (MD5 of its version, cipher and extensions)", |f: &Flow| l7(f)
             .and_then(|x| x.ja3s_md5())
-            .map_or(Value::None, Value::Str)),
+            .map_or(Value::None, Value::Token)),
         col!("ja4s", Str, "", "l7", "JA4S fingerprint of the TLS, DTLS or QUIC ServerHello", |f: &Flow| l7(f)
             .and_then(|x| x.ja4s())
             .map_or(Value::None, Value::Str))
@@ -794,8 +794,8 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
     ));
     v.push(tunnel_cols());
     v.push(run!(Flow;
-        col!("conn_state", Str, "", "state", "Zeek's connection state: S0 S1 SF REJ S2 S3 RSTO RSTR RSTOS0 RSTRH SH SHR OTH", |f: &Flow| Value::Str(f.tcp.conn_state())),
-        col!("history", Str, "", "state", "Zeek's history: the first s(SYN) h(SYN/ACK) a(pure ACK) d(data) f(FIN) r(RST) t(retransmission) g(gap) w(zero window) of each side, upper case for the client", |f: &Flow| Value::Str(f.history.as_str())),
+        col!("conn_state", Str, "", "state", "Zeek's connection state: S0 S1 SF REJ S2 S3 RSTO RSTR RSTOS0 RSTRH SH SHR OTH", |f: &Flow| Value::Token(f.tcp.conn_state())),
+        col!("history", Str, "", "state", "Zeek's history: the first s(SYN) h(SYN/ACK) a(pure ACK) d(data) f(FIN) r(RST) t(retransmission) g(gap) w(zero window) of each side, upper case for the client", |f: &Flow| Value::Token(f.history.as_str())),
     ));
     v.push(end_cols());
     tcp_e2e!(v, "c", 0, "client");
@@ -834,7 +834,7 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
         "",
         "state",
         "the flow's id (16 hex digits from its 5-tuple and first packet time), shared with its periodic rows",
-        |f: &Flow| Value::Str(f.flow_id.as_str())
+        |f: &Flow| Value::Token(f.flow_id.as_str())
     ),
     col!(
         "community_id",
@@ -947,7 +947,7 @@ pub static UDP: LazyLock<Log<Flow>> = LazyLock::new(|| {
         "",
         "state",
         "the flow's id (16 hex digits from its 5-tuple and first packet time), shared with its periodic rows",
-        |f: &Flow| Value::Str(f.flow_id.as_str())
+        |f: &Flow| Value::Token(f.flow_id.as_str())
     ),
     col!(
         "community_id",
@@ -997,7 +997,7 @@ pub static OTHER: LazyLock<Log<Flow>> = LazyLock::new(|| {
         "",
         "state",
         "why the record was written: idle, evicted, end_of_input, interrupted",
-        |f: &Flow| Value::Str(f.end.name())
+        |f: &Flow| Value::Token(f.end.name())
     )));
     v.push(run!(Flow; col!(
         "flow_id",
@@ -1005,7 +1005,7 @@ pub static OTHER: LazyLock<Log<Flow>> = LazyLock::new(|| {
         "",
         "state",
         "the flow's id (16 hex digits from its 5-tuple and first packet time), shared with its periodic rows",
-        |f: &Flow| Value::Str(f.flow_id.as_str())
+        |f: &Flow| Value::Token(f.flow_id.as_str())
     )));
     Log::from_runs("log_other", "ICMP, ICMPv6 and other IP protocols (and IP fragments whose first fragment was not seen), per address pair and protocol.", v)
 });

@@ -17,6 +17,31 @@
 //!
 //! Architecture invariant: record knows no packets, flows or files; analyzers declare
 //! their logs with it, sinks format them with it.
+//!
+//! # Cheap rows
+//!
+//! Writing records is a fifth of a run's work on ordinary traffic (a TCP record has
+//! some 200 columns), so the row path is kept free of what costs most per value:
+//! - Columns are declared in runs ([`run!`]), which generate one straight-line TSV
+//!   writer and one JSON writer per run, resolved when the log is built: the getters
+//!   are called directly and inlined with the [`Value`] they return, and a run whose
+//!   columns are all kept tests no mask per column. A run's text for a record blank in
+//!   it ([`Blank`]: a side that sent nothing) is copied whole.
+//! - Numbers, times and addresses are written without `core::fmt`, by hand
+//!   ([`tsv`]): integers from a two-digit table, and eight digits at a time with
+//!   multiplications on a word's lanes; times as integer µs; reals through integers,
+//!   rounded half away from zero to three decimals; IPv4 from a table of octets; IPv6
+//!   compressed as RFC 5952 says, as `Ipv6Addr`'s `Display` does. A value and the tab
+//!   after it go in one store. By hand rather than the `itoa` and `ryu` crates: `itoa`
+//!   writes into its own buffer, which is then copied with a `memcpy` call of variable
+//!   length, where ours appends a fixed-size block and cuts it, and fuses the tab;
+//!   `ryu` writes the shortest text that reads back to the same double, not three
+//!   fixed decimals, so its bytes differ. Tests hold each writer to `Display` or to
+//!   the formatting it replaced, on edge cases and on many random values.
+//! - Strings are scanned for escapes a word at a time and copied whole when there is
+//!   nothing to escape; text tapstat made itself from safe characters (state names,
+//!   hex ids, history letters) is a [`Value::Token`], copied without a scan. Bytes
+//!   written are never validated again as UTF-8; no row allocates.
 
 // Escapes and writes text that came from the wire: no unsafe code.
 #![forbid(unsafe_code)]
@@ -40,6 +65,7 @@ pub fn civil(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
     (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+pub mod json;
 pub mod targets;
 pub mod tsv;
 
@@ -139,6 +165,11 @@ pub enum Value<'a> {
     /// A real number written with 3 decimals (times in ms: µs precision).
     F64(f64),
     Str(&'a str),
+    /// Text tapstat made from characters that are never escaped (names from a fixed
+    /// set, hex digits, flag letters: printable ASCII other than `\\` and `"`), written
+    /// as it is (`Type::Str`, as [`Value::Str`]): no scan for escapes. Debug builds check
+    /// it; text from the wire is always a [`Value::Str`].
+    Token(&'a str),
     /// A time or duration in microseconds, written as milliseconds with 3 decimals
     /// (integer arithmetic only: times are most of a record's formatting cost).
     Micros(u64),
@@ -223,6 +254,9 @@ pub struct Run<T: 'static> {
     /// Appends the TSV values of the columns whose bit is set in `keep` (bit k:
     /// `columns[k]`), each followed by a tab.
     pub write: fn(&T, u64, &mut Vec<u8>),
+    /// Appends the same columns as JSON members (`"name":value`), each followed by a
+    /// comma.
+    pub write_json: fn(&T, u64, &mut Vec<u8>),
     /// The columns of the run that the log writes.
     pub keep: u64,
     /// The run's text when the record is blank in it, if the run can be.
@@ -240,25 +274,38 @@ pub struct Blank<T: 'static> {
     pub template: fn() -> T,
     /// The run's TSV text for `template` (the kept columns, each with its tab).
     pub text: std::sync::Arc<[u8]>,
+    /// The run's JSON members for `template` (each with its comma).
+    pub json: std::sync::Arc<[u8]>,
 }
 
 impl<T> Clone for Blank<T> {
     fn clone(&self) -> Self {
-        Blank { when: self.when, template: self.template, text: self.text.clone() }
+        Blank { when: self.when, template: self.template, text: self.text.clone(), json: self.json.clone() }
     }
 }
 
 impl<T> Clone for Run<T> {
     fn clone(&self) -> Self {
-        Run { columns: self.columns, write: self.write, keep: self.keep, blank: self.blank.clone() }
+        Run {
+            columns: self.columns,
+            write: self.write,
+            write_json: self.write_json,
+            keep: self.keep,
+            blank: self.blank.clone(),
+        }
     }
 }
 
 impl<T> Run<T> {
-    /// A run writing every one of `columns` (at most 64).
-    pub const fn new(columns: &'static [Column<T>], write: fn(&T, u64, &mut Vec<u8>)) -> Run<T> {
+    /// A run writing every one of `columns` (at most 64), in TSV with `write` and in
+    /// JSON with `write_json`.
+    pub const fn new(
+        columns: &'static [Column<T>],
+        write: fn(&T, u64, &mut Vec<u8>),
+        write_json: fn(&T, u64, &mut Vec<u8>),
+    ) -> Run<T> {
         assert!(!columns.is_empty() && columns.len() <= 64, "a run has 1 to 64 columns");
-        Run { columns, write, keep: u64::MAX >> (64 - columns.len()), blank: None }
+        Run { columns, write, write_json, keep: u64::MAX >> (64 - columns.len()), blank: None }
     }
 
     /// The same run, written as `template` is for the records for which `when` holds.
@@ -267,7 +314,8 @@ impl<T> Run<T> {
     /// capture of the corpus so).
     pub fn blank_when(self, when: fn(&T) -> bool, template: fn() -> T) -> Run<T> {
         let text = Self::text(self.write, self.keep, template);
-        Run { blank: Some(Blank { when, template, text }), ..self }
+        let json = Self::text(self.write_json, self.keep, template);
+        Run { blank: Some(Blank { when, template, text, json }), ..self }
     }
 
     fn text(write: fn(&T, u64, &mut Vec<u8>), keep: u64, template: fn() -> T) -> std::sync::Arc<[u8]> {
@@ -296,6 +344,15 @@ impl<T> Run<T> {
             _ => (self.write)(rec, self.keep, out),
         }
     }
+
+    /// Appends the JSON members of the kept columns of `rec`, each followed by a comma.
+    #[inline]
+    pub fn write_json(&self, rec: &T, out: &mut Vec<u8>) {
+        match &self.blank {
+            Some(b) if (b.when)(rec) => out.extend_from_slice(&b.json),
+            _ => (self.write_json)(rec, self.keep, out),
+        }
+    }
 }
 
 /// Declares a [`Run`] of columns of records of type `$t`: the columns (const
@@ -318,20 +375,49 @@ macro_rules! run {
     ($t:ty; $($c:expr),+ $(,)?) => {{
         const COLUMNS: &[$crate::Column<$t>] = &[$($c),+];
         fn write(r: &$t, keep: u64, out: &mut ::std::vec::Vec<u8>) {
+            // Every column kept (the default sets): one straight line, no test per
+            // column.
+            if keep == u64::MAX >> (64 - COLUMNS.len()) {
+                let mut k = 0usize;
+                $(
+                    let _ = stringify!($c);
+                    $crate::tsv::value_tab((COLUMNS[k].get)(r), out);
+                    k += 1;
+                )+
+                let _ = k;
+                return;
+            }
             let mut k = 0usize;
             $(
                 // One block per column (`$c` names the repetition; `k` is a constant
                 // at each, so the getter is known and inlined).
                 let _ = stringify!($c);
                 if keep & (1u64 << k) != 0 {
-                    $crate::tsv::value((COLUMNS[k].get)(r), out);
-                    out.push(b'\t');
+                    $crate::tsv::value_tab((COLUMNS[k].get)(r), out);
                 }
                 k += 1;
             )+
             let _ = k;
         }
-        $crate::Run::new(COLUMNS, write)
+        fn write_json(r: &$t, keep: u64, out: &mut ::std::vec::Vec<u8>) {
+            let mut k = 0usize;
+            $(
+                let _ = stringify!($c);
+                if keep & (1u64 << k) != 0 {
+                    // The name is a constant here: a copy of known size.
+                    let name = COLUMNS[k].field.name.as_bytes();
+                    out.reserve(name.len() + 3);
+                    out.push(b'"');
+                    out.extend_from_slice(name);
+                    out.extend_from_slice(b"\":");
+                    $crate::json::column_value(COLUMNS[k].field.ty, (COLUMNS[k].get)(r), out);
+                    out.push(b',');
+                }
+                k += 1;
+            )+
+            let _ = k;
+        }
+        $crate::Run::new(COLUMNS, write, write_json)
     }};
 }
 
@@ -357,7 +443,11 @@ impl<T> Log<T> {
             .map(|r| {
                 let mask = r.columns.iter().enumerate().filter(|(_, c)| keep(c)).fold(0u64, |m, (k, _)| m | 1 << k);
                 let keep = r.keep & mask;
-                let blank = r.blank.as_ref().map(|b| Blank { text: Run::text(r.write, keep, b.template), ..b.clone() });
+                let blank = r.blank.as_ref().map(|b| Blank {
+                    text: Run::text(r.write, keep, b.template),
+                    json: Run::text(r.write_json, keep, b.template),
+                    ..b.clone()
+                });
                 Run { keep, blank, ..r.clone() }
             })
             .filter(|r| r.keep != 0)

@@ -148,12 +148,12 @@ fn tagged(tag: u8, x: u64, out: &mut Vec<u8>) {
 #[inline]
 fn value(v: Value<'_>, out: &mut Vec<u8>) {
     match v {
-        Value::None | Value::Str("") => out.push(NULL),
+        Value::None | Value::Str("") | Value::Token("") => out.push(NULL),
         Value::U64(n) => tagged(U64, n, out),
         Value::F64(x) if x.is_finite() => tagged(F64, x.to_bits(), out),
         Value::F64(_) => out.push(NULL),
         Value::Micros(us) => tagged(MICROS, us, out),
-        Value::Str(s) => bytes(STR, s, out),
+        Value::Str(s) | Value::Token(s) => bytes(STR, s, out),
         Value::Inline(s) => bytes(STR, s.as_str(), out),
         Value::Ip(std::net::IpAddr::V4(a)) => {
             out.push(IP4);

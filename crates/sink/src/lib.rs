@@ -14,6 +14,14 @@
 //! assert_eq!(out, b"n\n7\n");
 //! ```
 //!
+//! A record of a log declared in runs (all of tapstat's logs but the periodic ones)
+//! is written by the runs' generated writers ([`tapstat_record::Run`]), TSV or JSON,
+//! after one capacity reservation for the row; the last tab (or comma) becomes the line
+//! end (or closing brace). Logs declared column by column are written through each
+//! column's getter and [`tapstat_record::tsv::value`] or
+//! [`tapstat_record::json::value`], the same encoders: see `tapstat_record`, "Cheap
+//! rows", for what keeps them cheap.
+//!
 //! Formatting happens in the workers (in parallel, into per-worker buffers); only
 //! [`OutputDir`] touches files, from one writer thread, which also compresses them
 //! ([`Compress`]) or streams every log to standard output ([`OutputDir::stdout`]).
@@ -114,6 +122,19 @@ impl Format {
             }
             Format::Jsonl => {
                 out.push(b'{');
+                if !log.runs.is_empty() {
+                    // The writers generated with the columns: each member and a comma;
+                    // the last comma becomes the closing brace.
+                    out.reserve(64 * log.columns.len());
+                    for r in &log.runs {
+                        r.write_json(rec, out);
+                    }
+                    if out.last() == Some(&b',') {
+                        out.pop();
+                    }
+                    out.extend_from_slice(b"}\n");
+                    return;
+                }
                 for (i, c) in log.columns.iter().enumerate() {
                     if i > 0 {
                         out.push(b',');
@@ -136,7 +157,10 @@ impl Format {
     }
 }
 
-use tapstat_record::tsv::{f64_value, ip_value, list_value, micros_value, push_u64, value as tsv_value};
+use tapstat_record::json::{json_str, value as json_value};
+use tapstat_record::tsv::value as tsv_value;
+#[cfg(test)]
+use tapstat_record::tsv::{f64_value, ip_value, micros_value, push_u64};
 
 /// For the Kafka export of a TSV run, whose JSON the exporter thread makes from the TSV
 /// line instead of the worker ([`json_from_tsv`]): appends what the line cannot give
@@ -192,103 +216,6 @@ pub fn json_from_tsv(fields: &[tapstat_record::Field], tsv: &[u8], out: &mut Vec
     }
     out.push(b'}');
     Some(())
-}
-
-/// A JSON string: `"` and `\` escaped, and every control character as JSON allows it,
-/// escaped (`\b` `\f` `\n` `\r` `\t`, else `\u00XX`), the C1 controls (`\u0085`), DEL
-/// (`\u007f`) and U+2028, U+2029 (`\u2028`) included, which JSON would take raw: a log
-/// shown in a terminal carries no escape sequence to it, and no line splitter or
-/// JavaScript parser splits a line at them. Otherwise serde_json's bytes. Strings
-/// without any of these, nearly all, are copied as they are after one quick scan
-/// ([`tapstat_record::tsv::may_need_escape`], the set TSV escapes too).
-fn json_str(s: &str, out: &mut Vec<u8>) {
-    out.push(b'"');
-    if tapstat_record::tsv::may_need_escape(s.as_bytes()) {
-        json_escaped(s.as_bytes(), out);
-    } else {
-        out.extend_from_slice(s.as_bytes());
-    }
-    out.push(b'"');
-}
-
-#[inline(never)]
-fn json_escaped(b: &[u8], out: &mut Vec<u8>) {
-    use tapstat_record::tsv::HEX;
-    tapstat_record::tsv::escape_with(b, out, |ch, out| {
-        // The code point: one byte, a C1 control (0xC2 0x80..0x9F), U+2028 or U+2029
-        // (0xE2 0x80 0xA8 or 0xA9).
-        let c = match *ch {
-            [c] => u16::from(c),
-            [_, c] => u16::from(c),
-            [_, _, c, ..] => 0x2000 | u16::from(c & 0x3f),
-            [] => return,
-        };
-        match c {
-            0x22 => out.extend_from_slice(b"\\\""),
-            0x5c => out.extend_from_slice(b"\\\\"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0c => out.extend_from_slice(b"\\f"),
-            0x0a => out.extend_from_slice(b"\\n"),
-            0x0d => out.extend_from_slice(b"\\r"),
-            0x09 => out.extend_from_slice(b"\\t"),
-            _ => {
-                let h = |k: u16| HEX[usize::from(c >> k & 15)];
-                out.extend_from_slice(&[b'\\', b'u', h(12), h(8), h(4), h(0)]);
-            }
-        }
-    });
-}
-
-fn json_value(v: Value<'_>, out: &mut Vec<u8>) {
-    match v {
-        Value::U64(n) => push_u64(out, n),
-        Value::Micros(us) => micros_value(us, out),
-        Value::F64(x) => {
-            if !f64_value(x, out) {
-                out.extend_from_slice(b"null");
-            }
-        }
-        Value::Str("") => out.extend_from_slice(b"null"),
-        Value::Str(s) => json_str(s, out),
-        Value::Inline(s) => json_str(s.as_str(), out),
-        Value::Ip(ip) => {
-            out.push(b'"');
-            ip_value(ip, out);
-            out.push(b'"');
-        }
-        Value::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
-        Value::None => out.extend_from_slice(b"null"),
-        Value::U32s(xs) => {
-            out.push(b'[');
-            list_value(xs, out, |x, out| push_u64(out, x as u64));
-            out.push(b']');
-        }
-        Value::MicrosU32s(xs) => {
-            out.push(b'[');
-            list_value(xs, out, |x, out| micros_value(x as u64, out));
-            out.push(b']');
-        }
-        Value::Strs(s) => {
-            out.push(b'[');
-            for (i, item) in tapstat_record::tsv::strs(s).enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                json_str(item, out);
-            }
-            out.push(b']');
-        }
-        Value::Names { bits, names } => {
-            out.push(b'[');
-            for (i, item) in tapstat_record::tsv::named(bits, names).enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                json_str(item, out);
-            }
-            out.push(b']');
-        }
-    }
 }
 
 /// Creates `path` afresh: whatever entry has that name is unlinked first (a symbolic

@@ -452,7 +452,13 @@ fn http_pairing() -> Cap {
         b"HEAD /big.iso HTTP/1.1\r\nHost: www.example.com\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 734003200\r\n\r\n",
     );
-    cap.push(300, k.c(PSH_ACK, b"POST /upload HTTP/1.1\r\nHost: www.example.com\r\nExpect: 100-continue\r\nContent-Length: 10\r\n\r\n"));
+    cap.push(
+        300,
+        k.c(
+            PSH_ACK,
+            b"POST /upload HTTP/1.1\r\nHost: www.example.com\r\nExpect: 100-continue\r\nContent-Length: 10\r\n\r\n",
+        ),
+    );
     cap.push(20_000, k.s(PSH_ACK, b"HTTP/1.1 100 Continue\r\n\r\n"));
     cap.push(300, k.c(PSH_ACK, b"0123456789"));
     cap.push(20_000, k.s(PSH_ACK, b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"));

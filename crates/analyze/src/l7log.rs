@@ -214,7 +214,7 @@ pub static HTTP: LazyLock<Log<HttpRow>> = LazyLock::new(|| {
             events_col!(HttpRow),
         ),
     ];
-    Log::from_runs("log_http_complete", "One row per HTTP/1.x request and its response, in the order of the flow (pipelining paired in order); with the application layer on.", v)
+    Log::from_runs("log_http_complete", "One row per HTTP/1.x request and its final response (interim 1xx responses make no row), in the order they complete; a request whose response was not captured, or a response whose request was not, has a row of its own. Responses are paired in order (pipelining included) with requests sent before them; the first response after a gap in the server's stream answers the latest such request, the ones before it being unanswered. At most 64 rows per flow (and none past a direction's inspection budget): the flow's http_too_many_transactions (or budget_exhausted) event says rows were left out; http_req_cnt and http_res_cnt count every message. With the application layer on.", v)
 });
 
 /// `log_dns_complete`.

@@ -282,8 +282,9 @@ pub struct RunArgs {
     pub l7: OnOff,
     /// Payload bytes per flow direction the application layer's parsers may inspect once
     /// the flow is classified (TLS and QUIC hellos, HTTP heads and chunk lines; bodies
-    /// skipped by their length do not count). DNS is bounded by transactions (1024 per
-    /// flow), not bytes. 0 = classify only: `app` still comes from the first packets'
+    /// skipped by their length do not count). Past it, HTTP heads are still counted
+    /// (http_req_cnt, http_res_cnt) but make no more log_http_complete rows. DNS is
+    /// bounded by transactions (1024 per flow), not bytes. 0 = classify only: `app` still comes from the first packets'
     /// signatures, but nothing is parsed (no server names, fingerprints, TLS times,
     /// HTTP columns, log_http_complete or log_dns_complete rows) [0..=2^24]
     #[arg(help_heading = "Application layer", long, value_name = "BYTES", default_value_t = 16 * 1024, allow_negative_numbers = true, value_parser = int_in::<u32, 0, { 1 << 24 }>)]

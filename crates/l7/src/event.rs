@@ -31,7 +31,8 @@ pub enum Event {
     HttpHeaderTooLong,
     /// A request or status line, or a header, that does not parse.
     HttpMalformed,
-    /// More transactions than the per-flow limit; later ones are not parsed.
+    /// More HTTP transactions than the per-flow row limit; later ones are parsed and
+    /// counted, not kept.
     HttpTooManyTransactions,
     /// A body whose end cannot be found (read until close, or an upgrade): parsing stops.
     HttpBodyUnbounded,
@@ -130,7 +131,7 @@ impl Event {
             Event::HttpHeaderTooLong => "an HTTP head did not end within the header limit (16 KiB)",
             Event::HttpMalformed => "an HTTP request or status line, or a chunk line, that does not parse",
             Event::HttpTooManyTransactions => {
-                "more HTTP transactions than the per-flow limit (64), or more than 32 requests awaiting responses: later ones are not logged"
+                "more HTTP transactions than the per-flow row limit (64): later ones are not written to log_http_complete, but their messages are counted in http_req_cnt and http_res_cnt"
             }
             Event::HttpBodyUnbounded => {
                 "an HTTP body whose end cannot be found (read until close, an upgrade, a tunnel): parsing stopped"
@@ -139,7 +140,7 @@ impl Event {
             Event::DnsNameInvalid => "a DNS name with a compression loop or over 255 bytes (RFC 1035 §4.1.4)",
             Event::DnsTooManyTransactions => "more DNS transactions than the per-flow limit (1024): later ones are not logged",
             Event::BudgetExhausted => {
-                "a direction used up its inspection budget before its protocol was done"
+                "a direction used up its inspection budget before its protocol was done (HTTP: later transactions are not written, their messages still counted)"
             }
             Event::DnsTooManyAnswers => {
                 "a DNS response with more than 16 answers: `answers` keeps the first 16, `ancount` counts them all"

@@ -960,8 +960,8 @@ mod tests {
         assert!(f.quic().is_none() && f.sni().is_none() && f.is_done());
     }
 
-    /// Guards the budget of HTTP: heads that arrive whole in their segment count against
-    /// it too (before, it was checked only while a head was buffered across segments,
+    /// Guards the budget of HTTP (the heads it keeps as transactions; past it they are
+    /// counted only): heads that arrive whole in their segment count against it too (before, it was checked only while a head was buffered across segments,
     /// so a flow of small requests was parsed whole whatever the budget), and the search
     /// for a head's end looks no further than the budget left.
     #[test]
@@ -976,9 +976,11 @@ mod tests {
             } else {
                 feed(&mut f, &cfg, Dir::ClientToServer, &[req; 10]);
             }
-            // 4 × 45 = 180 bytes fit in 200; the fifth head would end at 225.
-            assert_eq!(f.http().map(|h| h.requests), Some(4), "one segment: {one_segment}");
+            // 4 × 45 = 180 bytes fit in 200; the fifth head would end at 225: the
+            // requests after it are counted, not kept.
+            assert_eq!(f.http().map(|h| h.requests), Some(10), "one segment: {one_segment}");
             assert!(f.events().contains(Event::BudgetExhausted));
+            assert_eq!(f.drain_http(true).len(), 4, "one segment: {one_segment}");
         }
     }
 

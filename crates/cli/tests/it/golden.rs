@@ -138,7 +138,7 @@ impl Conn {
         )
     }
 
-    fn next(seq: &mut u32, flags: u8, payload: &[u8]) -> u32 {
+    pub(crate) fn next(seq: &mut u32, flags: u8, payload: &[u8]) -> u32 {
         let at = *seq;
         *seq = at.wrapping_add(payload.len() as u32 + u32::from(flags & (SYN | 0x01) != 0));
         at
@@ -404,6 +404,76 @@ fn http() -> Cap {
     cap
 }
 
+/// The client's `i`th request and the server's answer to it, on a keep-alive connection.
+pub(crate) fn keep_alive_request(i: usize) -> Vec<u8> {
+    format!("GET /item/{i} HTTP/1.1\r\nHost: www.example.com\r\nUser-Agent: golden/1.0\r\n\r\n").into_bytes()
+}
+
+pub(crate) fn keep_alive_response(i: usize) -> Vec<u8> {
+    let body = format!("item {i}\n");
+    format!("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+}
+
+/// A keep-alive connection of `n` requests, each answered in turn, but the responses
+/// of `lost` are not in the capture (their bytes are in the server's sequence space, and
+/// the client acknowledges them: lost at the probe).
+pub(crate) fn keep_alive(cap: &mut Cap, port: u16, n: usize, lost: &[usize]) {
+    let mut k = Conn::new(C, S, port, 80);
+    k.open(cap);
+    for i in 0..n {
+        cap.push(300, k.c(PSH_ACK, &keep_alive_request(i)));
+        let resp = keep_alive_response(i);
+        if lost.contains(&i) {
+            Conn::next(&mut k.sseq, PSH_ACK, &resp);
+        } else {
+            cap.push(20_000, k.s(PSH_ACK, &resp));
+        }
+        cap.push(200, k.c(ACK, &[]));
+    }
+    k.close(cap);
+}
+
+/// HTTP pairing: a keep-alive connection of 70 requests (past the 64 rows a flow
+/// writes) whose 41st response is lost; five requests pipelined in one segment,
+/// answered in two; HEAD answered with a Content-Length and no body; a POST answered
+/// 100 Continue, then 201; 204 and 304 without a body.
+fn http_pairing() -> Cap {
+    let mut cap = Cap::new();
+    keep_alive(&mut cap, 45_101, 70, &[40]);
+    let mut k = Conn::new(C, S, 45_102, 80);
+    k.open(&mut cap);
+    let pipelined: Vec<u8> = (100..105).flat_map(keep_alive_request).collect();
+    cap.push(300, k.c(PSH_ACK, &pipelined));
+    cap.push(20_000, k.s(PSH_ACK, &(100..103).flat_map(keep_alive_response).collect::<Vec<_>>()));
+    cap.push(100, k.s(PSH_ACK, &(103..105).flat_map(keep_alive_response).collect::<Vec<_>>()));
+    cap.push(200, k.c(ACK, &[]));
+    k.exchange(
+        &mut cap,
+        b"HEAD /big.iso HTTP/1.1\r\nHost: www.example.com\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 734003200\r\n\r\n",
+    );
+    cap.push(
+        300,
+        k.c(
+            PSH_ACK,
+            b"POST /upload HTTP/1.1\r\nHost: www.example.com\r\nExpect: 100-continue\r\nContent-Length: 10\r\n\r\n",
+        ),
+    );
+    cap.push(20_000, k.s(PSH_ACK, b"HTTP/1.1 100 Continue\r\n\r\n"));
+    cap.push(300, k.c(PSH_ACK, b"0123456789"));
+    cap.push(20_000, k.s(PSH_ACK, b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"));
+    cap.push(200, k.c(ACK, &[]));
+    k.exchange(&mut cap, b"GET /ping HTTP/1.1\r\nHost: www.example.com\r\n\r\n", b"HTTP/1.1 204 No Content\r\n\r\n");
+    k.exchange(
+        &mut cap,
+        b"GET /logo.png HTTP/1.1\r\nHost: www.example.com\r\nIf-None-Match: \"v1\"\r\n\r\n",
+        b"HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nContent-Length: 4096\r\n\r\n",
+    );
+    k.exchange(&mut cap, &keep_alive_request(200), &keep_alive_response(200));
+    k.close(&mut cap);
+    cap
+}
+
 /// DNS over UDP: an A query with two answers, an AAAA query over IPv6, a name that does
 /// not exist (NXDOMAIN), a query never answered.
 fn dns() -> Cap {
@@ -517,6 +587,7 @@ fn cases() -> Vec<(&'static str, Cap)> {
         ("tcp_nocomplete", tcp_nocomplete()),
         ("tcp_zero_window", tcp_zero_window()),
         ("http", http()),
+        ("http_pairing", http_pairing()),
         ("dns", dns()),
         ("tls", tls()),
         ("quic", quic()),

@@ -20,6 +20,7 @@ mod flowtable;
 mod fragment_payloads;
 mod golden;
 mod histograms;
+mod http_pairing;
 mod l7;
 mod load;
 mod malformed;

@@ -322,11 +322,8 @@ impl TcpConn {
                     self.set(di, RESET);
                 }
             }
-            CLOSED => {
-                if rst && self.state(peer) != CLOSED {
-                    self.set(di, RESET);
-                }
-            }
+            // After both FINs a RST changes nothing.
+            CLOSED if rst && self.state(peer) != CLOSED => self.set(di, RESET),
             _ => {}
         }
     }

@@ -794,8 +794,8 @@ pub static TCP: LazyLock<Log<Flow>> = LazyLock::new(|| {
     ));
     v.push(tunnel_cols());
     v.push(run!(Flow;
-        col!("conn_state", Str, "", "state", "Zeek's connection state: S0 S1 SF REJ S2 S3 RSTO RSTR RSTOS0 RSTRH SH SHR OTH", |f: &Flow| Value::Token(f.tcp.conn_state())),
-        col!("history", Str, "", "state", "Zeek's history: the first s(SYN) h(SYN/ACK) a(pure ACK) d(data) f(FIN) r(RST) t(retransmission) g(gap) w(zero window) of each side, upper case for the client", |f: &Flow| Value::Token(f.history.as_str())),
+        col!("conn_state", Str, "", "state", "Zeek's connection state: S0 S1 SF REJ S2 S3 RSTO RSTR RSTOS0 RSTRH SH SHR OTH", |f: &Flow| Value::Token(f.conn_state())),
+        col!("history", Str, "", "state", "Zeek's history: s(SYN) h(SYN/ACK) a(pure ACK) d(data) f(FIN) r(RST) i(FIN+RST) q(other multi-flag) once per side (s h f r again at another sequence number), t(retransmission) g(content gap) w(zero window) at the 1st, 10th, 100th... time, ^(first packet from the server); upper case for the client", |f: &Flow| Value::Token(f.history.as_str())),
     ));
     v.push(end_cols());
     tcp_e2e!(v, "c", 0, "client");

@@ -60,7 +60,7 @@ fn close(mut c: Conversation, ms: f64) -> Flow {
     c.after(10.0).server_ack_next().server_fin();
     c.after(0.5).client_ack_next();
     let f = c.flow();
-    assert_eq!(f.tcp.conn_state(), "SF");
+    assert_eq!(f.conn_state(), "SF");
     f
 }
 

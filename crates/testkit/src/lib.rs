@@ -543,7 +543,7 @@ mod tests {
         c.at(50.0).server_fin();
         c.at(50.5).client_ack_next();
         let f = c.flow();
-        assert_eq!(f.tcp.conn_state(), "SF");
+        assert_eq!(f.conn_state(), "SF");
         assert_eq!((f.dir[0].bytes_uniq, f.dir[1].bytes_uniq), (100, 300));
         assert_eq!((f.dir[0].pkts_all, f.dir[1].pkts_all), (6, 4));
         assert_eq!(f.dir[0].port, CLIENT_PORT);

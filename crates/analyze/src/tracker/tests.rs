@@ -262,7 +262,7 @@ fn a_new_syn_after_a_close_starts_a_new_flow() {
     let flows = run(TrackerConfig::default(), &p);
     assert_eq!(flows.len(), 2);
     assert_eq!(flows[0].end, EndReason::Fin);
-    assert_eq!(flows[0].tcp.conn_state(), "SF");
+    assert_eq!(flows[0].conn_state(), "SF");
     assert_eq!(flows[1].end, EndReason::EndOfInput);
     assert_eq!(flows[1].dir[0].pkts_all, 2);
 }
@@ -273,7 +273,7 @@ fn a_retransmitted_syn_is_the_same_flow_and_a_new_isn_is_not() {
     let flows = run(TrackerConfig::default(), &p);
     assert_eq!(flows.len(), 1);
     assert_eq!(flows[0].dir[0].syn_cnt, 2);
-    assert_eq!(flows[0].tcp.conn_state(), "S0");
+    assert_eq!(flows[0].conn_state(), "S0");
     let mut p = handshake(1, 100);
     p.push((2, seg(true, SYN, 7777, 0)));
     let flows = run(TrackerConfig::default(), &p);
@@ -307,7 +307,7 @@ fn a_flow_first_seen_at_its_synack_has_the_receiver_as_client() {
     assert_eq!(flows.len(), 1);
     assert_eq!(flows[0].client_rule, ClientRule::SynAck);
     assert_eq!(flows[0].dir[0].ip, C);
-    assert_eq!(flows[0].tcp.conn_state(), "OTH");
+    assert_eq!(flows[0].conn_state(), "S1");
 }
 
 /// An LLMNR, mDNS or NBNS answer sent by unicast to the querier's port is a flow of

@@ -180,7 +180,9 @@ pub struct RunArgs {
     /// writes no summary.json (the summary goes to stderr)
     #[arg(help_heading = "Output", short = 'o', long = "out", value_name = "DIR", default_value = "tapstat.out")]
     pub out: PathBuf,
-    /// Worker threads [default: available cores; 1..=max(16, 4 × cores), at most 1024]
+    /// Worker threads [default: on files, as many as leave a core to each of their
+    /// dispatchers and one to the reader and the writer (1 on up to 3 cores, 5 on 8,
+    /// 12 on 16); live, available cores; 1..=max(16, 4 × cores), at most 1024]
     #[arg(short = 'w', long = "workers", value_name = "N", allow_negative_numbers = true, value_parser = int_in::<usize, 1, MAX_WORKERS>)]
     pub workers: Option<usize>,
     /// Record format (parquet: typed columns, zstd; needs a build with --features
@@ -239,7 +241,7 @@ pub struct RunArgs {
     /// Garbage collection period ΔT: the whole flow table is scanned once per ΔT, seconds of packet time [0.001..=86400]
     #[arg(help_heading = "Flow table", long, value_name = "S", default_value_t = GcConfig::default().period_ns as f64 / 1e9, allow_hyphen_values = true, value_parser = gc_secs)]
     pub gc_period: f64,
-    /// Garbage collection steps M: every ΔT/M, 1/M of the table is scanned [1..=1000000]
+    /// Garbage collection steps M: every ΔT/M, 1/M of the table is scanned (with W workers on files, W/M of each worker's table every W·ΔT/M) [1..=1000000]
     #[arg(help_heading = "Flow table", long, value_name = "M", default_value_t = GcConfig::default().steps, allow_negative_numbers = true, value_parser = int_in::<u32, 1, 1_000_000>)]
     pub gc_steps: u32,
     /// TCP sets: `core` (volumes, sequence accounting, timing, state) or `full` (core +
@@ -335,7 +337,7 @@ pub struct RunArgs {
     #[arg(help_heading = "Tuning", hide = true, long, value_name = "K", default_value_t = 64, allow_negative_numbers = true, value_parser = int_in::<u32, 0, { u32::MAX as u64 }>)]
     pub time_sample: u32,
     /// Dispatcher threads with several workers on files: each decodes and hashes every
-    /// D-th chunk of the input, in parallel; 0 = one per three workers [0..=1024]
+    /// D-th chunk of the input, in parallel; 0 = one per four workers [0..=1024]
     #[arg(help_heading = "Tuning", long, value_name = "D", default_value_t = 0, allow_negative_numbers = true, value_parser = int_in::<usize, 0, 1024>)]
     pub dispatchers: usize,
     /// Flow-affinity batches: with several workers on files, each worker accounts the

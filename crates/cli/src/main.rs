@@ -181,6 +181,11 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
     }
     let mut cfg = a.engine_config();
     cfg.workers = a.workers().map_err(anyhow::Error::msg)?;
+    if a.workers.is_none() {
+        // Without -w, no more busy threads than cores (workers and dispatchers).
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        cfg.workers = tapstat_pipeline::EngineConfig::default_workers(cores);
+    }
     let hash_warning = crate::warn_unkeyed_hash(&cfg);
     let files = tapstat_capture::open_files(&inputs.files)?;
     let source: Box<dyn tapstat_capture::PacketSource> = if inputs.filter.is_some() || a.count.is_some() {

@@ -150,21 +150,11 @@ impl Dispatch {
 
     /// [`Dispatch::frame`] for a dispatcher thread, with the input's clock at this
     /// frame given (by the reader, when several dispatchers share the input): the
-    /// packet, made in `scratch` (the thread's, used again for each frame), goes to
-    /// the end of its worker's batch; returns the worker. Counts nothing but frames
-    /// without IP.
+    /// packet is made in `pkt` (its slot in the chunk's packets: nothing is moved);
+    /// returns its worker. Counts nothing but frames without IP.
     #[inline]
-    pub(crate) fn frame_to(
-        &mut self,
-        f: &FrameMeta,
-        bytes: &[u8],
-        now_ns: u64,
-        scratch: &mut Pkt,
-        batches: &mut [Vec<Pkt>],
-    ) -> Option<usize> {
-        let w = self.fill(f, bytes, now_ns, scratch)?;
-        batches[w].push(*scratch);
-        Some(w)
+    pub(crate) fn frame_at(&mut self, f: &FrameMeta, bytes: &[u8], now_ns: u64, pkt: &mut Pkt) -> Option<usize> {
+        self.fill(f, bytes, now_ns, pkt)
     }
 
     /// Decodes frame `f` once into `pkt` (in place: a `Decoded` is 160 bytes, and
@@ -227,7 +217,14 @@ pub(crate) fn run_dispatcher(
     let mut wholes: Vec<Vec<Option<Vec<u8>>>> = (0..n).map(|_| Vec::new()).collect();
     let mut answers: Vec<dnhunter::Answers> = Vec::new();
     let mut last_now = 0;
-    let mut scratch = Pkt::default();
+    // The chunk's packets, decoded in place in input order, and each one's worker;
+    // then copied once into batches of the size counted. Batches filled as packets
+    // came grew in bursts, and each growth copied every packet already in them again
+    // (at 16 workers on mix-large, 77 instructions a packet of the whole run).
+    let mut chunk_pkts: Vec<Pkt> = Vec::new();
+    let mut dest: Vec<u16> = Vec::new();
+    let mut chunk_wholes: Vec<Option<Vec<u8>>> = Vec::new();
+    let mut counts = vec![0usize; n];
     'chunks: while let Some(c) = chunks.recv_unless(stop) {
         let chunk = &c.chunk;
         dispatch.dec.begin_turn(c.seq);
@@ -240,37 +237,70 @@ pub(crate) fn run_dispatcher(
             dispatch.table = Some(t);
             dispatch.per_bin.resize(BINS, 0);
         }
+        if chunk_pkts.len() < chunk.frames.len() {
+            chunk_pkts.resize(chunk.frames.len(), Pkt::default());
+            dest.resize(chunk.frames.len(), 0);
+        }
+        let mut k = 0;
         for (f, &now) in chunk.frames.iter().zip(&c.now) {
             dispatch.r.count(f);
             let frame = chunk.data(f);
-            if let Some(w) = dispatch.frame_to(f, frame, now, &mut scratch, &mut batches) {
-                let dec = &batches[w].last().expect("frame_to pushed the packet").dec;
-                let frag = dec.fragment != Fragment::No;
-                let whole = if frag { dispatch.dec.take_reassembled() } else { None };
-                if dispatch.dns_broadcast && dnhunter::is_dns_response(dec) {
-                    // Parsed once here for every worker, not once per worker.
-                    let payload = if frag { whole.as_deref().unwrap_or_default() } else { payload_of(dec, frame) };
-                    let i = dnhunter::Answers::parse(dec.dst, payload).map_or(0, |a| {
-                        answers.push(a);
-                        answers.len() as u32
-                    });
-                    let p = batches[w].last_mut().expect("frame_to pushed the packet");
-                    p.learnt = Some(i);
-                    let p = *p;
-                    for (v, b) in batches.iter_mut().enumerate() {
-                        if v != w {
-                            b.push(Pkt { learn_only: true, ..p });
-                            if frag {
-                                wholes[v].push(whole.clone());
-                            }
+            let p = &mut chunk_pkts[k];
+            let Some(w) = dispatch.frame_at(f, frame, now, p) else { continue };
+            let frag = p.dec.fragment != Fragment::No;
+            let whole = if frag { dispatch.dec.take_reassembled() } else { None };
+            if dispatch.dns_broadcast && dnhunter::is_dns_response(&p.dec) {
+                // Parsed once here for every worker, not once per worker.
+                let payload = if frag { whole.as_deref().unwrap_or_default() } else { payload_of(&p.dec, frame) };
+                let i = dnhunter::Answers::parse(p.dec.dst, payload).map_or(0, |a| {
+                    answers.push(a);
+                    answers.len() as u32
+                });
+                p.learnt = Some(i);
+                counts.iter_mut().for_each(|c| *c += 1);
+            } else {
+                counts[w] += 1;
+            }
+            dest[k] = w as u16;
+            if frag {
+                chunk_wholes.push(whole);
+            }
+            k += 1;
+        }
+        for (w, b) in batches.iter_mut().enumerate() {
+            if counts[w] > 0 {
+                // A vector back from its worker if it is large enough, else a new one
+                // (`reserve` on a small one would reallocate, copying its capacity).
+                *b = match recycled[w].try_recv() {
+                    Some(v) if v.capacity() >= counts[w] => v,
+                    _ => Vec::with_capacity(counts[w].next_power_of_two()),
+                };
+            }
+            counts[w] = 0;
+        }
+        let mut whole_of = chunk_wholes.drain(..);
+        for (p, &w) in chunk_pkts[..k].iter().zip(&dest[..k]) {
+            let w = w as usize;
+            let frag = p.dec.fragment != Fragment::No;
+            let whole = if frag { whole_of.next().flatten() } else { None };
+            if p.learnt.is_some() {
+                for (v, b) in batches.iter_mut().enumerate() {
+                    if v != w {
+                        b.push(Pkt { learn_only: true, ..*p });
+                        if frag {
+                            wholes[v].push(whole.clone());
                         }
                     }
                 }
-                if frag {
-                    wholes[w].push(whole);
-                }
+            }
+            // Copied straight into the batch (`push(*p)` copied it twice, through a
+            // temporary).
+            batches[w].extend_from_slice(std::slice::from_ref(p));
+            if frag {
+                wholes[w].push(whole);
             }
         }
+        drop(whole_of);
         dispatch.dec.end_turn();
         if let Some(sc) = sched {
             sc.count(c.seq, &dispatch.per_bin);
@@ -281,12 +311,7 @@ pub(crate) fn run_dispatcher(
         // chunks in input order, and an empty batch says this one had nothing for it.
         let shared = (!answers.is_empty()).then(|| Arc::new(std::mem::take(&mut answers)));
         for (w, b) in batches.iter_mut().enumerate() {
-            let pkts = if b.is_empty() {
-                Vec::new()
-            } else {
-                let fresh = recycled[w].try_recv().unwrap_or_else(|| Vec::with_capacity(b.capacity()));
-                std::mem::replace(b, fresh)
-            };
+            let pkts = std::mem::take(b);
             let batch = Batch {
                 backing: chunk.backing.clone(),
                 pkts,

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use tapstat_analyze::{InputClock, Tracker, TrackerConfig};
 use tapstat_capture::{CaptureStats, Chunk, PacketSource};
 use tapstat_decode::Decoder;
-use tapstat_flow::FlowHasher;
+use tapstat_flow::{FlowHasher, GcConfig};
 
 /// Runs the engine over `source` until it ends or `stop` is set; every live flow is
 /// written before returning.
@@ -45,7 +45,15 @@ pub fn run(
     dispatch.dns_broadcast = n > 1 && cfg.tracker.l7.is_some();
     // Each of n workers holds about 1/n of the flows: its index starts that much
     // smaller (it grows as any other), instead of n times one worker's start-up.
-    let tracker_cfg = TrackerConfig { start_flows: (cfg.tracker.start_flows / n).max(4096), ..cfg.tracker };
+    // The collector's M steps per ΔT are the run's, not each worker's: each of n
+    // workers takes M/n steps per ΔT, each over n/M of its table (about 1/n of the
+    // flows), so the run scans as many slots, in as many steps, as one worker would.
+    // With M steps per worker, every worker would step at every packet of its own
+    // once its share of the packets is sparser than ΔT/M (mix-large at 16 workers:
+    // +87 instructions a packet of the whole run, in `Tracker::collect`). Records do
+    // not depend on when the collector passes.
+    let gc = GcConfig { steps: (cfg.tracker.gc.steps / n as u32).max(1), ..cfg.tracker.gc };
+    let tracker_cfg = TrackerConfig { start_flows: (cfg.tracker.start_flows / n).max(4096), gc, ..cfg.tracker };
     // Records go to the interval they were due in (`--rotate`; see `Rotation`).
     let mut new_worker = |w: usize| Worker::new(cfg, Tracker::new(tracker_cfg), backend.record_out(cfg, w).by_due());
     let (dispatchers, workers) = if n == 1 && !reader.source.may_block() {

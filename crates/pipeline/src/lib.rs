@@ -89,7 +89,7 @@ pub struct EngineConfig {
     pub flow_hash: HashKind,
     /// Time 1 packet in this many in the workers (0: none).
     pub time_sample: u32,
-    /// Dispatcher threads with several workers on the offline path (0: one per three
+    /// Dispatcher threads with several workers on the offline path (0: one per four
     /// workers, see [`EngineConfig::dispatchers_for`]).
     pub dispatchers: usize,
     /// Which worker a flow's packets go to with several workers on the offline path.
@@ -109,13 +109,29 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
-    /// The dispatcher threads for `workers` workers: as given, or one per three workers,
-    /// never more than the workers. A dispatcher spends about a quarter of a worker's
-    /// instructions on a packet (decoding, hashing, batching); one per three keeps the
-    /// busiest thread a worker (docs/BENCHMARKS.md, "Many-core engine").
+    /// The dispatcher threads for `workers` workers: as given, or one per four workers,
+    /// never more than the workers. A dispatcher spends about a fifth of a worker's
+    /// instructions on a packet (decoding, hashing, batching: ~700 of ~3,700 on a real
+    /// traffic mix); one per four keeps the busiest thread a worker at 16 workers
+    /// (docs/BENCHMARKS.md, "Scaling on real traffic").
     pub fn dispatchers_for(&self, workers: usize) -> usize {
-        let d = if self.dispatchers > 0 { self.dispatchers } else { workers.div_ceil(3) };
+        let d = if self.dispatchers > 0 { self.dispatchers } else { workers.div_ceil(4) };
         d.clamp(1, workers.max(1))
+    }
+
+    /// The workers of a file run on `cores` cores when `-w` is not given: the most
+    /// whose threads doing the work — the workers and their default dispatchers —
+    /// leave a core to the reader and the writer together (each takes about 1% of the
+    /// instructions), so that the run starts no more busy threads than cores: 1 worker
+    /// (reading and decoding inline) up to 3 cores, 2 + 1 dispatcher on 4, 5 + 2 on 8,
+    /// 12 + 3 on 16.
+    pub fn default_workers(cores: usize) -> usize {
+        let fits = |w: usize| w + w.div_ceil(4) < cores;
+        let mut w = 1;
+        while w < 1024 && fits(w + 1) {
+            w += 1;
+        }
+        w
     }
 
     /// The rotation period in ns, if the output rotates ([`rotate_period_ns`]).
@@ -186,4 +202,24 @@ pub(crate) fn random_seed() -> u64 {
         return t.as_nanos() as u64 ^ 0x5DEE_CE66_D1CE_5EED;
     }
     u64::from_le_bytes(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// By default a file run starts no more busy threads (workers and dispatchers)
+    /// than cores, less one for the reader and the writer.
+    #[test]
+    fn default_workers_fit_the_cores() {
+        let cfg = EngineConfig::default();
+        for (cores, w) in [(1, 1), (2, 1), (3, 1), (4, 2), (8, 5), (16, 12), (64, 50)] {
+            assert_eq!(EngineConfig::default_workers(cores), w, "{cores} cores");
+        }
+        for cores in 4..=256 {
+            let w = EngineConfig::default_workers(cores);
+            assert!(w + cfg.dispatchers_for(w) < cores, "{cores} cores: {w} workers");
+        }
+        assert_eq!((cfg.dispatchers_for(1), cfg.dispatchers_for(15), cfg.dispatchers_for(16)), (1, 4, 4));
+    }
 }

@@ -49,6 +49,9 @@ enum Cmd {
         /// Keep callgrind's files here [default: a temporary directory, removed]
         #[arg(long)]
         keep: Option<PathBuf>,
+        /// tapstat's --hash-seed (which flows share a worker)
+        #[arg(long, default_value_t = 1)]
+        hash_seed: u64,
         /// More tapstat flags, after `--`
         #[arg(last = true)]
         extra: Vec<String>,
@@ -79,13 +82,15 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Cmd::Scaling { read, workers, tapstat, keep, extra } => match scaling(&read, &workers, tapstat, keep, &extra) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("tapstat-lab: scaling: {e}");
-                ExitCode::FAILURE
+        Cmd::Scaling { read, workers, tapstat, keep, hash_seed, extra } => {
+            match scaling(&read, &workers, tapstat, keep, hash_seed, &extra) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("tapstat-lab: scaling: {e}");
+                    ExitCode::FAILURE
+                }
             }
-        },
+        }
         Cmd::Synth { output, seed, tcp_flows, udp_flows } => {
             let cfg = SynthConfig { seed, tcp_flows, udp_dns_flows: udp_flows, ..SynthConfig::default() };
             match write_pcap(&output, &cfg) {
@@ -117,6 +122,7 @@ fn scaling(
     workers: &[usize],
     tapstat: Option<PathBuf>,
     keep: Option<PathBuf>,
+    seed: u64,
     extra: &[String],
 ) -> Result<(), String> {
     let bin = match tapstat {
@@ -134,7 +140,7 @@ fn scaling(
     let mut runs = Vec::new();
     for &w in workers {
         eprintln!("tapstat-lab: scaling: {w} worker(s) under callgrind ...");
-        let run = tapstat_lab::scaling::measure(&bin, read, w, extra, &dir.join(format!("w{w}")))
+        let run = tapstat_lab::scaling::measure(&bin, read, w, seed, extra, &dir.join(format!("w{w}")))
             .map_err(|e| e.to_string())?;
         runs.push(run);
     }

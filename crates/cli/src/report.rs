@@ -525,13 +525,13 @@ to its last packet (UDP: each side's own), as flow dashboards do; a long flow's 
     // The protocol split: transports from the logs, non-IP frames from the summary
     // (its bytes less those of the IP flows it counted in `traffic`).
     let traffic = |k: &str| -> u64 {
-        summary
-            .get("traffic")
-            .and_then(|t| t.as_object())
-            .map_or(0, |m| total(m.values().filter_map(|c| c.get(k).and_then(|v| v.as_u64())).collect::<Vec<_>>().iter()))
+        summary.get("traffic").and_then(|t| t.as_object()).map_or(0, |m| {
+            total(m.values().filter_map(|c| c.get(k).and_then(|v| v.as_u64())).collect::<Vec<_>>().iter())
+        })
     };
     let non_ip_bytes = if summary.get("traffic").is_some() { g("bytes").saturating_sub(traffic("bytes")) } else { 0 };
-    let mut proto: Vec<(&str, Agg)> = vec![("TCP", flows.protos[0]), ("UDP", flows.protos[1]), ("other IP (ICMP, ...)", flows.protos[2])];
+    let mut proto: Vec<(&str, Agg)> =
+        vec![("TCP", flows.protos[0]), ("UDP", flows.protos[1]), ("other IP (ICMP, ...)", flows.protos[2])];
     proto.push(("non-IP frames (ARP, LLDP, EAPOL...)", Agg { flows: 0, wire: non_ip_bytes, payload: 0, pkts: non_ip }));
     let proto_all = proto.iter().fold(0u64, |a, p| a.saturating_add(p.1.wire));
     let bars = |v: &[(&str, Agg)], all: u64| -> Vec<Bar> {
@@ -547,17 +547,37 @@ to its last packet (UDP: each side's own), as flow dashboards do; a long flow's 
             })
             .collect()
     };
-    s += &chart::hbars("protocols", "Protocols by bytes on the wire", "transport of the flows; non-IP frames are in no flow", &bars(&proto, proto_all));
+    s += &chart::hbars(
+        "protocols",
+        "Protocols by bytes on the wire",
+        "transport of the flows; non-IP frames are in no flow",
+        &bars(&proto, proto_all),
+    );
     let ver = [("IPv4", flows.versions[0]), ("IPv6", flows.versions[1])];
-    s += &chart::hbars("ip-versions", "IP versions by bytes on the wire", "of the flows' addresses (the innermost header)", &bars(&ver, flows.versions[0].wire.saturating_add(flows.versions[1].wire)));
+    s += &chart::hbars(
+        "ip-versions",
+        "IP versions by bytes on the wire",
+        "of the flows' addresses (the innermost header)",
+        &bars(&ver, flows.versions[0].wire.saturating_add(flows.versions[1].wire)),
+    );
     s += "</div>";
 
     s += "<h2 id=tcp>RTT and retransmissions (TCP)</h2><div class=grid>";
     let rtt_edges: Vec<f64> =
         LOG_EDGES[..LOG_EDGES.partition_point(|e| *e <= 100_000_000)].iter().map(|e| *e as f64 / 1000.0).collect();
     let ms = |v: f64| format!("{v} ms");
-    s += &chart::hbars("rtt-c", "Mean RTT of the client's data (c_rtt_avg), flows", "", &chart_distribution(&flows.rtt[0], &rtt_edges, ms));
-    s += &chart::hbars("rtt-s", "Mean RTT of the server's data (s_rtt_avg), flows", "", &chart_distribution(&flows.rtt[1], &rtt_edges, ms));
+    s += &chart::hbars(
+        "rtt-c",
+        "Mean RTT of the client's data (c_rtt_avg), flows",
+        "",
+        &chart_distribution(&flows.rtt[0], &rtt_edges, ms),
+    );
+    s += &chart::hbars(
+        "rtt-s",
+        "Mean RTT of the server's data (s_rtt_avg), flows",
+        "",
+        &chart_distribution(&flows.rtt[1], &rtt_edges, ms),
+    );
     s += &chart::hbars("retx", "Retransmitted share of data packets, TCP flows with data", "", &retx_bins(&flows.retx));
     s += "</div>";
 
@@ -598,14 +618,19 @@ fn histograms(s: &mut String, h: &Histos, top: usize) {
         }
     );
     if heat {
-        let per = |name: &str| h.per_time(name).into_iter().map(|(t, c)| (utc(t)[11..16].to_string(), c)).collect::<Vec<_>>();
+        let per =
+            |name: &str| h.per_time(name).into_iter().map(|(t, c)| (utc(t)[11..16].to_string(), c)).collect::<Vec<_>>();
         *s += &chart::columns("", "IP packets per interval", "", &per(Family::IpLen.name()), "packets");
         *s += &chart::columns("", "Flows per interval (records due)", "", &per(Family::App.name()), "flows");
     }
     for f in Family::ALL {
         let bins = ordered_bins(h, f, top);
-        let title =
-            format!("{} ({} per bin{})", f.name(), f.counts(), if named(f) { format!(", top {top}") } else { String::new() });
+        let title = format!(
+            "{} ({} per bin{})",
+            f.name(),
+            f.counts(),
+            if named(f) { format!(", top {top}") } else { String::new() }
+        );
         if heat {
             *s += &chart::heatmap(&title, "", &times, &bins, f.counts());
         } else if named(f) {

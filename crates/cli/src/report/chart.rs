@@ -21,36 +21,8 @@ pub const OTHER: &str = "#c7c7c7";
 /// The steps a chart over time may have, in ms: 1-2-5 below a second, then clock
 /// steps (never more than 2.5 apart, so 300 columns at most leave 120 at least).
 pub const NICE_STEPS_MS: &[f64] = &[
-    1.0,
-    2.0,
-    5.0,
-    10.0,
-    20.0,
-    50.0,
-    100.0,
-    200.0,
-    500.0,
-    1e3,
-    2e3,
-    5e3,
-    10e3,
-    20e3,
-    30e3,
-    60e3,
-    120e3,
-    300e3,
-    600e3,
-    1_200e3,
-    1_800e3,
-    3_600e3,
-    7_200e3,
-    14_400e3,
-    28_800e3,
-    43_200e3,
-    86_400e3,
-    172_800e3,
-    432_000e3,
-    864_000e3,
+    1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3, 5e3, 10e3, 20e3, 30e3, 60e3, 120e3, 300e3, 600e3,
+    1_200e3, 1_800e3, 3_600e3, 7_200e3, 14_400e3, 28_800e3, 43_200e3, 86_400e3, 172_800e3, 432_000e3, 864_000e3,
 ];
 
 /// The longest label shown whole.
@@ -260,8 +232,7 @@ pub fn hbars(id: &str, title: &str, note: &str, rows: &[Bar]) -> String {
 }
 
 fn figure_open(id: &str, title: &str, note: &str) -> String {
-    let mut s =
-        if id.is_empty() { "<figure>".to_string() } else { format!("<figure id=\"{}\" class=fig>", esc(id)) };
+    let mut s = if id.is_empty() { "<figure>".to_string() } else { format!("<figure id=\"{}\" class=fig>", esc(id)) };
     let _ = write!(s, "<figcaption>{}</figcaption>", esc(title));
     if !note.is_empty() {
         let _ = write!(s, "<p class=cap>{note}</p>");
@@ -304,7 +275,13 @@ pub fn columns(id: &str, title: &str, note: &str, series: &[(String, u64)], unit
             );
         }
     }
-    let _ = write!(s, "<text x=\"{x}\" y=\"{y}\" text-anchor=middle class=small>{u}</text>", x = left + (w - left) / 2.0, y = h - 3.0, u = esc(unit));
+    let _ = write!(
+        s,
+        "<text x=\"{x}\" y=\"{y}\" text-anchor=middle class=small>{u}</text>",
+        x = left + (w - left) / 2.0,
+        y = h - 3.0,
+        u = esc(unit)
+    );
     s += "</svg></figure>";
     s
 }
@@ -335,7 +312,16 @@ pub struct Line {
 
 /// A chart over `tl`: rates (amount per column × `scale` / the column's seconds, in
 /// `unit`), stacked areas or lines, a legend, and a hover text per column.
-pub fn over_time(id: &str, title: &str, note: &str, tl: &Timeline, lines: &[Line], unit: &str, scale: f64, stacked: bool) -> String {
+pub fn over_time(
+    id: &str,
+    title: &str,
+    note: &str,
+    tl: &Timeline,
+    lines: &[Line],
+    unit: &str,
+    scale: f64,
+    stacked: bool,
+) -> String {
     let mut s = figure_open(id, title, note);
     let n = tl.n;
     if lines.is_empty() || lines.iter().all(|l| l.values.iter().all(|v| *v <= 0.0)) {
@@ -353,7 +339,11 @@ pub fn over_time(id: &str, title: &str, note: &str, tl: &Timeline, lines: &[Line
             }
         }
     }
-    let max = if stacked { tops.last().map_or(0.0, |t| t.iter().copied().fold(0.0, f64::max)) } else { tops.iter().flatten().copied().fold(0.0, f64::max) };
+    let max = if stacked {
+        tops.last().map_or(0.0, |t| t.iter().copied().fold(0.0, f64::max))
+    } else {
+        tops.iter().flatten().copied().fold(0.0, f64::max)
+    };
     let (top, tick) = nice_axis(max);
     let (w, h, left, right, y0, bottom) = (640.0, 230.0, 78.0, 8.0, 8.0, 22.0);
     let ph = h - y0 - bottom;
@@ -368,7 +358,11 @@ pub fn over_time(id: &str, title: &str, note: &str, tl: &Timeline, lines: &[Line
     y_axis(&mut s, left, w - right, y0, ph, top, tick, |v| if v == 0.0 { "0".into() } else { si(v, unit) });
     // Time ticks: the smallest clock step giving at most 7 labels, on its multiples.
     let span = tl.step_ms * n as f64;
-    let tick_ms = NICE_STEPS_MS.iter().copied().find(|t| span / t <= 7.0).unwrap_or_else(|| (span / 7.0 / 604_800e3).ceil() * 604_800e3);
+    let tick_ms = NICE_STEPS_MS
+        .iter()
+        .copied()
+        .find(|t| span / t <= 7.0)
+        .unwrap_or_else(|| (span / 7.0 / 604_800e3).ceil() * 604_800e3);
     let mut t = (tl.t0_ms / tick_ms).ceil() * tick_ms;
     while t <= tl.at(n) {
         let x = left + (t - tl.t0_ms) / tl.step_ms * cw;
@@ -400,9 +394,15 @@ pub fn over_time(id: &str, title: &str, note: &str, tl: &Timeline, lines: &[Line
     for (k, line) in lines.iter().enumerate() {
         if stacked {
             let below = if k == 0 { &zero } else { &tops[k - 1] };
-            let _ = write!(s, "<path d=\"{}\" fill=\"{}\" stroke=\"none\"/>", step_path(&tops[k], Some(below)), line.color);
+            let _ =
+                write!(s, "<path d=\"{}\" fill=\"{}\" stroke=\"none\"/>", step_path(&tops[k], Some(below)), line.color);
         } else {
-            let _ = write!(s, "<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"/>", step_path(&tops[k], None), line.color);
+            let _ = write!(
+                s,
+                "<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"/>",
+                step_path(&tops[k], None),
+                line.color
+            );
         }
     }
     // Hover: one transparent column per column with traffic, saying what it holds.
@@ -428,13 +428,16 @@ pub fn over_time(id: &str, title: &str, note: &str, tl: &Timeline, lines: &[Line
         );
     }
     s += "</svg>";
-    s += &legend(&lines.iter().map(|l| (l.name.clone(), l.color, l.values.iter().sum::<f64>())).collect::<Vec<_>>(), |v| {
-        if unit.ends_with("bit/s") {
-            bytes(v.round() as u64)
-        } else {
-            format!("{} frames", num(v.round() as u64))
-        }
-    });
+    s += &legend(
+        &lines.iter().map(|l| (l.name.clone(), l.color, l.values.iter().sum::<f64>())).collect::<Vec<_>>(),
+        |v| {
+            if unit.ends_with("bit/s") {
+                bytes(v.round() as u64)
+            } else {
+                format!("{} frames", num(v.round() as u64))
+            }
+        },
+    );
     s += "</figure>";
     s
 }
@@ -443,7 +446,12 @@ pub fn over_time(id: &str, title: &str, note: &str, tl: &Timeline, lines: &[Line
 pub fn legend(items: &[(String, &str, f64)], total: impl Fn(f64) -> String) -> String {
     let mut s = String::from("<div class=legend>");
     for (name, color, v) in items {
-        let _ = write!(s, "<span><i class=sw style=\"background:{color}\"></i>{} <b>{}</b></span>", esc(name), esc(&total(*v)));
+        let _ = write!(
+            s,
+            "<span><i class=sw style=\"background:{color}\"></i>{} <b>{}</b></span>",
+            esc(name),
+            esc(&total(*v))
+        );
     }
     s += "</div>";
     s
@@ -462,7 +470,12 @@ fn ramp_legend(max: u64, what: &str) -> String {
     let steps = 12;
     for k in 0..steps {
         let v = ((max as f64).ln_1p() * k as f64 / (steps - 1) as f64).exp_m1().round() as u64;
-        let _ = write!(s, "<rect x=\"{x}\" y=\"2\" width=\"14\" height=\"10\" fill=\"{c}\"/>", x = 20 + k * 14, c = ramp(v.max(1), max));
+        let _ = write!(
+            s,
+            "<rect x=\"{x}\" y=\"2\" width=\"14\" height=\"10\" fill=\"{c}\"/>",
+            x = 20 + k * 14,
+            c = ramp(v.max(1), max)
+        );
     }
     let _ = write!(
         s,

@@ -493,7 +493,8 @@ mod tests {
 
     #[test]
     fn a_short_run_gets_at_least_120_columns() {
-        for (first, last) in [(0.0, 191_200.0), (1e12, 1e12 + 1_007_678.0), (5.0, 130.0), (0.0, 86_400_000.0 * 2200.0)] {
+        for (first, last) in [(0.0, 191_200.0), (1e12, 1e12 + 1_007_678.0), (5.0, 130.0), (0.0, 86_400_000.0 * 2200.0)]
+        {
             let tl = Timeline::for_span(first, last);
             assert!(tl.n >= 120 && tl.n <= MAX_COLUMNS, "{first}..{last}: {tl:?}");
             assert!(tl.t0_ms <= first && tl.at(tl.n) > last, "{first}..{last}: {tl:?}");

@@ -87,12 +87,15 @@ pub fn si(v: f64, unit: &str) -> String {
         v /= 1000.0;
         u += 1;
     }
+    // Three significant digits (a rate below 1/s keeps its first three too).
     let digits = if v == 0.0 || v.abs() >= 99.95 {
         0
     } else if v.abs() >= 9.995 {
         1
-    } else {
+    } else if v.abs() >= 0.9995 {
         2
+    } else {
+        (2 - v.abs().log10().floor() as i64).clamp(2, 12) as usize
     };
     let s = format!("{v:.digits$}");
     // 2.50 → 2.5, 3.00 → 3
@@ -366,12 +369,14 @@ pub fn over_time(
     let mut t = (tl.t0_ms / tick_ms).ceil() * tick_ms;
     while t <= tl.at(n) {
         let x = left + (t - tl.t0_ms) / tl.step_ms * cw;
+        let l = tick_label(t, tick_ms);
+        // A label that would pass the right edge ends at its tick.
+        let anchor = if x + text_w(&l) * 0.45 > w { "end" } else { "middle" };
         let _ = write!(
             s,
-            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{y0}\" y2=\"{yb}\" stroke=\"#e4e4e4\"/><text x=\"{x:.1}\" y=\"{ty}\" text-anchor=middle class=small>{l}</text>",
+            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{y0}\" y2=\"{yb}\" stroke=\"#e4e4e4\"/><text x=\"{x:.1}\" y=\"{ty}\" text-anchor={anchor} class=small>{l}</text>",
             yb = y0 + ph + 3.0,
             ty = h - 8.0,
-            l = tick_label(t, tick_ms),
         );
         t += tick_ms;
     }
@@ -559,6 +564,8 @@ mod tests {
         assert_eq!(si(2_500_000.0, "bit/s"), "2.5 Mbit/s");
         assert_eq!(si(999.0, "pkt/s"), "999 pkt/s");
         assert_eq!(si(0.25, "pkt/s"), "0.25 pkt/s");
+        assert_eq!(si(0.000462, "pkt/s"), "0.000462 pkt/s");
+        assert_eq!(si(0.0005, "pkt/s"), "0.0005 pkt/s");
         assert_eq!(duration(1000.0), "1 s");
         assert_eq!(duration(300e3), "5 min");
         assert_eq!(duration(20.0), "20 ms");

@@ -435,8 +435,11 @@ impl Flows {
 
         // Over time: each side over its span (UDP logs give one per side), else the
         // flow's.
+        // Times to whole µs (Parquet's unit, the TSV's precision), so that the same
+        // records give the same sums in every format.
         let ts = self.time_scale;
-        let (Some(first), last) = (num(FIRST).map(|t| t * ts), num(LAST).map(|t| t * ts)) else { return };
+        let us = |v: f64| (v * ts * 1000.0).round() / 1000.0;
+        let (Some(first), last) = (num(FIRST).map(us), num(LAST).map(us)) else { return };
         let last = last.unwrap_or(first).max(first);
         self.span = Some(self.span.map_or((first, last), |(a, b)| (a.min(first), b.max(last))));
         let tl = self.timeline;
@@ -445,10 +448,12 @@ impl Flows {
             Some(t) => t,
             None => self.app_time.entry(app.to_string()).or_insert_with(|| Traffic::new(n)),
         };
-        let isint = [num(C_ISINT).is_some_and(|v| v != 0.0), num(S_ISINT).is_some_and(|v| v != 0.0)];
+        // 1 in TSV and JSON, true in Parquet.
+        let flag = |i: usize| matches!(r[i].as_deref(), Some("1" | "true"));
+        let isint = [flag(C_ISINT), flag(S_ISINT)];
         for (side, (fa, du)) in [(0, (C_FIRST_ABS, C_DURAT)), (1, (S_FIRST_ABS, S_DURAT))] {
             let (a, b) = match (num(fa), num(du)) {
-                (Some(a), Some(d)) if a > 0.0 => (a * ts, a * ts + d),
+                (Some(a), Some(d)) if a > 0.0 => (us(a), us(a) + (d * 1000.0).round() / 1000.0),
                 _ => (first, last),
             };
             let (w, k) = (wire[side] as f64, pkts[side] as f64);

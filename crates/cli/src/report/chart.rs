@@ -53,7 +53,7 @@ pub fn short(label: &str) -> String {
     }
     let half = (LABEL_MAX - 1) / 2;
     let head: String = label.chars().take(half).collect();
-    let tail: String = label.chars().skip(n - half).collect();
+    let tail: String = label.chars().skip(n - (LABEL_MAX - 1 - half)).collect();
     format!("{head}…{tail}")
 }
 
@@ -315,6 +315,7 @@ pub struct Line {
 
 /// A chart over `tl`: rates (amount per column × `scale` / the column's seconds, in
 /// `unit`), stacked areas or lines, a legend, and a hover text per column.
+#[allow(clippy::too_many_arguments)]
 pub fn over_time(
     id: &str,
     title: &str,
@@ -337,8 +338,9 @@ pub fn over_time(
     let mut tops = rates.clone();
     if stacked {
         for k in 1..tops.len() {
-            for i in 0..n {
-                tops[k][i] += tops[k - 1][i];
+            let (below, this) = tops.split_at_mut(k);
+            for (t, b) in this[0].iter_mut().zip(&below[k - 1]) {
+                *t += b;
             }
         }
     }

@@ -4,21 +4,37 @@
 //! loads nothing (no network, no other file), so it opens anywhere, from a mail or an
 //! archive. It reads, from the output directory:
 //!
-//! - `summary.json` (required: a finished run): the run's health — packets, drops of a
-//!   live run, anomalies, evictions, capture damage, warnings, write errors;
-//! - `histograms.tsv` (`--histo-interval`): packets and flows per interval, and each
-//!   family as a heat map over time (interval × bin, darker = more) beside its total
-//!   over the run;
+//! - `summary.json` (required: a finished run): the run's span and totals, and its
+//!   health — drops of a live run, anomalies, evictions, capture damage, warnings,
+//!   write errors;
 //! - the flow logs (TSV or JSON lines, as written or compressed by `--compress`, or
 //!   Parquet in a build with the `parquet` feature; at the top and in `--rotate`'s
-//!   interval directories): top applications, server names (TLS SNI, else HTTP host,
-//!   else the DNS name) and talkers by bytes, and the RTT and retransmission
-//!   distributions of TCP flows.
+//!   interval directories): the traffic over time (bit/s and frames/s per application
+//!   and per direction), top applications, server names and talkers, the protocol
+//!   split, and the RTT and retransmission distributions of TCP flows;
+//! - `histograms.tsv` (`--histo-interval`): each family as a heat map over time when
+//!   there are enough intervals, else as its distribution over the run.
 //!
-//! Every string that comes from traffic (names, addresses) is escaped for HTML.
+//! The page is in the order an operator reads a flow dashboard's first screen
+//! (ntopng's, a Grafana flow board's): key figures, throughput over time, what and
+//! who, then TCP quality, the histograms and the run's health.
+//!
+//! Traffic volume is bytes on the wire (`c_bytes_wire + s_bytes_wire`: whole frames,
+//! headers included, as a link counter or a flow dashboard counts them); payload
+//! bytes (`*_bytes_all`) appear only in hover texts, named as payload. The charts over
+//! time get their step from the run's length (see `logs::Timeline`): 120 to 300
+//! columns whatever the histograms' interval.
+//!
+//! Every string that comes from traffic (names, addresses) is escaped for HTML, and no
+//! label is cut so that two look equal (`chart::short`).
+
+mod chart;
+mod logs;
 
 use anyhow::{bail, Context, Result};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use chart::{bytes, duration, esc, num, si, utc, utc_ms, Bar, Line, BAR, OTHER, PALETTE};
+use logs::{Agg, Flows, Histos, Timeline};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use tapstat_analyze::histo::{Family, LOG_EDGES};
@@ -26,31 +42,12 @@ use tapstat_analyze::histo::{Family, LOG_EDGES};
 /// The report's name in the output directory.
 pub const REPORT: &str = "report.html";
 
-/// The bars' colour; the screenshot test looks for it.
-const BAR: &str = "#1f77b4";
+/// Series of a chart over time: the top applications, then "other".
+const TIME_SERIES: usize = 9;
 
-/// The flow logs the report reads.
-const FLOW_LOGS: [&str; 4] = ["log_tcp_complete", "log_tcp_nocomplete", "log_udp_complete", "log_other"];
-
-/// The columns the report uses.
-const COLS: [&str; 16] = [
-    "c_ip",
-    "s_ip",
-    "c_bytes_all",
-    "s_bytes_all",
-    "c_pkts_all",
-    "s_pkts_all",
-    "c_pkts_data",
-    "s_pkts_data",
-    "c_pkts_retx",
-    "s_pkts_retx",
-    "c_rtt_avg",
-    "s_rtt_avg",
-    "app",
-    "c_tls_SNI",
-    "http_hostname",
-    "fqdn",
-];
+/// Fewer histogram intervals than this: each family is drawn as its distribution over
+/// the run instead of a heat map of a few columns.
+const HEAT_MIN_INTERVALS: usize = 10;
 
 /// Writes the report of output directory `dir` to `out` (default `dir/report.html`);
 /// returns where.
@@ -72,7 +69,23 @@ pub fn run(dir: &Path, out: Option<&Path>, top: usize) -> Result<PathBuf> {
             histo.get_or_insert_with(Histos::default).add(&t).with_context(|| format!("{}", p.display()))?;
         }
     }
-    let flows = Flows::read(dir)?;
+    // The run's span: summary.json's, else (a hand-made or older directory) the
+    // records' own, from a first pass.
+    let f64_of = |k: &str| summary.get(k).and_then(serde_json::Value::as_f64).filter(|v| *v > 0.0);
+    let span = match (f64_of("first_packet_s"), f64_of("last_packet_s")) {
+        (Some(a), Some(b)) => Some((a * 1e3, b * 1e3)),
+        _ => None,
+    };
+    let internal = summary
+        .get("options")
+        .and_then(|o| o.get("internal").or_else(|| o.get("net-file")))
+        .is_some_and(|v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()) && v.as_str() != Some(""));
+    let span = match span {
+        Some(s) => Some(s),
+        None => Flows::read(dir, Timeline { t0_ms: 0.0, step_ms: 1.0, n: 1 }, internal)?.span,
+    };
+    let timeline = span.map_or(Timeline { t0_ms: 0.0, step_ms: 1000.0, n: 1 }, |(a, b)| Timeline::for_span(a, b));
+    let flows = Flows::read(dir, timeline, internal)?;
     let html = render(dir, &summary, histo.as_ref(), &flows, top.max(1));
     match out {
         // In the output directory: a file tapstat creates (never through a name it did
@@ -125,378 +138,77 @@ fn write_named(path: &Path, text: &str) -> Result<()> {
         .with_context(|| format!("report: writing {}", path.display()))
 }
 
-/// histograms.tsv: count per (interval, histogram, bin), directions summed.
-#[derive(Default)]
-struct Histos {
-    times: BTreeSet<u64>,
-    /// histogram -> bin -> time -> count
-    by: BTreeMap<String, BTreeMap<String, BTreeMap<u64, u64>>>,
-}
-
-impl Histos {
-    /// Adds the rows of one histograms file.
-    fn add(&mut self, text: &str) -> Result<()> {
-        let mut lines = text.lines();
-        if lines.next() != Some("time\thistogram\tdirection\tbin\tcount") {
-            bail!("not a histograms file (header)");
-        }
-        let h = self;
-        for (i, l) in lines.enumerate() {
-            let f: Vec<&str> = l.split('\t').collect();
-            let (Some(t), Some(c)) =
-                (f.first().and_then(|t| t.parse().ok()), f.get(4).and_then(|c| c.parse::<u64>().ok()))
-            else {
-                bail!("line {}: not time, histogram, direction, bin, count", i + 2);
-            };
-            h.times.insert(t);
-            // Counts from a file anyone may have written: added saturating, never
-            // wrapped (nor a panic in a build with overflow checks).
-            let e =
-                h.by.entry(f[1].to_string()).or_default().entry(f[3].to_string()).or_default().entry(t).or_default();
-            *e = e.saturating_add(c);
-        }
-        Ok(())
-    }
-
-    /// Total per interval of histogram `name`.
-    fn per_time(&self, name: &str) -> Vec<(u64, u64)> {
-        let mut m: BTreeMap<u64, u64> = self.times.iter().map(|t| (*t, 0)).collect();
-        for bins in self.by.get(name).into_iter().flat_map(|b| b.values()) {
-            for (t, c) in bins {
-                let e = m.entry(*t).or_default();
-                *e = e.saturating_add(*c);
-            }
-        }
-        m.into_iter().collect()
-    }
-}
-
-/// What the flow logs say, aggregated.
-#[derive(Default)]
-struct Flows {
-    read: Vec<String>,
-    skipped: Vec<String>,
-    records: u64,
-    apps: HashMap<String, (u64, u64)>,
-    names: HashMap<String, (u64, u64)>,
-    talkers: HashMap<String, (u64, u64)>,
-    /// RTT samples (ms), client and server side.
-    rtt: [Vec<f64>; 2],
-    /// Per TCP flow with data: retransmitted / data packets.
-    retx: Vec<f64>,
-}
-
-impl Flows {
-    fn read(dir: &Path) -> Result<Flows> {
-        let mut f = Flows::default();
-        let mut dirs = vec![dir.to_path_buf()];
-        dirs.extend(crate::outdir::interval_dirs(dir)?);
-        for d in &dirs {
-            for log in FLOW_LOGS {
-                for (ext, jsonl) in [("", false), (".jsonl", true)] {
-                    // As written, or through --compress's zstd or gzip (a live run's
-                    // files hold a frame or member per flush: both decoders read on).
-                    for comp in ["", ".zst", ".gz"] {
-                        let p = d.join(format!("{log}{ext}{comp}"));
-                        if !p.is_file() {
-                            continue;
-                        }
-                        let file = std::fs::File::open(&p).with_context(|| format!("reading {}", p.display()))?;
-                        let reader: Box<dyn std::io::Read> = match comp {
-                            ".zst" => Box::new(
-                                zstd::stream::read::Decoder::new(file)
-                                    .with_context(|| format!("reading {}", p.display()))?,
-                            ),
-                            ".gz" => Box::new(flate2::read::MultiGzDecoder::new(file)),
-                            _ => Box::new(file),
-                        };
-                        // Line by line: a day's logs need not fit in memory.
-                        let lines = std::io::BufRead::lines(std::io::BufReader::new(reader)).map_while(Result::ok);
-                        f.add_log(lines, jsonl);
-                        f.read.push(p.strip_prefix(dir).unwrap_or(&p).display().to_string());
-                    }
-                }
-                let p = d.join(format!("{log}.parquet"));
-                if p.is_file() {
-                    let name = p.strip_prefix(dir).unwrap_or(&p).display().to_string();
-                    // A build without the `parquet` feature cannot read it: listed as
-                    // not read, with why.
-                    match tapstat_sink::parquet::for_each_row(&p, &COLS, |r| f.add(r)) {
-                        Ok(()) => f.read.push(name),
-                        Err(e) => f.skipped.push(format!("{name} ({e})")),
-                    }
-                }
-            }
-        }
-        Ok(f)
-    }
-
-    fn add_log(&mut self, mut lines: impl Iterator<Item = String>, jsonl: bool) {
-        if jsonl {
-            for l in lines {
-                let Ok(serde_json::Value::Object(m)) = serde_json::from_str::<serde_json::Value>(&l) else { continue };
-                let get = |c: &str| match m.get(c) {
-                    Some(serde_json::Value::String(s)) => Some(s.clone()),
-                    Some(serde_json::Value::Number(n)) => Some(n.to_string()),
-                    _ => None,
-                };
-                let rec: Vec<Option<String>> = COLS.iter().map(|c| get(c)).collect();
-                self.add(&rec);
-            }
-            return;
-        }
-        let Some(header) = lines.next() else { return };
-        let idx: Vec<Option<usize>> = COLS.iter().map(|c| header.split('\t').position(|h| h == *c)).collect();
-        for l in lines {
-            let f: Vec<&str> = l.split('\t').collect();
-            let rec: Vec<Option<String>> = idx
-                .iter()
-                .map(|i| i.and_then(|i| f.get(i)).filter(|v| !v.is_empty()).map(|v| tapstat_record::tsv::unescape(v)))
-                .collect();
-            self.add(&rec);
-        }
-    }
-
-    /// One record, its values in [`COLS`] order.
-    fn add(&mut self, r: &[Option<String>]) {
-        let num = |i: usize| r[i].as_deref().and_then(|v| v.parse::<f64>().ok());
-        let int = |i: usize| num(i).unwrap_or(0.0) as u64;
-        self.records += 1;
-        let bytes = int(2).saturating_add(int(3));
-        let bump = |m: &mut HashMap<String, (u64, u64)>, k: &str| {
-            let e = m.entry(k.to_string()).or_default();
-            e.0 = e.0.saturating_add(1);
-            e.1 = e.1.saturating_add(bytes);
-        };
-        bump(&mut self.apps, r[12].as_deref().unwrap_or("unknown"));
-        if let Some(n) = r[13].as_deref().or(r[14].as_deref()).or(r[15].as_deref()) {
-            bump(&mut self.names, n);
-        }
-        for ip in [&r[0], &r[1]].into_iter().flatten() {
-            bump(&mut self.talkers, ip);
-        }
-        for (k, i) in [(0, 10), (1, 11)] {
-            if let Some(v) = num(i) {
-                self.rtt[k].push(v);
-            }
-        }
-        // TCP records (the only ones with pkts_retx) with data.
-        let data = int(6) + int(7);
-        if data > 0 && (r[8].is_some() || r[9].is_some()) {
-            self.retx.push((int(8) + int(9)) as f64 / data as f64);
-        }
-    }
-}
-
-/// Escapes text for HTML.
-fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c if c.is_control() => o.push('\u{fffd}'),
-            c => o.push(c),
-        }
-    }
-    o
-}
-
-/// A whole number with thin separators.
-fn num(n: u64) -> String {
-    let s = n.to_string();
-    let mut o = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            o.push(',');
-        }
-        o.push(c);
-    }
-    o
-}
-
-fn bytes(n: u64) -> String {
-    let units = ["B", "kB", "MB", "GB", "TB", "PB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1000.0 && u + 1 < units.len() {
-        v /= 1000.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", units[u])
-    }
-}
-
-fn utc(t: u64) -> String {
-    let (y, m, d, hh, mm, ss) = tapstat_record::civil(t);
-    format!("{y:04}-{m:02}-{d:02} {hh:02}:{mm:02}:{ss:02}")
-}
-
-/// Horizontal bars: one per (label, value), with `value_text` written after each.
-fn hbars(title: &str, rows: &[(String, f64, String)]) -> String {
-    let mut s = format!("<figure><figcaption>{}</figcaption>", esc(title));
-    if rows.is_empty() {
-        s += "<p class=none>nothing to show</p></figure>";
-        return s;
-    }
-    let (w, lw, row_h) = (520.0, 190.0, 18.0);
-    let h = row_h * rows.len() as f64 + 4.0;
-    let max = rows.iter().map(|r| r.1).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
-    let _ = write!(s, "<svg width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=img>");
-    for (i, (label, v, text)) in rows.iter().enumerate() {
-        let y = i as f64 * row_h + 2.0;
-        let bw = ((w - lw - 110.0) * v / max).max(if *v > 0.0 { 1.0 } else { 0.0 });
-        let short: String = label.chars().take(30).collect();
-        let _ = write!(
-            s,
-            "<text x=\"{x}\" y=\"{ty}\" text-anchor=end>{l}</text><rect x=\"{lw}\" y=\"{y}\" width=\"{bw:.1}\" height=\"{bh}\" fill=\"{BAR}\"><title>{full}: {t}</title></rect><text x=\"{tx:.1}\" y=\"{ty}\">{t}</text>",
-            x = lw - 6.0,
-            ty = y + 12.5,
-            l = esc(&short),
-            bh = row_h - 4.0,
-            full = esc(label),
-            t = esc(text),
-            tx = lw + bw + 4.0,
-        );
-    }
-    s += "</svg></figure>";
-    s
-}
-
-/// Vertical columns over the intervals.
-fn columns(title: &str, series: &[(u64, u64)], unit: &str) -> String {
-    let mut s = format!("<figure><figcaption>{}</figcaption>", esc(title));
-    if series.is_empty() {
-        s += "<p class=none>nothing to show</p></figure>";
-        return s;
-    }
-    let (w, h, left, bottom) = (520.0, 170.0, 60.0, 22.0);
-    let max = series.iter().map(|x| x.1).max().unwrap_or(0).max(1) as f64;
-    let cw = (w - left) / series.len() as f64;
-    let _ = write!(s, "<svg width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=img>");
-    let _ = write!(
-        s,
-        "<text x=\"{x}\" y=\"12\" text-anchor=end>{m}</text><text x=\"{x}\" y=\"{y0}\" text-anchor=end>0</text>",
-        x = left - 4.0,
-        m = num(max as u64),
-        y0 = h - bottom
-    );
-    for (i, (t, v)) in series.iter().enumerate() {
-        let bh = (h - bottom - 6.0) * *v as f64 / max;
-        let _ = write!(
-            s,
-            "<rect x=\"{x:.2}\" y=\"{y:.2}\" width=\"{bw:.2}\" height=\"{bh:.2}\" fill=\"{BAR}\"><title>{when}: {n} {unit}</title></rect>",
-            x = left + i as f64 * cw,
-            y = h - bottom - bh,
-            bw = (cw - 1.0).max(0.5),
-            when = utc(*t),
-            n = num(*v),
-        );
-    }
-    let _ = write!(
-        s,
-        "<text x=\"{left}\" y=\"{ly}\">{a}</text><text x=\"{w}\" y=\"{ly}\" text-anchor=end>{b}</text></svg></figure>",
-        ly = h - 6.0,
-        a = utc(series[0].0),
-        b = utc(series[series.len() - 1].0)
-    );
-    s
-}
-
-/// The ramp of the heat maps: white to dark blue, on a log scale of the count.
-fn ramp(v: u64, max: u64) -> String {
-    let f = ((v as f64).ln_1p() / (max as f64).ln_1p()).clamp(0.0, 1.0);
-    let lerp = |a: f64, b: f64| (a + (b - a) * f) as u8;
-    format!("#{:02x}{:02x}{:02x}", lerp(222.0, 8.0), lerp(235.0, 48.0), lerp(247.0, 107.0))
-}
-
-/// A family over time: a heat map (x: intervals, y: bins in order) with its bins.
-fn heatmap(title: &str, times: &[u64], bins: &[(String, BTreeMap<u64, u64>)]) -> String {
-    let mut s = format!("<figure><figcaption>{}</figcaption>", esc(title));
-    if bins.is_empty() || times.is_empty() {
-        s += "<p class=none>nothing to show</p></figure>";
-        return s;
-    }
-    let (w, left, bottom) = (520.0, 70.0, 20.0);
-    let cell_h = (220.0 / bins.len() as f64).clamp(3.0, 14.0);
-    let h = cell_h * bins.len() as f64 + bottom + 4.0;
-    let cw = (w - left) / times.len() as f64;
-    let col: HashMap<u64, usize> = times.iter().enumerate().map(|(i, t)| (*t, i)).collect();
-    let max = bins.iter().flat_map(|b| b.1.values()).copied().max().unwrap_or(1).max(1);
-    let _ = write!(s, "<svg width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=img>");
-    let every = (bins.len() as f64 * 11.0 / (cell_h * bins.len() as f64)).ceil().max(1.0) as usize;
-    // Bins from the bottom up.
-    for (j, (bin, cells)) in bins.iter().enumerate() {
-        let y = h - bottom - (j as f64 + 1.0) * cell_h;
-        if j % every == 0 {
-            let _ = write!(
-                s,
-                "<text x=\"{x}\" y=\"{ty:.1}\" text-anchor=end class=small>{b}</text>",
-                x = left - 4.0,
-                ty = y + cell_h.min(11.0),
-                b = esc(&bin.chars().take(12).collect::<String>())
-            );
-        }
-        for (t, c) in cells {
-            let Some(i) = col.get(t) else { continue };
-            let _ = write!(
-                s,
-                "<rect x=\"{x:.2}\" y=\"{y:.2}\" width=\"{cw:.2}\" height=\"{cell_h:.2}\" fill=\"{f}\"><title>{when}, {b}: {n}</title></rect>",
-                x = left + *i as f64 * cw,
-                f = ramp(*c, max),
-                when = utc(*t),
-                b = esc(bin),
-                n = num(*c),
-            );
-        }
-    }
-    let _ = write!(
-        s,
-        "<text x=\"{left}\" y=\"{ly}\" class=small>{a}</text><text x=\"{w}\" y=\"{ly}\" text-anchor=end class=small>{b}</text></svg></figure>",
-        ly = h - 5.0,
-        a = utc(times[0]),
-        b = utc(times[times.len() - 1])
-    );
-    s
-}
-
 /// The bins of `family` in display order: numeric bins by value; names and ports by
 /// total, the `top` largest.
 fn ordered_bins(h: &Histos, family: Family, top: usize) -> Vec<(String, BTreeMap<u64, u64>)> {
     let Some(bins) = h.by.get(family.name()) else { return Vec::new() };
     let mut v: Vec<(String, BTreeMap<u64, u64>)> = bins.iter().map(|(k, m)| (k.clone(), m.clone())).collect();
-    match family {
-        Family::App | Family::TcpPort | Family::UdpPort => {
-            v.sort_by_key(|(k, m)| (std::cmp::Reverse(m.values().fold(0u64, |a, c| a.saturating_add(*c))), k.clone()));
-            v.truncate(top);
-            v.reverse();
-        }
-        _ => v.sort_by(|a, b| {
+    if named(family) {
+        v.sort_by_key(|(k, m)| (std::cmp::Reverse(total(m.values())), k.clone()));
+        v.truncate(top);
+        v.reverse();
+    } else {
+        v.sort_by(|a, b| {
             let (x, y) = (a.0.parse::<f64>().unwrap_or(f64::MAX), b.0.parse::<f64>().unwrap_or(f64::MAX));
             x.total_cmp(&y)
-        }),
+        });
     }
     v
 }
 
-/// The top `n` of `m` by bytes: (label, value, text).
-fn top_by_bytes(m: &HashMap<String, (u64, u64)>, n: usize) -> Vec<(String, f64, String)> {
-    let mut v: Vec<(&String, &(u64, u64))> = m.iter().collect();
-    v.sort_by_key(|(k, (f, b))| (std::cmp::Reverse(*b), std::cmp::Reverse(*f), (*k).clone()));
-    v.into_iter()
+/// Families whose bins are names or ports (shown top N), not values in order.
+fn named(f: Family) -> bool {
+    matches!(f, Family::App | Family::TcpPort | Family::UdpPort)
+}
+
+fn total<'a>(it: impl IntoIterator<Item = &'a u64>) -> u64 {
+    it.into_iter().fold(0u64, |a, c| a.saturating_add(*c))
+}
+
+/// The entries of `m` by bytes on the wire, largest first.
+fn ranked(m: &HashMap<String, Agg>) -> Vec<(&String, &Agg)> {
+    let mut v: Vec<(&String, &Agg)> = m.iter().collect();
+    v.sort_by_key(|(k, a)| (std::cmp::Reverse(a.wire), std::cmp::Reverse(a.flows), (*k).clone()));
+    v
+}
+
+/// Percent of `part` in `whole`, for a text.
+fn pct(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        return "–".into();
+    }
+    let p = part as f64 * 100.0 / whole as f64;
+    if p >= 10.0 {
+        format!("{p:.0} %")
+    } else {
+        format!("{p:.1} %")
+    }
+}
+
+/// The top `n` of `m` by bytes on the wire as bars; `color` gives each its colour.
+fn top_bars(m: &HashMap<String, Agg>, n: usize, color: impl Fn(&str) -> &'static str) -> Vec<Bar> {
+    let all: u64 = m.values().fold(0u64, |a, x| a.saturating_add(x.wire));
+    ranked(m)
+        .into_iter()
         .take(n)
-        .map(|(k, (f, b))| (k.clone(), *b as f64, format!("{} · {} flows", bytes(*b), num(*f))))
+        .map(|(k, a)| Bar {
+            label: k.clone(),
+            value: a.wire as f64,
+            text: format!("{} · {} · {} flows", bytes(a.wire), pct(a.wire, all), num(a.flows)),
+            exact: Some(a.wire),
+            color: color(k),
+            hover: format!(
+                " ({} bytes on the wire, {} frames; payload {})",
+                num(a.wire),
+                num(a.pkts),
+                if a.payload > 0 { bytes(a.payload) } else { "none counted".into() }
+            ),
+        })
         .collect()
 }
 
 /// A distribution of values on edges: bins [edge_i, edge_i+1), the last open.
-fn distribution(values: &[f64], edges: &[f64], label: impl Fn(f64) -> String) -> Vec<(String, f64, String)> {
+fn distribution(values: &[f64], edges: &[f64], label: impl Fn(f64) -> String) -> Vec<Bar> {
     let mut counts = vec![0u64; edges.len()];
     for v in values {
         let i = edges.partition_point(|e| e <= v).saturating_sub(1);
@@ -512,37 +224,37 @@ fn distribution(values: &[f64], edges: &[f64], label: impl Fn(f64) -> String) ->
                 Some(hi) => format!("{} – {}", label(edges[i]), label(*hi)),
                 None => format!("≥ {}", label(edges[i])),
             };
-            (name, counts[i] as f64, num(counts[i]))
+            Bar::new(name, counts[i] as f64, format!("{} flows", num(counts[i])))
         })
         .collect()
 }
 
 /// The retransmitted share of TCP flows' data packets, in bins: none, then percent.
-fn retx_bins(values: &[f64]) -> Vec<(String, f64, String)> {
+fn retx_bins(values: &[f64]) -> Vec<Bar> {
     let edges = [0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5];
     let none = values.iter().filter(|v| **v <= 0.0).count() as u64;
     let some: Vec<f64> = values.iter().copied().filter(|v| *v > 0.0).collect();
-    let mut v = vec![("none".to_string(), none as f64, num(none))];
+    let mut v = vec![Bar::new("none", none as f64, format!("{} flows", num(none)))];
     v.extend(distribution(&some, &edges, |x| format!("{} %", x * 100.0)));
     v
 }
+
+/// The anomaly that is no anomaly: a frame that is not IP (ARP, LLDP, EAPOL, STP...),
+/// counted in summary.json's `non_ip_frames` and shown as such.
+const NOT_IP: &str = "ethertype_not_ip";
 
 fn health(summary: &serde_json::Value) -> String {
     let g = |k: &str| summary.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
     let mut rows: Vec<(String, String, bool)> = Vec::new();
     let mut row = |k: &str, v: String, bad: bool| rows.push((k.to_string(), v, bad));
     row("frames read", num(g("packets")), false);
-    row("bytes", bytes(g("bytes")), false);
-    row("frames without IP", num(g("non_ip_frames")), false);
-    let first = summary.get("first_packet_s").and_then(serde_json::Value::as_f64).unwrap_or(0.0);
-    let last = summary.get("last_packet_s").and_then(serde_json::Value::as_f64).unwrap_or(0.0);
-    row("packet time", format!("{} – {} UTC", utc(first as u64), utc(last as u64)), false);
+    row("bytes on the wire", bytes(g("bytes")), false);
+    row("non-IP frames (ARP, LLDP, EAPOL, STP...: in no flow)", num(g("non_ip_frames")), false);
     row("workers", num(g("workers")), false);
     row("flow table evictions", num(g("evictions")), g("evictions") > 0);
-    let anomalies: u64 = summary
-        .get("anomalies")
-        .and_then(|a| a.as_object())
-        .map_or(0, |m| m.values().filter_map(|v| v.as_u64()).fold(0u64, |a, c| a.saturating_add(c)));
+    let anomalies: u64 = summary.get("anomalies").and_then(|a| a.as_object()).map_or(0, |m| {
+        total(m.iter().filter(|(k, _)| *k != NOT_IP).filter_map(|(_, v)| v.as_u64()).collect::<Vec<_>>().iter())
+    });
     row("decoding anomalies", num(anomalies), anomalies > 0);
     if let Some(c) = summary.get("capture").and_then(|c| c.as_object()) {
         for (k, v) in c {
@@ -568,19 +280,34 @@ fn health(summary: &serde_json::Value) -> String {
         let _ = write!(s, "<tr{}><th>{}</th><td>{}</td></tr>", if bad { " class=bad" } else { "" }, esc(&k), esc(&v));
     }
     s += "</table>";
-    let pairs = |key: &str| -> Vec<(String, f64, String)> {
+    let pairs = |key: &str| -> Vec<Bar> {
         let mut v: Vec<(String, u64)> = summary
             .get(key)
             .and_then(|m| m.as_object())
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0))).filter(|x| x.1 > 0).collect())
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| key != "anomalies" || *k != NOT_IP)
+                    .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
+                    .filter(|x| x.1 > 0)
+                    .collect()
+            })
             .unwrap_or_default();
         v.sort_by_key(|x| (std::cmp::Reverse(x.1), x.0.clone()));
-        v.into_iter().map(|(k, n)| (k, n as f64, num(n))).collect()
+        v.into_iter().map(|(k, n)| Bar::new(k, n as f64, num(n))).collect()
     };
     s += "<div class=grid>";
-    s += &hbars("Records by log", &pairs("records"));
-    s += &hbars("Why flows ended", &pairs("end_reasons"));
-    s += &hbars("Decoding anomalies", &pairs("anomalies"));
+    s += &chart::hbars("records-by-log", "Records by log", "", &pairs("records"));
+    s += &chart::hbars("end-reasons", "Why flows ended (records)", "", &pairs("end_reasons"));
+    let mut anom = pairs("anomalies");
+    for b in &mut anom {
+        b.color = "#d62728";
+    }
+    s += &chart::hbars(
+        "anomalies",
+        "Decoding anomalies (frames)",
+        "Damaged or undecodable frames (docs/METRICS.md lists each). Non-IP frames are not among them.",
+        &anom,
+    );
     s += "</div>";
     if let Some(w) = summary.get("warnings").and_then(|w| w.as_array()).filter(|w| !w.is_empty()) {
         s += "<h3>Warnings</h3><ul>";
@@ -592,17 +319,27 @@ fn health(summary: &serde_json::Value) -> String {
     s
 }
 
-fn render(dir: &Path, summary: &serde_json::Value, histo: Option<&Histos>, flows: &Flows, top: usize) -> String {
-    let mut s = String::from(
-        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><link rel=icon href=\"data:,\"><title>tapstat report</title><style>\
-body{font:13px/1.4 system-ui,sans-serif;margin:20px;color:#222;background:#fff}\
-h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ccc}h3{font-size:14px}\
-.grid{display:grid;grid-template-columns:repeat(auto-fill,540px);gap:10px 20px}\
-figure{margin:0}figcaption{font-weight:600;margin:6px 0}\
-svg text{font-size:11px;fill:#333}svg text.small{font-size:9px}\
+/// The page's style: one sheet, no external resource.
+const STYLE: &str = "\
+body{font:13px/1.4 system-ui,sans-serif;margin:20px;color:#222;background:#fff;max-width:1340px}\
+h1{font-size:20px;margin-bottom:4px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ccc}h3{font-size:14px}\
+nav a{margin-right:14px;color:#1f5f9f}\
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(650px,1fr));gap:14px 24px;align-items:start}\
+figure{margin:0}figcaption{font-weight:600;margin:6px 0 2px}p.cap{margin:0 0 4px;color:#666;font-size:12px}\
+svg{display:block;max-width:100%;height:auto}\
+svg text{font-size:11px;fill:#333}svg text.small{font-size:10px;fill:#555}\
+.legend{display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px;margin:4px 0 0 78px}\
+.legend i.sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}\
+.legend b{font-weight:normal;color:#666}\
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin:14px 0}\
+.card{border:1px solid #ddd;border-radius:4px;padding:8px 14px;min-width:130px}\
+.card .v{font-size:20px;font-weight:600}.card .k{color:#666;font-size:12px}\
 table.kv th{text-align:left;font-weight:normal;padding-right:20px;color:#555}\
-tr.bad td{color:#b00;font-weight:600}p.none,p.note{color:#777}\
-</style></head><body>\n",
+tr.bad td{color:#b00;font-weight:600}p.none,p.note{color:#777}";
+
+fn render(dir: &Path, summary: &serde_json::Value, histo: Option<&Histos>, flows: &Flows, top: usize) -> String {
+    let mut s = format!(
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><link rel=icon href=\"data:,\"><title>tapstat report</title><style>{STYLE}</style></head><body>\n"
     );
     let _ = write!(
         s,
@@ -615,67 +352,242 @@ tr.bad td{color:#b00;font-weight:600}p.none,p.note{color:#777}\
             .map(|a| a.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(", "))
             .unwrap_or_default())
     );
+    s += "<nav><a href=\"#time\">Traffic over time</a><a href=\"#traffic\">Applications, talkers, names</a><a href=\"#tcp\">TCP</a><a href=\"#histograms\">Histograms</a><a href=\"#health\">Run health</a></nav>";
 
-    s += "<h2 id=histograms>Link histograms over time</h2>";
-    match histo {
-        None => {
-            s += "<p class=note>No histograms.tsv in this directory (a run with <code>--histo-interval off</code>).</p>"
-        }
-        Some(h) => {
-            let times: Vec<u64> = h.times.iter().copied().collect();
-            let step = times.windows(2).map(|w| w[1] - w[0]).min();
-            let _ = write!(
-                s,
-                "<p class=note>{} interval(s){}; heat maps: one column per interval with data, one row per bin, darker = more (log scale); hover for counts.</p><div class=grid>",
-                times.len(),
-                step.map_or(String::new(), |st| format!(" of {st} s at most"))
-            );
-            s += &columns("IP packets per interval", &h.per_time(Family::IpLen.name()), "packets");
-            s += &columns("Flows per interval (records due)", &h.per_time(Family::App.name()), "flows");
-            for f in Family::ALL {
-                let bins = ordered_bins(h, f, top);
-                let title = format!(
-                    "{} ({} per bin{})",
-                    f.name(),
-                    f.counts(),
-                    if matches!(f, Family::App | Family::TcpPort | Family::UdpPort) {
-                        format!(", top {top}")
-                    } else {
-                        String::new()
-                    }
-                );
-                s += &heatmap(&title, &times, &bins);
+    let tl = flows.timeline;
+    // The applications of the charts over time, and their colours, shared with the
+    // top list.
+    let apps = ranked(&flows.apps);
+    let shown: Vec<&String> = apps.iter().take(TIME_SERIES).map(|(k, _)| *k).collect();
+    let color_of = |app: &str| shown.iter().position(|a| a.as_str() == app).map_or(OTHER, |i| PALETTE[i]);
+
+    // Key figures.
+    let g = |k: &str| summary.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+    let f = |k: &str| summary.get(k).and_then(serde_json::Value::as_f64).unwrap_or(0.0);
+    let (first, last) = (f("first_packet_s"), f("last_packet_s"));
+    let secs = (last - first).max(0.0);
+    let wire_total: Vec<f64> = {
+        let mut v = vec![0.0; tl.n];
+        for t in &flows.dir_time {
+            for (a, b) in v.iter_mut().zip(t.wire.values()) {
+                *a += b;
             }
-            s += "</div>";
         }
+        v
+    };
+    let peak = wire_total.iter().copied().fold(0.0, f64::max) * 8.0 * 1000.0 / tl.step_ms;
+    let non_ip = g("non_ip_frames");
+    let cards: Vec<(String, String)> = vec![
+        (
+            if secs > 0.0 { chart::span_words(secs) } else { "–".into() },
+            format!("{} – {} UTC", utc(first as u64), utc(last as u64)),
+        ),
+        (num(g("packets")), "frames".into()),
+        (bytes(g("bytes")), "bytes on the wire".into()),
+        (if secs > 0.0 { si(g("bytes") as f64 * 8.0 / secs, "bit/s") } else { "–".into() }, "mean rate".into()),
+        (si(peak, "bit/s"), format!("peak rate over {} (flow logs)", duration(tl.step_ms))),
+        (num(flows.records), "flow records".into()),
+        (num(flows.apps.len() as u64), "applications".into()),
+        (num(non_ip), "non-IP frames (ARP, LLDP...)".into()),
+    ];
+    s += "<div class=cards>";
+    for (v, k) in cards {
+        let _ = write!(s, "<div class=card><div class=v>{}</div><div class=k>{}</div></div>", esc(&v), esc(&k));
     }
+    s += "</div>";
 
-    s += "<h2 id=traffic>Applications, server names and talkers</h2>";
+    // Traffic over time.
     let _ = write!(
         s,
-        "<p class=note>From {} flow record(s) in {}.",
+        "<h2 id=time>Traffic over time</h2><p class=note>From the flow logs: each record's frames and bytes on the wire \
+(whole frames, headers included: <code>c_bytes_wire</code>, <code>s_bytes_wire</code>) spread evenly from the flow's first \
+to its last packet (UDP: each side's own), as flow dashboards do; a long flow's burst is averaged over its life. \
+<b>One column = {}</b> ({} columns from {} UTC; the step is chosen from the run's length). Hover a column for its values.</p><div class=grid>",
+        duration(tl.step_ms),
+        tl.n,
+        utc_ms(tl.t0_ms, tl.step_ms),
+    );
+    let mut by_app: Vec<Line> = Vec::new();
+    let mut by_app_pkts: Vec<Line> = Vec::new();
+    let mut other = (vec![0.0; tl.n], vec![0.0; tl.n]);
+    let mut has_other = false;
+    for (k, _) in &apps {
+        let Some(t) = flows.app_time.get(*k) else { continue };
+        if shown.contains(k) {
+            by_app.push(Line { name: (*k).clone(), color: color_of(k), values: t.wire.values() });
+            by_app_pkts.push(Line { name: (*k).clone(), color: color_of(k), values: t.pkts.values() });
+        } else {
+            has_other = true;
+            for (a, b) in other.0.iter_mut().zip(t.wire.values()) {
+                *a += b;
+            }
+            for (a, b) in other.1.iter_mut().zip(t.pkts.values()) {
+                *a += b;
+            }
+        }
+    }
+    if has_other {
+        by_app.push(Line { name: "other".into(), color: OTHER, values: other.0 });
+        by_app_pkts.push(Line { name: "other".into(), color: OTHER, values: other.1 });
+    }
+    let step = duration(tl.step_ms);
+    let top_note = if has_other { format!("top {TIME_SERIES} + other, ") } else { String::new() };
+    s += &chart::over_time(
+        "throughput-app",
+        &format!("Throughput by application (bit/s on the wire, {top_note}stacked)"),
+        &format!("bytes on the wire × 8 per second, mean over each {step} column"),
+        &tl,
+        &by_app,
+        "bit/s",
+        8.0,
+        true,
+    );
+    s += &chart::over_time(
+        "packets-app",
+        &format!("Frames per second by application ({top_note}stacked)"),
+        &format!("frames (c_pkts_all + s_pkts_all) per second, mean over each {step} column"),
+        &tl,
+        &by_app_pkts,
+        "pkt/s",
+        1.0,
+        true,
+    );
+    let labels = flows.dir_labels();
+    let dirs: Vec<usize> = (0..4).filter(|d| !labels[*d].is_empty()).collect();
+    let dir_note = if flows.internal {
+        "by the run's internal networks (-N, --internal): in = sent to an internal address from outside, out = sent from an internal address outside"
+    } else {
+        "the run had no internal networks (-N): by the flow's client (the side that opened it) and server"
+    };
+    let dcolors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#7f7f7f"];
+    let dlines = |pkts: bool| -> Vec<Line> {
+        dirs.iter()
+            .map(|d| Line {
+                name: labels[*d].into(),
+                color: dcolors[*d],
+                values: if pkts { flows.dir_time[*d].pkts.values() } else { flows.dir_time[*d].wire.values() },
+            })
+            .filter(|l| l.values.iter().any(|v| *v > 0.0) || !flows.internal)
+            .collect()
+    };
+    s += &chart::over_time(
+        "throughput-dir",
+        "Throughput by direction (bit/s on the wire)",
+        dir_note,
+        &tl,
+        &dlines(false),
+        "bit/s",
+        8.0,
+        false,
+    );
+    s += &chart::over_time(
+        "packets-dir",
+        "Frames per second by direction",
+        dir_note,
+        &tl,
+        &dlines(true),
+        "pkt/s",
+        1.0,
+        false,
+    );
+    s += "</div>";
+
+    // What and who.
+    s += "<h2 id=traffic>Applications, talkers and names</h2>";
+    let _ = write!(
+        s,
+        "<p class=note>Bytes on the wire (whole frames, headers included), from {} flow record(s) in {}.",
         num(flows.records),
         if flows.read.is_empty() { "no log".into() } else { esc(&flows.read.join(", ")) }
     );
     if !flows.skipped.is_empty() {
         let _ = write!(s, " Not read: {}.", esc(&flows.skipped.join(", ")));
     }
-    s += "</p><div class=grid>";
-    s += &hbars(&format!("Top {top} applications by bytes"), &top_by_bytes(&flows.apps, top));
-    s +=
-        &hbars(&format!("Top {top} server names by bytes (TLS SNI, HTTP host, DNS)"), &top_by_bytes(&flows.names, top));
-    s += &hbars(&format!("Top {top} talkers by bytes (client or server)"), &top_by_bytes(&flows.talkers, top));
+    s += " Hover a bar for frames and payload bytes.</p><div class=grid>";
+    s += &chart::hbars(
+        "top-apps",
+        &format!("Top {top} applications by bytes on the wire"),
+        "colours as in the charts over time; grey: in \"other\" there",
+        &top_bars(&flows.apps, top, color_of),
+    );
+    s += &chart::hbars(
+        "top-talkers",
+        &format!("Top {top} talkers by bytes on the wire"),
+        "an address's flows as client or server, both directions",
+        &top_bars(&flows.talkers, top, |_| BAR),
+    );
+    s += &chart::hbars(
+        "top-names",
+        &format!("Top {top} server names by bytes on the wire"),
+        "TLS SNI, else QUIC SNI, else HTTP host, else the DNS name of the flow",
+        &top_bars(&flows.names, top, |_| BAR),
+    );
+    // The protocol split: transports from the logs, non-IP frames from the summary
+    // (its bytes less those of the IP flows it counted in `traffic`).
+    let traffic = |k: &str| -> u64 {
+        summary.get("traffic").and_then(|t| t.as_object()).map_or(0, |m| {
+            total(m.values().filter_map(|c| c.get(k).and_then(|v| v.as_u64())).collect::<Vec<_>>().iter())
+        })
+    };
+    let non_ip_bytes = if summary.get("traffic").is_some() { g("bytes").saturating_sub(traffic("bytes")) } else { 0 };
+    let mut proto: Vec<(&str, Agg)> =
+        vec![("TCP", flows.protos[0]), ("UDP", flows.protos[1]), ("other IP (ICMP, ...)", flows.protos[2])];
+    proto.push(("non-IP frames (ARP, LLDP, EAPOL...)", Agg { flows: 0, wire: non_ip_bytes, payload: 0, pkts: non_ip }));
+    let proto_all = proto.iter().fold(0u64, |a, p| a.saturating_add(p.1.wire));
+    let bars = |v: &[(&str, Agg)], all: u64| -> Vec<Bar> {
+        v.iter()
+            .filter(|(_, a)| a.wire > 0 || a.pkts > 0)
+            .map(|(k, a)| Bar {
+                label: (*k).into(),
+                value: a.wire as f64,
+                text: format!("{} · {} · {} frames", bytes(a.wire), pct(a.wire, all), num(a.pkts)),
+                exact: Some(a.wire),
+                color: if k.starts_with("non-IP") { "#8c8c8c" } else { BAR },
+                hover: String::new(),
+            })
+            .collect()
+    };
+    s += &chart::hbars(
+        "protocols",
+        "Protocols by bytes on the wire",
+        "transport of the flows; non-IP frames are in no flow",
+        &bars(&proto, proto_all),
+    );
+    let ver = [("IPv4", flows.versions[0]), ("IPv6", flows.versions[1])];
+    s += &chart::hbars(
+        "ip-versions",
+        "IP versions by bytes on the wire",
+        "of the flows' addresses (the innermost header)",
+        &bars(&ver, flows.versions[0].wire.saturating_add(flows.versions[1].wire)),
+    );
     s += "</div>";
 
     s += "<h2 id=tcp>RTT and retransmissions (TCP)</h2><div class=grid>";
     let rtt_edges: Vec<f64> =
         LOG_EDGES[..LOG_EDGES.partition_point(|e| *e <= 100_000_000)].iter().map(|e| *e as f64 / 1000.0).collect();
     let ms = |v: f64| format!("{v} ms");
-    s += &hbars("Mean RTT of the client's data (c_rtt_avg), flows", &distribution(&flows.rtt[0], &rtt_edges, ms));
-    s += &hbars("Mean RTT of the server's data (s_rtt_avg), flows", &distribution(&flows.rtt[1], &rtt_edges, ms));
-    let retx = retx_bins(&flows.retx);
-    s += &hbars("Retransmitted share of data packets, TCP flows with data", &retx);
+    s += &chart::hbars(
+        "rtt-c",
+        "Mean RTT of the client's data (c_rtt_avg), flows",
+        "",
+        &chart_distribution(&flows.rtt[0], &rtt_edges, ms),
+    );
+    s += &chart::hbars(
+        "rtt-s",
+        "Mean RTT of the server's data (s_rtt_avg), flows",
+        "",
+        &chart_distribution(&flows.rtt[1], &rtt_edges, ms),
+    );
+    s += &chart::hbars("retx", "Retransmitted share of data packets, TCP flows with data", "", &retx_bins(&flows.retx));
     s += "</div>";
+
+    s += "<h2 id=histograms>Histograms (histograms.tsv)</h2>";
+    match histo {
+        None => {
+            s += "<p class=note>No histograms.tsv in this directory (a run with <code>--histo-interval off</code>).</p>"
+        }
+        Some(h) => histograms(&mut s, h, top),
+    }
 
     s += "<h2 id=health>Run health</h2>";
     s += &health(summary);
@@ -683,27 +595,72 @@ tr.bad td{color:#b00;font-weight:600}p.none,p.note{color:#777}\
     s
 }
 
+fn chart_distribution(values: &[f64], edges: &[f64], label: impl Fn(f64) -> String) -> Vec<Bar> {
+    distribution(values, edges, label)
+}
+
+/// The histograms: a heat map per family over the intervals, or, with fewer than
+/// [`HEAT_MIN_INTERVALS`] intervals (a run shorter than a few intervals), each family's
+/// distribution over the run.
+fn histograms(s: &mut String, h: &Histos, top: usize) {
+    let times: Vec<u64> = h.times.iter().copied().collect();
+    let step = times.windows(2).map(|w| w[1] - w[0]).min();
+    let heat = times.len() >= HEAT_MIN_INTERVALS;
+    let _ = write!(
+        s,
+        "<p class=note>{} interval(s){} (<code>--histo-interval</code>). {}</p><div class=grid>",
+        times.len(),
+        step.map_or(String::new(), |st| format!(" of {} at most", duration(st as f64 * 1000.0))),
+        if heat {
+            "Heat maps: one column per interval with data, one row per bin, darker = more (log scale, see each map's scale); hover for counts."
+        } else {
+            "Too few intervals for a heat map: each family's distribution over the whole run (the traffic over time is above, from the flow logs)."
+        }
+    );
+    if heat {
+        let per =
+            |name: &str| h.per_time(name).into_iter().map(|(t, c)| (utc(t)[11..16].to_string(), c)).collect::<Vec<_>>();
+        *s += &chart::columns("", "IP packets per interval", "", &per(Family::IpLen.name()), "packets");
+        *s += &chart::columns("", "Flows per interval (records due)", "", &per(Family::App.name()), "flows");
+    }
+    for f in Family::ALL {
+        let bins = ordered_bins(h, f, top);
+        let title = format!(
+            "{} ({} per bin{})",
+            f.name(),
+            f.counts(),
+            if named(f) { format!(", top {top}") } else { String::new() }
+        );
+        if heat {
+            *s += &chart::heatmap(&title, "", &times, &bins, f.counts());
+        } else if named(f) {
+            let rows: Vec<Bar> = bins
+                .iter()
+                .rev()
+                .map(|(k, m)| {
+                    let n = total(m.values());
+                    Bar::new(k.clone(), n as f64, num(n))
+                })
+                .collect();
+            *s += &chart::hbars("", &title, "", &rows);
+        } else {
+            let rows: Vec<(String, u64)> = bins.iter().map(|(k, m)| (k.clone(), total(m.values()))).collect();
+            *s += &chart::columns("", &title, "bins from the smallest value up", &rows, f.counts());
+        }
+    }
+    *s += "</div>";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn escapes_and_formats() {
-        assert_eq!(esc("<a href='x'>&\"</a>"), "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;");
-        assert_eq!(num(1234567), "1,234,567");
-        assert_eq!(num(12), "12");
-        assert_eq!(utc(0), "1970-01-01 00:00:00");
-        assert_eq!(utc(1_470_104_340), "2016-08-02 02:19:00");
-        assert_eq!(bytes(999), "999 B");
-        assert_eq!(bytes(1_500_000), "1.5 MB");
-    }
-
-    #[test]
     fn distributions_count_every_value_once() {
         let d = distribution(&[0.0, 0.5, 1.5, 3.0, 100.0], &[0.0, 1.0, 2.0, 5.0], |v| v.to_string());
-        let total: f64 = d.iter().map(|x| x.1).sum();
+        let total: f64 = d.iter().map(|x| x.value).sum();
         assert_eq!(total, 5.0);
-        assert_eq!(d.last().unwrap().0, "≥ 5");
-        assert_eq!(d[0].1, 2.0);
+        assert_eq!(d.last().unwrap().label, "≥ 5");
+        assert_eq!(d[0].value, 2.0);
     }
 }

@@ -46,12 +46,42 @@ struct Ctx {
     prefix: String,
     reports: Mutex<Vec<Report>>,
     error: Mutex<Option<String>>,
+    /// Why the latest connection failed, when librdkafka said (TLS, SASL
+    /// authentication), until a record is delivered: the "all brokers are down" that
+    /// follows says nothing of the cause, and would hide it.
+    cause: Mutex<Option<String>>,
+}
+
+/// Errors that say why a broker could not be reached: a failed TLS handshake (an
+/// unknown CA, a wrong name) or SASL authentication (a wrong password, an unknown
+/// mechanism). librdkafka keeps retrying them as it does any lost connection.
+fn is_cause(code: Option<RDKafkaErrorCode>) -> bool {
+    use RDKafkaErrorCode as E;
+    matches!(
+        code,
+        Some(
+            E::Authentication
+                | E::SaslAuthenticationFailed
+                | E::SSL
+                | E::UnsupportedSASLMechanism
+                | E::IllegalSASLState
+        )
+    )
 }
 
 impl ClientContext for Ctx {
     fn error(&self, error: KafkaError, reason: &str) {
+        let code = error.rdkafka_error_code();
+        let mut text = format!("{error}: {reason}");
+        if let Ok(mut c) = self.cause.lock() {
+            if is_cause(code) {
+                *c = Some(text.clone());
+            } else if let Some(cause) = c.as_deref() {
+                text = format!("{text}; the last connection failed: {cause}");
+            }
+        }
         if let Ok(mut e) = self.error.lock() {
-            *e = Some(format!("{error}: {reason}"));
+            *e = Some(text);
         }
     }
 
@@ -65,7 +95,12 @@ impl ProducerContext for Ctx {
 
     fn delivery(&self, r: &DeliveryResult<'_>, seq: usize) {
         let outcome = match r {
-            Ok(_) => Outcome::Delivered,
+            Ok(_) => {
+                if let Ok(mut c) = self.cause.lock() {
+                    *c = None;
+                }
+                Outcome::Delivered
+            }
             Err((e, m)) => {
                 let code = e.rdkafka_error_code();
                 if !is_final(code) {
@@ -116,7 +151,12 @@ impl Producer {
             config.set(k, v);
         }
         let prefix = format!("{topic_prefix}.");
-        let ctx = Ctx { prefix: prefix.clone(), reports: Mutex::new(Vec::new()), error: Mutex::new(None) };
+        let ctx = Ctx {
+            prefix: prefix.clone(),
+            reports: Mutex::new(Vec::new()),
+            error: Mutex::new(None),
+            cause: Mutex::new(None),
+        };
         let p: BaseProducer<Ctx> = config.create_with_context(ctx).map_err(|e| format!("Kafka producer: {e}"))?;
         Ok(Producer { p, config, prefix, topics: Vec::new() })
     }

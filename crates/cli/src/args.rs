@@ -321,6 +321,11 @@ pub struct RunArgs {
     pub live: crate::live::LiveArgs,
     #[command(flatten)]
     pub kafka: crate::kafka::KafkaArgs,
+    /// This probe's name, for a store fed by several probes: every Kafka message carries
+    /// it in a header `probe_id` (letters, digits, '.', '_', '-'; at most 64) [default:
+    /// none]
+    #[arg(help_heading = "Export", long, value_name = "NAME", requires = "kafka", value_parser = probe_id)]
+    pub probe_id: Option<String>,
     /// Flow table index structure (records do not depend on it; see docs/BENCHMARKS.md)
     #[arg(help_heading = "Tuning", hide = true, long, value_enum, default_value = "chunks")]
     pub flow_table: FlowTableArg,
@@ -419,6 +424,14 @@ pub const MAX_WORKERS: u64 = 1024;
 pub fn workers_bound() -> usize {
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     cores.saturating_mul(4).max(16).min(MAX_WORKERS as usize)
+}
+
+/// `--probe-id`: a name safe in a header, a file name and a ClickHouse string alike.
+fn probe_id(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.len() > 64 || !s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
+        return Err(format!("{s:?}: a probe id is 1 to 64 letters, digits, '.', '_' and '-'"));
+    }
+    Ok(s.to_string())
 }
 
 /// A whole number in `LO..=HI`, as a `T`: anything else (negative, fractional, too
@@ -669,7 +682,7 @@ impl RunArgs {
                 },
                 domain: self.ipfix_domain,
             }),
-            kafka: self.kafka.config(),
+            kafka: self.kafka.config(self.probe_id.as_deref()),
             ..EngineConfig::default()
         };
         with_memcap(cfg, self.memcap)

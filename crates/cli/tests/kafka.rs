@@ -20,7 +20,8 @@
 //!   listener and a SASL_SSL one (SCRAM-SHA-512), its CA and certificate made by the
 //!   test: a run over each (the CA given with `--kafka-option ssl.ca.location`, the
 //!   SASL settings and password in a `--kafka-config` file) delivers every record, read
-//!   back by a consumer configured the same way; the password appears in no file the
+//!   back by a consumer configured the same way; with `--probe-id` every message
+//!   carries it in its `probe_id` header; the password appears in no file the
 //!   run wrote and not on its stdout or stderr; a wrong password ends the run in time,
 //!   its records left in the spool, with a warning that names the failed
 //!   authentication.
@@ -71,6 +72,22 @@ fn consume_all_with(
     options: &[(String, String)],
     topics: &[String],
 ) -> BTreeMap<String, Vec<(String, String)>> {
+    let mut out: BTreeMap<String, Vec<(String, String)>> = topics.iter().map(|t| (t.clone(), Vec::new())).collect();
+    consume_each(brokers, options, topics, |m| {
+        let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
+        let value = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
+        out.get_mut(m.topic()).unwrap().push((key, value));
+    });
+    out
+}
+
+/// Calls `f` with every message of `topics`.
+fn consume_each(
+    brokers: &str,
+    options: &[(String, String)],
+    topics: &[String],
+    mut f: impl FnMut(&rdkafka::message::BorrowedMessage<'_>),
+) {
     let mut config = ClientConfig::new();
     config.set("bootstrap.servers", brokers).set("group.id", "tapstat-tests").set("enable.auto.commit", "false");
     for (k, v) in options {
@@ -89,18 +106,15 @@ fn consume_all_with(
             }
         }
     }
-    let mut out: BTreeMap<String, Vec<(String, String)>> = topics.iter().map(|t| (t.clone(), Vec::new())).collect();
     if ends.is_empty() {
-        return out;
+        return;
     }
     c.assign(&tpl).unwrap();
     let t0 = Instant::now();
     while !ends.is_empty() {
         match c.poll(Duration::from_millis(500)) {
             Some(Ok(m)) => {
-                let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
-                let value = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
-                out.get_mut(m.topic()).unwrap().push((key, value));
+                f(&m);
                 let at = (m.topic().to_string(), m.partition());
                 if ends.get(&at).is_some_and(|&high| m.offset() + 1 >= high) {
                     ends.remove(&at);
@@ -110,7 +124,6 @@ fn consume_all_with(
             None => assert!(t0.elapsed() < Duration::from_secs(120), "stuck before the end of {ends:?}"),
         }
     }
-    out
 }
 
 /// Values by key, each key's in order.
@@ -398,14 +411,26 @@ fn tls_and_sasl_scram_keep_the_password_out_of_every_output() {
     // TLS: the client trusts the test's CA, and checks the broker's name (127.0.0.1).
     let tls_dir = root.join("tls");
     let ca_opt = format!("ssl.ca.location={ca}");
-    let tls = ["--kafka-option", "security.protocol=ssl", "--kafka-option", &ca_opt];
+    // With a probe identity: every message (the schema's too) carries it in a header.
+    let tls = ["--kafka-option", "security.protocol=ssl", "--kafka-option", &ca_opt, "--probe-id", "probe-eu.1"];
     analyze(
         &small,
         &tls_dir,
         1,
         &[&["--format", "jsonl", "--kafka", &k.ssl_brokers(), "--kafka-topic-prefix", "tls"][..], &tls[..]].concat(),
     );
-    check(&tls_dir, &k.ssl_brokers(), "tls", &opts(&[("security.protocol", "ssl"), ("ssl.ca.location", &ca)]));
+    let tls_opts = opts(&[("security.protocol", "ssl"), ("ssl.ca.location", &ca)]);
+    check(&tls_dir, &k.ssl_brokers(), "tls", &tls_opts);
+    let topics: Vec<String> =
+        logs_of(&tls_dir).iter().map(|l| format!("tls.{l}")).chain(["tls.schema".into()]).collect();
+    let mut ids: BTreeMap<Option<String>, u64> = BTreeMap::new();
+    consume_each(&k.ssl_brokers(), &tls_opts, &topics, |m| {
+        use rdkafka::message::Headers;
+        let id = m.headers().and_then(|h| h.iter().find(|h| h.key == "probe_id")).and_then(|h| h.value);
+        *ids.entry(id.map(|v| String::from_utf8_lossy(v).into_owned())).or_default() += 1;
+    });
+    let ks = kafka_summary(&tls_dir);
+    assert_eq!(ids, BTreeMap::from([(Some("probe-eu.1".to_string()), n(&ks, "records"))]), "probe_id headers");
 
     // SASL_SSL with SCRAM-SHA-512, the password in a --kafka-config file.
     let sasl = opts(&[

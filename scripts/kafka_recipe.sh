@@ -17,7 +17,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 t0=$(date +%s.%N)
-say() { printf '[%5.1f s] %s\n' "$(echo "$(date +%s.%N) - $t0" | bc)" "$*"; }
+say() { awk -v a="$t0" -v b="$(date +%s.%N)" -v m="$*" 'BEGIN { printf "[%5.1f s] %s\n", b - a, m }'; }
 
 TAPSTAT="${TAPSTAT:-}"
 if [ -z "$TAPSTAT" ]; then

@@ -932,3 +932,14 @@ fn parse_cidr(s: &str) -> Result<String, String> {
     tapstat_analyze::nets::Nets::default().add_str(s)?;
     Ok(s.trim().to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_probe_id_is_a_short_plain_name() {
+        assert_eq!(super::probe_id("site1-eth1.a_b").unwrap(), "site1-eth1.a_b");
+        for bad in ["", "a b", "a\"b", "é", &"x".repeat(65)] {
+            assert!(super::probe_id(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -5,15 +5,20 @@
 #   scripts/kafka_jars.sh [DIR]      (default: ${CARGO_TARGET_DIR:-target}/kafka-jars)
 #
 # A small pom names org.apache.kafka:kafka_2.13 (the broker: kafka.Kafka,
-# kafka.tools.StorageTool) and kafka-server; `mvn dependency:copy-dependencies` puts
-# them and everything they need (runtime scope) into DIR/jars. Nothing is fetched when
-# DIR/jars/.complete exists for the same version. Run with `java -cp 'DIR/jars/*'`.
+# kafka.tools.StorageTool), kafka-server and kafka-tools (the command-line tools:
+# org.apache.kafka.tools.TopicCommand is kafka-topics.sh,
+# org.apache.kafka.tools.consumer.ConsoleConsumer kafka-console-consumer.sh, for
+# scripts/kafka_recipe.sh); `mvn dependency:copy-dependencies` puts them and everything
+# they need (runtime scope) into DIR/jars. Nothing is fetched when DIR/jars/.complete
+# names the same version and set. Run with `java -cp 'DIR/jars/*'`.
 set -euo pipefail
 KAFKA_VERSION="${KAFKA_VERSION:-4.1.1}"
+# What .complete holds: the version, and the set of artifacts (bumped when it changes).
+stamp="$KAFKA_VERSION broker+tools"
 dir="${1:-${CARGO_TARGET_DIR:-target}/kafka-jars}"
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
-if [ -f "$dir/jars/.complete" ] && [ "$(cat "$dir/jars/.complete")" = "$KAFKA_VERSION" ]; then
+if [ -f "$dir/jars/.complete" ] && [ "$(cat "$dir/jars/.complete")" = "$stamp" ]; then
   echo "$dir/jars"
   exit 0
 fi
@@ -37,6 +42,11 @@ cat > "$dir/pom.xml" <<POM
       <artifactId>kafka-server</artifactId>
       <version>${KAFKA_VERSION}</version>
     </dependency>
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka-tools</artifactId>
+      <version>${KAFKA_VERSION}</version>
+    </dependency>
     <!-- The broker logs through SLF4J to Log4j 2, whose core Kafka declares for runtime only in its distribution. -->
     <dependency>
       <groupId>org.apache.logging.log4j</groupId>
@@ -53,5 +63,5 @@ cat > "$dir/pom.xml" <<POM
 POM
 mvn -q -B -f "$dir/pom.xml" dependency:copy-dependencies \
   -DincludeScope=runtime -DoutputDirectory="$dir/jars" >&2
-echo "$KAFKA_VERSION" > "$dir/jars/.complete"
+echo "$stamp" > "$dir/jars/.complete"
 echo "$dir/jars"

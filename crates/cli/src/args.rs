@@ -324,6 +324,11 @@ pub struct RunArgs {
     pub live: crate::live::LiveArgs,
     #[command(flatten)]
     pub kafka: crate::kafka::KafkaArgs,
+    /// This probe's name, for a store fed by several probes: every Kafka message carries
+    /// it in a header `probe_id` (letters, digits, '.', '_', '-'; at most 64) [default:
+    /// none]
+    #[arg(help_heading = "Export", long, value_name = "NAME", requires = "kafka", value_parser = probe_id)]
+    pub probe_id: Option<String>,
     /// Flow table index structure (records do not depend on it; see docs/BENCHMARKS.md)
     #[arg(help_heading = "Tuning", hide = true, long, value_enum, default_value = "chunks")]
     pub flow_table: FlowTableArg,
@@ -422,6 +427,14 @@ pub const MAX_WORKERS: u64 = 1024;
 pub fn workers_bound() -> usize {
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     cores.saturating_mul(4).max(16).min(MAX_WORKERS as usize)
+}
+
+/// `--probe-id`: a name safe in a header, a file name and a ClickHouse string alike.
+fn probe_id(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.len() > 64 || !s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
+        return Err(format!("{s:?}: a probe id is 1 to 64 letters, digits, '.', '_' and '-'"));
+    }
+    Ok(s.to_string())
 }
 
 /// A whole number in `LO..=HI`, as a `T`: anything else (negative, fractional, too
@@ -672,7 +685,7 @@ impl RunArgs {
                 },
                 domain: self.ipfix_domain,
             }),
-            kafka: self.kafka.config(),
+            kafka: self.kafka.config(self.probe_id.as_deref()),
             ..EngineConfig::default()
         };
         with_memcap(cfg, self.memcap)
@@ -921,4 +934,15 @@ fn parse_net_file(s: &str) -> Result<tapstat_analyze::nets::Nets, String> {
 fn parse_cidr(s: &str) -> Result<String, String> {
     tapstat_analyze::nets::Nets::default().add_str(s)?;
     Ok(s.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_probe_id_is_a_short_plain_name() {
+        assert_eq!(super::probe_id("site1-eth1.a_b").unwrap(), "site1-eth1.a_b");
+        for bad in ["", "a b", "a\"b", "é", &"x".repeat(65)] {
+            assert!(super::probe_id(bad).is_err(), "{bad:?}");
+        }
+    }
 }

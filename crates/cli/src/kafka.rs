@@ -68,8 +68,9 @@ fn config_file(path: &str) -> Result<Settings, String> {
 }
 
 impl KafkaArgs {
-    /// The engine's configuration of the export (`None` without `--kafka`).
-    pub fn config(&self) -> Option<tapstat_pipeline::KafkaConfig> {
+    /// The engine's configuration of the export (`None` without `--kafka`); every
+    /// message carries `probe_id` (`--probe-id`) in a header.
+    pub fn config(&self, probe_id: Option<&str>) -> Option<tapstat_pipeline::KafkaConfig> {
         let mut options = self.kafka_config.clone().unwrap_or_default().0;
         options.extend(self.kafka_option.iter().cloned());
         Some(tapstat_pipeline::KafkaConfig {
@@ -79,6 +80,7 @@ impl KafkaArgs {
             spool_bytes: self.kafka_spool,
             linger: Duration::from_secs_f64(self.kafka_linger),
             options,
+            probe_id: probe_id.map(str::to_string),
         })
     }
 }

@@ -16,6 +16,16 @@
 //!   on the same storage and ports: the records made during the outage go through the
 //!   spool, and every record arrives exactly once, in order per flow.
 //!
+//! - `tls_and_sasl_scram_keep_the_password_out_of_every_output`: a broker with a TLS
+//!   listener and a SASL_SSL one (SCRAM-SHA-512), its CA and certificate made by the
+//!   test: a run over each (the CA given with `--kafka-option ssl.ca.location`, the
+//!   SASL settings and password in a `--kafka-config` file) delivers every record, read
+//!   back by a consumer configured the same way; with `--probe-id` every message
+//!   carries it in its `probe_id` header; the password appears in no file the
+//!   run wrote and not on its stdout or stderr; a wrong password ends the run in time,
+//!   its records left in the spool, with a warning that names the failed
+//!   authentication.
+//!
 //! Skipped (with the reason printed) where Java or Maven is missing, unless
 //! `TAPSTAT_REQUIRE_KAFKA=1`. Built only with `--features kafka`.
 #![cfg(feature = "kafka")]
@@ -52,12 +62,38 @@ fn retry<T>(what: &str, mut f: impl FnMut() -> rdkafka::error::KafkaResult<T>) -
 /// is in one partition, so a key's messages keep their order). One consumer, partitions
 /// assigned (its group commits nothing).
 fn consume_all(brokers: &str, topics: &[String]) -> BTreeMap<String, Vec<(String, String)>> {
-    let c: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", "tapstat-tests")
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
+    consume_all_with(brokers, &[], topics)
+}
+
+/// [`consume_all`] with librdkafka settings (TLS, SASL): the consumer configured as the
+/// producer was.
+fn consume_all_with(
+    brokers: &str,
+    options: &[(String, String)],
+    topics: &[String],
+) -> BTreeMap<String, Vec<(String, String)>> {
+    let mut out: BTreeMap<String, Vec<(String, String)>> = topics.iter().map(|t| (t.clone(), Vec::new())).collect();
+    consume_each(brokers, options, topics, |m| {
+        let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
+        let value = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
+        out.get_mut(m.topic()).unwrap().push((key, value));
+    });
+    out
+}
+
+/// Calls `f` with every message of `topics`.
+fn consume_each(
+    brokers: &str,
+    options: &[(String, String)],
+    topics: &[String],
+    mut f: impl FnMut(&rdkafka::message::BorrowedMessage<'_>),
+) {
+    let mut config = ClientConfig::new();
+    config.set("bootstrap.servers", brokers).set("group.id", "tapstat-tests").set("enable.auto.commit", "false");
+    for (k, v) in options {
+        config.set(k, v);
+    }
+    let c: BaseConsumer = config.create().unwrap();
     let mut tpl = TopicPartitionList::new();
     let mut ends: BTreeMap<(String, i32), i64> = BTreeMap::new();
     for topic in topics {
@@ -70,18 +106,15 @@ fn consume_all(brokers: &str, topics: &[String]) -> BTreeMap<String, Vec<(String
             }
         }
     }
-    let mut out: BTreeMap<String, Vec<(String, String)>> = topics.iter().map(|t| (t.clone(), Vec::new())).collect();
     if ends.is_empty() {
-        return out;
+        return;
     }
     c.assign(&tpl).unwrap();
     let t0 = Instant::now();
     while !ends.is_empty() {
         match c.poll(Duration::from_millis(500)) {
             Some(Ok(m)) => {
-                let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
-                let value = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
-                out.get_mut(m.topic()).unwrap().push((key, value));
+                f(&m);
                 let at = (m.topic().to_string(), m.partition());
                 if ends.get(&at).is_some_and(|&high| m.offset() + 1 >= high) {
                     ends.remove(&at);
@@ -91,7 +124,6 @@ fn consume_all(brokers: &str, topics: &[String]) -> BTreeMap<String, Vec<(String
             None => assert!(t0.elapsed() < Duration::from_secs(120), "stuck before the end of {ends:?}"),
         }
     }
-    out
 }
 
 /// Values by key, each key's in order.
@@ -314,4 +346,146 @@ fn a_broker_killed_and_restarted_mid_run_loses_nothing() {
     }
     eprintln!("{total} records, each delivered once through the outage ({} spooled)", n(&ks, "spooled"));
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Every file under `dir` (recursively) that contains `needle`.
+fn files_containing(dir: &Path, needle: &[u8]) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read(&p).unwrap().windows(needle.len()).any(|w| w == needle) {
+                found.push(p);
+            }
+        }
+    }
+    found
+}
+
+/// `o`'s stdout and stderr, and every file under `out`, hold no `secret`.
+fn nowhere(secret: &str, o: &std::process::Output, out: &Path) {
+    for (name, text) in [("stdout", &o.stdout), ("stderr", &o.stderr)] {
+        assert!(
+            !String::from_utf8_lossy(text).contains(secret),
+            "the password is on {name}: {}",
+            String::from_utf8_lossy(text)
+        );
+    }
+    let found = files_containing(out, secret.as_bytes());
+    assert!(found.is_empty(), "the password is in {found:?}");
+}
+
+#[test]
+fn tls_and_sasl_scram_keep_the_password_out_of_every_output() {
+    use common::kafka::{SCRAM_PASSWORD, SCRAM_USER};
+    let Some(corpus) = corpus() else { return };
+    let Some(jars) = jars() else { return };
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let k = Kafka::start_secure(jars, "kafka-secure");
+    let small = corpus.join("ndpi__iphone.pcap");
+    let root = tempdir("kafka-secure-out");
+    let ca = k.ca().to_str().unwrap().to_string();
+    let opts = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    };
+    // Checks that every record of run `dir` (prefix `prefix`) is in its topics, read
+    // with `options`.
+    let check = |dir: &Path, brokers: &str, prefix: &str, options: &[(String, String)]| {
+        let ks = kafka_summary(dir);
+        all_delivered(&ks);
+        let topics: Vec<String> = logs_of(dir).iter().map(|l| format!("{prefix}.{l}")).collect();
+        let mut got = consume_all_with(brokers, options, &topics);
+        let mut total = 0;
+        for log in logs_of(dir) {
+            let want = by_key(jsonl(dir, &log));
+            total += want.values().map(Vec::len).sum::<usize>();
+            same(&by_key(got.remove(&format!("{prefix}.{log}")).unwrap()), &want, &format!("{prefix}.{log}"));
+        }
+        assert!(total > 10, "{total} records only");
+        eprintln!("{total} records over {prefix} ({brokers})");
+    };
+
+    // TLS: the client trusts the test's CA, and checks the broker's name (127.0.0.1).
+    let tls_dir = root.join("tls");
+    let ca_opt = format!("ssl.ca.location={ca}");
+    // With a probe identity: every message (the schema's too) carries it in a header.
+    let tls = ["--kafka-option", "security.protocol=ssl", "--kafka-option", &ca_opt, "--probe-id", "probe-eu.1"];
+    analyze(
+        &small,
+        &tls_dir,
+        1,
+        &[&["--format", "jsonl", "--kafka", &k.ssl_brokers(), "--kafka-topic-prefix", "tls"][..], &tls[..]].concat(),
+    );
+    let tls_opts = opts(&[("security.protocol", "ssl"), ("ssl.ca.location", &ca)]);
+    check(&tls_dir, &k.ssl_brokers(), "tls", &tls_opts);
+    let topics: Vec<String> =
+        logs_of(&tls_dir).iter().map(|l| format!("tls.{l}")).chain(["tls.schema".into()]).collect();
+    let mut ids: BTreeMap<Option<String>, u64> = BTreeMap::new();
+    consume_each(&k.ssl_brokers(), &tls_opts, &topics, |m| {
+        use rdkafka::message::Headers;
+        let id = m.headers().and_then(|h| h.iter().find(|h| h.key == "probe_id")).and_then(|h| h.value);
+        *ids.entry(id.map(|v| String::from_utf8_lossy(v).into_owned())).or_default() += 1;
+    });
+    let ks = kafka_summary(&tls_dir);
+    assert_eq!(ids, BTreeMap::from([(Some("probe-eu.1".to_string()), n(&ks, "records"))]), "probe_id headers");
+
+    // SASL_SSL with SCRAM-SHA-512, the password in a --kafka-config file.
+    let sasl = opts(&[
+        ("security.protocol", "sasl_ssl"),
+        ("sasl.mechanisms", "SCRAM-SHA-512"),
+        ("sasl.username", SCRAM_USER),
+        ("sasl.password", SCRAM_PASSWORD),
+        ("ssl.ca.location", &ca),
+    ]);
+    let config = root.join("kafka.conf");
+    let text: String = sasl.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+    std::fs::write(&config, format!("# the probe's Kafka credentials\n{text}")).unwrap();
+    let sasl_dir = root.join("sasl");
+    let o = analyze(
+        &small,
+        &sasl_dir,
+        1,
+        &[
+            "--format",
+            "jsonl",
+            "--kafka",
+            &k.sasl_brokers(),
+            "--kafka-topic-prefix",
+            "sasl",
+            "--kafka-config",
+            config.to_str().unwrap(),
+        ],
+    );
+    check(&sasl_dir, &k.sasl_brokers(), "sasl", &sasl);
+    nowhere(SCRAM_PASSWORD, &o, &sasl_dir);
+    // summary.json names the file, not what it holds.
+    let s = std::fs::read_to_string(sasl_dir.join("summary.json")).unwrap();
+    assert!(s.contains(config.to_str().unwrap()) && !s.contains(SCRAM_USER), "{s}");
+
+    // A wrong password: the run still ends (no hang), the records wait in the spool, and
+    // the warning names the failed authentication; the wrong password is not shown
+    // either.
+    let wrong = "Wrong-Secret-0d41b7";
+    std::fs::write(&config, text.replace(SCRAM_PASSWORD, wrong)).unwrap();
+    let bad_dir = root.join("bad");
+    let t0 = Instant::now();
+    let o = common::tapstat_within(
+        &["-r", small.to_str().unwrap(), "-o", bad_dir.to_str().unwrap(), "-q", "-w", "1", "--format", "jsonl"]
+            .into_iter()
+            .chain(["--kafka", &k.sasl_brokers(), "--kafka-topic-prefix", "bad", "--kafka-linger", "2"])
+            .chain(["--kafka-config", config.to_str().unwrap()])
+            .collect::<Vec<_>>(),
+        60,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    eprintln!("wrong password: ended in {:.1} s: {err}", t0.elapsed().as_secs_f64());
+    let ks = kafka_summary(&bad_dir);
+    assert_eq!((n(&ks, "delivered"), n(&ks, "left_in_spool")), (0, n(&ks, "records")), "{ks}");
+    assert!(err.to_lowercase().contains("authentication"), "no word of the authentication: {err}");
+    assert!(ks["last_error"].as_str().unwrap_or_default().to_lowercase().contains("authentication"), "{ks}");
+    nowhere(wrong, &o, &bad_dir);
+    nowhere(SCRAM_PASSWORD, &o, &bad_dir);
 }

@@ -14,12 +14,24 @@
 //! - `queue.buffering.max.messages=100000`, `queue.buffering.max.kbytes=32768`: the
 //!   memory queue in front of the spool (librdkafka's default is 1 GiB).
 //! - `compression.type=lz4`, `linger.ms=20`.
+//!
+//! TLS and SASL (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER) are librdkafka's, built with the
+//! system's OpenSSL (the rdkafka crate's `ssl` feature): `security.protocol`,
+//! `ssl.ca.location`, `sasl.mechanisms`, `sasl.username`, `sasl.password` and the rest
+//! are set like any other setting. GSSAPI (Kerberos) would need cyrus-sasl and is not
+//! built in. A failed handshake or authentication is kept as the cause of the
+//! "all brokers are down" that follows it: the error the export reports names it.
+//!
+//! With a probe identity (`--probe-id`), every message carries it in a header
+//! `probe_id`: a store fed by several probes tells their records apart without
+//! parsing the value (ClickHouse's Kafka engine shows headers as `_headers.name` and
+//! `_headers.value`).
 
 use crate::broker::{Broker, Outcome, Report, Sent};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::Message;
+use rdkafka::message::{Header, Message, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer as _, ProducerContext, PurgeConfig};
 use rdkafka::ClientContext;
 use std::sync::Mutex;
@@ -46,12 +58,42 @@ struct Ctx {
     prefix: String,
     reports: Mutex<Vec<Report>>,
     error: Mutex<Option<String>>,
+    /// Why the latest connection failed, when librdkafka said (TLS, SASL
+    /// authentication), until a record is delivered: the "all brokers are down" that
+    /// follows says nothing of the cause, and would hide it.
+    cause: Mutex<Option<String>>,
+}
+
+/// Errors that say why a broker could not be reached: a failed TLS handshake (an
+/// unknown CA, a wrong name) or SASL authentication (a wrong password, an unknown
+/// mechanism). librdkafka keeps retrying them as it does any lost connection.
+fn is_cause(code: Option<RDKafkaErrorCode>) -> bool {
+    use RDKafkaErrorCode as E;
+    matches!(
+        code,
+        Some(
+            E::Authentication
+                | E::SaslAuthenticationFailed
+                | E::SSL
+                | E::UnsupportedSASLMechanism
+                | E::IllegalSASLState
+        )
+    )
 }
 
 impl ClientContext for Ctx {
     fn error(&self, error: KafkaError, reason: &str) {
+        let code = error.rdkafka_error_code();
+        let mut text = format!("{error}: {reason}");
+        if let Ok(mut c) = self.cause.lock() {
+            if is_cause(code) {
+                *c = Some(text.clone());
+            } else if let Some(cause) = c.as_deref() {
+                text = format!("{text}; the last connection failed: {cause}");
+            }
+        }
         if let Ok(mut e) = self.error.lock() {
-            *e = Some(format!("{error}: {reason}"));
+            *e = Some(text);
         }
     }
 
@@ -65,7 +107,12 @@ impl ProducerContext for Ctx {
 
     fn delivery(&self, r: &DeliveryResult<'_>, seq: usize) {
         let outcome = match r {
-            Ok(_) => Outcome::Delivered,
+            Ok(_) => {
+                if let Ok(mut c) = self.cause.lock() {
+                    *c = None;
+                }
+                Outcome::Delivered
+            }
             Err((e, m)) => {
                 let code = e.rdkafka_error_code();
                 if !is_final(code) {
@@ -100,13 +147,22 @@ pub struct Producer {
     /// `PREFIX.`, and each log's topic as met.
     prefix: String,
     topics: Vec<(String, String)>,
+    /// `--probe-id`: each message's `probe_id` header.
+    probe_id: Option<String>,
 }
 
 impl Producer {
     /// A producer for `brokers` (librdkafka's `bootstrap.servers`), with tapstat's
     /// settings ([`DEFAULTS`]) and then `options`. Connecting happens in the background:
-    /// no broker needs to be up yet. An error for an unknown or invalid setting.
-    pub fn new(brokers: &str, topic_prefix: &str, options: &[(String, String)]) -> Result<Producer, String> {
+    /// no broker needs to be up yet. An error for an unknown or invalid setting (which
+    /// names the setting, never its value). Each message carries `probe_id` (if any) in
+    /// its header `probe_id`.
+    pub fn new(
+        brokers: &str,
+        topic_prefix: &str,
+        options: &[(String, String)],
+        probe_id: Option<&str>,
+    ) -> Result<Producer, String> {
         let mut config = ClientConfig::new();
         config.set("bootstrap.servers", brokers);
         for (k, v) in DEFAULTS {
@@ -116,9 +172,14 @@ impl Producer {
             config.set(k, v);
         }
         let prefix = format!("{topic_prefix}.");
-        let ctx = Ctx { prefix: prefix.clone(), reports: Mutex::new(Vec::new()), error: Mutex::new(None) };
+        let ctx = Ctx {
+            prefix: prefix.clone(),
+            reports: Mutex::new(Vec::new()),
+            error: Mutex::new(None),
+            cause: Mutex::new(None),
+        };
         let p: BaseProducer<Ctx> = config.create_with_context(ctx).map_err(|e| format!("Kafka producer: {e}"))?;
-        Ok(Producer { p, config, prefix, topics: Vec::new() })
+        Ok(Producer { p, config, prefix, topics: Vec::new(), probe_id: probe_id.map(str::to_string) })
     }
 
     /// The topic of log `name`.
@@ -220,7 +281,10 @@ impl Broker for Producer {
             return Sent::Refused("not a whole record".into());
         };
         let i = self.topic_of(f.name);
-        let rec = BaseRecord::with_opaque_to(&self.topics[i].1, seq as usize).key(f.key).payload(f.value);
+        let mut rec = BaseRecord::with_opaque_to(&self.topics[i].1, seq as usize).key(f.key).payload(f.value);
+        if let Some(id) = &self.probe_id {
+            rec = rec.headers(OwnedHeaders::new_with_capacity(1).insert(Header { key: "probe_id", value: Some(id) }));
+        }
         match self.p.send(rec) {
             Ok(()) => Sent::Queued,
             Err((e, _)) => {

@@ -61,6 +61,8 @@ pub struct KafkaConfig {
     pub linger: Duration,
     /// librdkafka settings, after tapstat's own.
     pub options: Vec<(String, String)>,
+    /// `--probe-id`: carried by every message, in its header `probe_id`.
+    pub probe_id: Option<String>,
 }
 
 /// Whether librdkafka setting `key` holds a secret (a password, a key, SASL's
@@ -84,6 +86,7 @@ impl std::fmt::Debug for KafkaConfig {
             .field("spool_bytes", &self.spool_bytes)
             .field("linger", &self.linger)
             .field("options", &options)
+            .field("probe_id", &self.probe_id)
             .finish()
     }
 }
@@ -192,8 +195,8 @@ type Creator = Box<dyn Fn(Duration) -> Result<(), String> + Send>;
 /// The client, from the configuration, and what creates its topics.
 #[cfg(feature = "kafka")]
 fn client(cfg: &KafkaConfig, logs: &[&str]) -> Result<(Box<dyn Broker>, Option<Creator>), EngineError> {
-    let p =
-        tapstat_sink::kafka::Producer::new(&cfg.brokers, &cfg.topic_prefix, &cfg.options).map_err(EngineError::Live)?;
+    let p = tapstat_sink::kafka::Producer::new(&cfg.brokers, &cfg.topic_prefix, &cfg.options, cfg.probe_id.as_deref())
+        .map_err(EngineError::Live)?;
     let c = p.topic_creator(logs, &["schema"]);
     Ok((Box::new(p), Some(Box::new(move |wait| c.create(wait)))))
 }
@@ -760,6 +763,7 @@ mod tests {
                 ("ssl.key.pem".into(), "-----BEGIN".into()),
                 ("acks".into(), "all".into()),
             ],
+            probe_id: None,
         };
         let d = format!("{c:?}");
         assert!(!d.contains("hunter2") && !d.contains("BEGIN") && d.contains("acks=all"), "{d}");

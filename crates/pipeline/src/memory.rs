@@ -104,3 +104,17 @@ pub fn heap_bytes() -> u64 {
 pub fn peak_heap_bytes() -> u64 {
     PEAK.load(Ordering::Relaxed).max(0) as u64
 }
+
+/// The process's peak resident set in bytes since it started (Linux's `VmHWM`), 0
+/// where the kernel does not say. Not `getrusage`'s `ru_maxrss`: a process started by
+/// `posix_spawn` or `vfork` inherits there the resident set its parent had then (a
+/// 400 MB test harness makes every child it starts report 400 MB).
+pub fn peak_rss_bytes() -> u64 {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return 0 };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|kb| kb.trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}

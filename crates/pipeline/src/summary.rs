@@ -110,6 +110,8 @@ pub struct MemorySummary {
     pub memcap: u64,
     /// The most heap the process had allocated at once (0 where it is not counted).
     pub peak_heap_bytes: u64,
+    /// The process's peak resident set (Linux's `VmHWM`; 0 where it is not known).
+    pub peak_rss_bytes: u64,
     /// Times memory ran short (per worker), flows ended early to free it, holes given up.
     pub emergencies: u64,
     pub evicted_flows: u64,
@@ -155,7 +157,7 @@ pub const SUMMARY_KEYS: &[(&str, &str)] = &[
     ("traffic", "flows ended, their packets and wire bytes, by traffic class, client to server: `in` (external client, internal server), `out` (internal client, external server), `local` (both internal), `ext` (both external); internal is -N/--internal's networks, every address without them (so every flow is `local`, as in Tstat)"),
     ("evictions", "flows evicted because a worker's table was full (`--max-flows`) or memory ran short (`--memcap`, `memory.evicted_flows`)"),
     ("peak_flows", "most flows live at once, summed over the workers"),
-    ("memory", "the memory budget: `memcap` (`--memcap` in bytes, 0 for none), `peak_heap_bytes` (the most heap allocated at once), `emergencies` (times a worker found the heap past the budget and shed state), `evicted_flows` (flows ended early for it, end_reason evicted, in `evictions` too), `holes_given_up` (holes in TCP streams whose held segments went to the application layer early: at the budget of held bytes or in an emergency), `peak_held_bytes` and `held_budget` (payload bytes held back for holes, and the most allowed, summed over the workers)"),
+    ("memory", "the memory budget: `memcap` (`--memcap` in bytes, 0 for none), `peak_heap_bytes` (the most heap allocated at once), `peak_rss_bytes` (the process's peak resident set, Linux's VmHWM, 0 where unknown), `emergencies` (times a worker found the heap past the budget and shed state), `evicted_flows` (flows ended early for it, end_reason evicted, in `evictions` too), `holes_given_up` (holes in TCP streams whose held segments went to the application layer early: at the budget of held bytes or in an emergency), `peak_held_bytes` and `held_budget` (payload bytes held back for holes, and the most allowed, summed over the workers)"),
     ("anomalies", "decoding anomalies by name (the table below); only those seen"),
     ("capture", "damage in the input files: truncated_files, corrupt_records, skipped_blocks, bad_packet_blocks"),
     ("warnings", "what the run warns about (also printed on stderr)"),
@@ -257,6 +259,7 @@ impl Summary {
             memory: MemorySummary {
                 memcap: cfg.memcap,
                 peak_heap_bytes: crate::memory::peak_heap_bytes(),
+                peak_rss_bytes: crate::memory::peak_rss_bytes(),
                 emergencies: t.memcap_emergencies,
                 evicted_flows: t.memcap_evictions,
                 holes_given_up: t.holes_given_up,

@@ -380,8 +380,11 @@ impl Writer {
 
     pub(crate) fn dir_for(&mut self, start: u64) -> Result<&mut OutputDir, SinkError> {
         if !self.intervals.contains_key(&start) {
-            let o = if start < self.closed_below {
-                // A late worker: its interval was closed already; add to it.
+            let o = if start < self.closed_below && self.final_path(start).exists() {
+                // A late worker: its interval was closed already; add to it. (An
+                // interval below that never had a directory, e.g. one with histogram
+                // rows but no records yet, gets its part name like any other, so that
+                // no directory has its final name before its histograms.)
                 OutputDir::open_append_compressed(&self.final_path(start), &self.names, &self.headers, self.compress)?
             } else {
                 OutputDir::create_compressed(&self.part_path(start), &self.names, &self.headers, self.compress)?

@@ -41,19 +41,18 @@ fn clients(path: &Path, n: u32, segments: u32, seg: usize, hole: bool) {
 }
 
 /// Runs tapstat with `args` and gives its summary.json and its peak resident set
-/// size in bytes (the kernel's `ru_maxrss` of the child).
-#[allow(clippy::zombie_processes)] // reaped by `wait4`, which gives its rusage
+/// size in bytes, as tapstat read it from the kernel (`memory.peak_rss_bytes`, Linux's
+/// VmHWM). Not the child's `ru_maxrss` from `wait4`: a child started by `posix_spawn`
+/// inherits there the resident set of this test process at that moment, hundreds of
+/// MiB while other tests run beside it.
 fn run_measured(args: &[&str], out: &Path) -> (serde_json::Value, u64) {
-    let child = Command::new(bin()).args(args).arg("-o").arg(out).spawn().expect("tapstat runs");
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value; wait4 fills it for our own child.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for the child just spawned, writing to the two locals.
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut ru) };
-    assert_eq!(pid, child.id() as libc::pid_t, "wait4");
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "tapstat {args:?} failed ({status:#x})");
-    let summary = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-    (summary, ru.ru_maxrss as u64 * 1024)
+    let o = Command::new(bin()).args(args).arg("-o").arg(out).output().expect("tapstat runs");
+    assert!(o.status.success(), "tapstat {args:?} failed: {}", String::from_utf8_lossy(&o.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let rss = summary["memory"]["peak_rss_bytes"].as_u64().expect("memory.peak_rss_bytes");
+    assert!(rss > 1 << 20, "a peak resident set of {rss} bytes: VmHWM not read");
+    (summary, rss)
 }
 
 fn total_records(s: &serde_json::Value) -> u64 {

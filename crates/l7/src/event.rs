@@ -50,10 +50,13 @@ pub enum Event {
     /// Bytes of an HTTP flow's direction were never seen (capture loss): the message in
     /// progress was dropped and parsing resumed at the next segment starting a head.
     HttpGap,
+    /// An HTTP string field (method, URL, Host, User-Agent, Referer, Content-Type,
+    /// Server) longer than the 512 bytes a record keeps: its column holds the first 512.
+    HttpFieldTruncated,
 }
 
 impl Event {
-    pub const ALL: [Event; 20] = [
+    pub const ALL: [Event; 21] = [
         Event::TlsRecordTooLong,
         Event::TlsHandshakeMalformed,
         Event::TlsNotHandshake,
@@ -74,11 +77,12 @@ impl Event {
         Event::BudgetExhausted,
         Event::DnsTooManyAnswers,
         Event::HttpGap,
+        Event::HttpFieldTruncated,
     ];
 
     /// Every event's name, in bit order: `NAMES[e as usize] == e.name()`.
-    pub const NAMES: [&'static str; 20] = {
-        let mut n = [""; 20];
+    pub const NAMES: [&'static str; 21] = {
+        let mut n = [""; 21];
         let mut i = 0;
         while i < n.len() {
             n[i] = Event::ALL[i].name();
@@ -110,6 +114,7 @@ impl Event {
             Event::BudgetExhausted => "budget_exhausted",
             Event::DnsTooManyAnswers => "dns_too_many_answers",
             Event::HttpGap => "http_gap",
+            Event::HttpFieldTruncated => "http_field_truncated",
         }
     }
 
@@ -147,6 +152,9 @@ impl Event {
             }
             Event::HttpGap => {
                 "bytes of a direction of an HTTP flow were never captured: the message in progress was dropped and parsing resumed at the next segment that starts with a request or status line"
+            }
+            Event::HttpFieldTruncated => {
+                "an HTTP string field (method, URL, Host, User-Agent, Referer, Content-Type, Server) was longer than 512 bytes: its column holds the first 512"
             }
         }
     }

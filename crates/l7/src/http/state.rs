@@ -28,13 +28,23 @@ fn without_query(v: &[u8]) -> &[u8] {
     &v[..v.iter().position(|&c| c == b'?' || c == b'#').unwrap_or(v.len())]
 }
 
-/// A URL as `privacy` allows.
-fn private_url(v: &[u8], privacy: UrlPrivacy) -> Option<String> {
+/// The part of a URL `privacy` allows to keep.
+fn private_part(v: &[u8], privacy: UrlPrivacy) -> Option<&[u8]> {
     match privacy {
-        UrlPrivacy::Full => Some(field(v)),
-        UrlPrivacy::PathOnly => Some(field(without_query(v))),
+        UrlPrivacy::Full => Some(v),
+        UrlPrivacy::PathOnly => Some(without_query(v)),
         UrlPrivacy::None => None,
     }
+}
+
+/// A URL as `privacy` allows.
+fn private_url(v: &[u8], privacy: UrlPrivacy) -> Option<String> {
+    private_part(v, privacy).map(field)
+}
+
+/// Whether a field among `vs` is longer than a record keeps ([`field`] cuts it).
+fn any_cut<const N: usize>(vs: [Option<&[u8]>; N]) -> bool {
+    vs.iter().flatten().any(|v| v.len() > MAX_FIELD)
 }
 
 /// One request, as a record prints it.
@@ -407,6 +417,9 @@ impl HttpState {
         }
         if self.first_host.is_none() {
             self.first_host = r.fields.host.map(field);
+            if any_cut([r.fields.host]) {
+                self.events.insert(Event::HttpFieldTruncated);
+            }
         }
         if self.pending.len() >= MAX_PENDING {
             // No client waits for this many answers (pipelining is a few deep, if at
@@ -426,6 +439,13 @@ impl HttpState {
             referer: r.fields.referer.and_then(|v| private_url(v, limits.privacy)),
             minor_version: r.minor,
         });
+        let p = limits.privacy;
+        let referer = r.fields.referer.and_then(|v| private_part(v, p));
+        if request.is_some()
+            && any_cut([Some(r.method), private_part(r.target, p), r.fields.host, r.fields.user_agent, referer])
+        {
+            self.events.insert(Event::HttpFieldTruncated);
+        }
         let mut method = [0u8; 8];
         let n = r.method.len().min(8);
         method[..n].copy_from_slice(&r.method[..n]);
@@ -463,6 +483,9 @@ impl HttpState {
             server: r.fields.server.map(field),
             minor_version: r.minor,
         });
+        if response.is_some() && any_cut([r.fields.content_type, r.fields.server]) {
+            self.events.insert(Event::HttpFieldTruncated);
+        }
         if self.answers.len() >= MAX_PENDING {
             let a = self.answers.pop_front().expect("the queue is full");
             self.complete(None, Some(a.response));
@@ -715,6 +738,37 @@ mod tests {
             st.on_data(Dir::ClientToServer, REQ, 0, &HttpLimits { privacy: p, ..LIMITS });
             assert_eq!(st.drain(true)[0].request.as_ref().unwrap().url.as_deref(), want);
         }
+    }
+
+    /// A field longer than a record keeps is cut at 512 bytes and says so
+    /// (`http_field_truncated`); one of exactly 512 bytes is whole, and a long query
+    /// that `--http-url path` leaves out cuts nothing.
+    #[test]
+    fn long_fields_are_cut_and_marked() {
+        let req = |target: &str| format!("GET {target} HTTP/1.1\r\nHost: h\r\n\r\n").into_bytes();
+        let long = format!("/{}", "a".repeat(713));
+        let exact = format!("/{}", "b".repeat(511));
+        let query = format!("/p?{}", "q".repeat(700));
+        for (target, p, url_len, cut) in [
+            (&long, UrlPrivacy::Full, 512, true),
+            (&exact, UrlPrivacy::Full, 512, false),
+            (&query, UrlPrivacy::Full, 512, true),
+            (&query, UrlPrivacy::PathOnly, 2, false),
+        ] {
+            let mut st = HttpState::default();
+            st.on_data(Dir::ClientToServer, &req(target), 0, &HttpLimits { privacy: p, ..LIMITS });
+            st.on_data(Dir::ServerToClient, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 1, &LIMITS);
+            let t = st.drain(true);
+            assert_eq!(t[0].request.as_ref().unwrap().url.as_ref().unwrap().len(), url_len, "{p:?} {}", target.len());
+            assert_eq!(st.events.contains(Event::HttpFieldTruncated), cut, "{p:?} {}", target.len());
+        }
+        // A response header too.
+        let mut st = HttpState::default();
+        st.on_data(Dir::ClientToServer, b"GET / HTTP/1.1\r\n\r\n", 0, &LIMITS);
+        let resp = format!("HTTP/1.1 200 OK\r\nServer: {}\r\nContent-Length: 0\r\n\r\n", "s".repeat(600));
+        st.on_data(Dir::ServerToClient, resp.as_bytes(), 1, &LIMITS);
+        assert_eq!(st.drain(true)[0].response.as_ref().unwrap().server.as_ref().unwrap().len(), 512);
+        assert!(st.events.contains(Event::HttpFieldTruncated));
     }
 
     /// `--http-url path|none` covers the Referer too: it is a URL, and its query says as

@@ -543,13 +543,15 @@ fn a_quiet_link_still_writes_its_flows() {
     let trace = dir.join("quiet.pcap");
     run(Command::new(bin()).args(["synth", "--seed", "3", "--tcp-flows", "40", "--udp-flows", "40", "-o"]).arg(&trace));
     let ns = Netns::new("quiet");
+    ns.exec(&["ip", "link", "set", "lo", "up"]);
     let out = tempdir("live-quiet");
     let o = out.to_str().unwrap();
     #[rustfmt::skip]
     let args = [
         bin(), "-i", "vb", "-o", o, "-q", "-w", "1", "--flush", "300ms",
         "--tcp-timeout", "1", "--udp-timeout", "1", "--other-timeout", "1",
-        "--singleton-timeout", "1", "--closed-timeout", "0.5",
+        "--singleton-timeout", "1", "--closed-timeout", "0.5", "--metrics", "127.0.0.1:9465",
+        "--stats-interval", "200ms",
     ];
     let mut tap = ns.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tapstat starts");
     wait_started(&mut tap, &out);
@@ -564,6 +566,26 @@ fn a_quiet_link_still_writes_its_flows() {
     std::thread::sleep(Duration::from_secs(5));
     let quiet = rows();
     assert!(tap.try_wait().unwrap().is_none(), "tapstat -i is still capturing");
+    // The metrics endpoint counts the records made, per log: those on disk.
+    let scrape = "exec 3<>/dev/tcp/127.0.0.1/9465 && printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3";
+    let mut metrics = String::new();
+    for _ in 0..10 {
+        let o = ns.cmd(&["bash", "-c", scrape]).output().unwrap();
+        metrics = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        if metrics.starts_with("HTTP/1.1 200 OK") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    for log in LOGS {
+        let made: u64 = metrics
+            .lines()
+            .filter(|l| l.starts_with("tapstat_records_total{") && l.contains(&format!("log=\"{log}\"")))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+            .sum();
+        let on_disk = std::fs::read_to_string(out.join(log)).map_or(0, |t| t.lines().count().saturating_sub(1));
+        assert_eq!(made, on_disk as u64, "{log}: tapstat_records_total against the rows on disk\n{metrics}");
+    }
     run(Command::new("kill").args(["-INT", &tap.id().to_string()]));
     let s = wait_timeout(&mut tap, Duration::from_secs(60), "tapstat -i after SIGINT");
     assert!(s.success(), "tapstat -i failed");

@@ -140,11 +140,7 @@ impl Analysis {
                 idle = 0;
                 self.work.mind_memory();
                 times.publish(&self.gauges);
-                self.gauges.flows.store(self.work.tracker.live_flows() as u64, Ordering::Relaxed);
-                let st = &self.work.tracker.stats;
-                self.gauges.evictions.store(st.evictions, Ordering::Relaxed);
-                self.gauges.held_bytes.store(st.held_bytes, Ordering::Relaxed);
-                self.gauges.memcap_evictions.store(st.memcap_evictions, Ordering::Relaxed);
+                self.publish_gauges();
                 self.global_clock.fetch_max(self.dispatch.clock.now(), Ordering::Relaxed);
                 // Past the end of an interval of the link histograms: hand over the
                 // intervals that ended (one comparison a burst, the work once an
@@ -168,6 +164,7 @@ impl Analysis {
                 quiet = Instant::now();
                 self.work.rout.follow(pending);
                 self.work.tracker.idle(pending, &mut self.work.rout);
+                self.publish_gauges();
             }
             // An idle worker still follows the others into a new output interval, so
             // the writer can close the old one.
@@ -200,6 +197,20 @@ impl Analysis {
             let _ = h.tx.send(HistoReport { worker: h.worker, mark_ns: u64::MAX, closed: *rest });
         }
         (r, wr, thread_cpu_s(), self.dns, self.cons.delays().clone())
+    }
+
+    /// The table's figures and the records made per log, for stats.jsonl and the
+    /// metrics endpoint.
+    fn publish_gauges(&self) {
+        let g = &self.gauges;
+        g.flows.store(self.work.tracker.live_flows() as u64, Ordering::Relaxed);
+        let st = &self.work.tracker.stats;
+        g.evictions.store(st.evictions, Ordering::Relaxed);
+        g.held_bytes.store(st.held_bytes, Ordering::Relaxed);
+        g.memcap_evictions.store(st.memcap_evictions, Ordering::Relaxed);
+        for (a, n) in g.records.iter().zip(&self.work.rout.records) {
+            a.store(*n, Ordering::Relaxed);
+        }
     }
 
     /// Hands the writer the intervals of the link histograms that ended by the

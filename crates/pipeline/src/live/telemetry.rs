@@ -59,6 +59,8 @@ pub struct Gauges {
     pub evictions: AtomicU64,
     pub held_bytes: AtomicU64,
     pub memcap_evictions: AtomicU64,
+    /// Records the worker made so far, per log (`LogId as usize`).
+    pub records: [AtomicU64; crate::record_out::NLOGS],
     pub proc_sum_ns: AtomicU64,
     /// Most ns spent on one packet since the reporter last looked (it swaps in 0).
     pub proc_max_ns: AtomicU64,
@@ -89,6 +91,7 @@ impl Default for Gauges {
             evictions: AtomicU64::new(0),
             held_bytes: AtomicU64::new(0),
             memcap_evictions: AtomicU64::new(0),
+            records: std::array::from_fn(|_| AtomicU64::new(0)),
             proc_sum_ns: AtomicU64::new(0),
             proc_max_ns: AtomicU64::new(0),
             proc_ewma_ns: AtomicU64::new(0),
@@ -180,6 +183,8 @@ pub struct WorkerStats {
     /// Payload bytes held back for holes now, and flows ended early for `--memcap`.
     pub held_bytes: u64,
     pub memcap_evictions: u64,
+    /// Records made since the start, per log that has any (`log_tcp_complete`...).
+    pub records: std::collections::BTreeMap<&'static str, u64>,
     pub proc_mean_ns: f64,
     pub proc_p99_ns: u64,
     pub proc_max_ns: u64,
@@ -260,6 +265,11 @@ fn snapshot(w: usize, g: &Gauges, last: &mut Last, dt: f64) -> WorkerStats {
         evictions: g.evictions.load(Ordering::Relaxed),
         held_bytes: g.held_bytes.load(Ordering::Relaxed),
         memcap_evictions: g.memcap_evictions.load(Ordering::Relaxed),
+        records: tapstat_analyze::logs::LogId::ALL
+            .iter()
+            .map(|l| (l.name(), g.records[*l as usize].load(Ordering::Relaxed)))
+            .filter(|(_, n)| *n > 0)
+            .collect(),
         proc_mean_ns: if d[5] > 0 { d[6] as f64 / d[5] as f64 } else { 0.0 },
         proc_p99_ns: p99,
         proc_max_ns: g.proc_max_ns.swap(0, Ordering::Relaxed),
@@ -428,6 +438,15 @@ pub fn prometheus(stats: &[WorkerStats]) -> String {
         "Flows the worker ended early because the heap passed --memcap.",
         &|s| s.memcap_evictions.to_string(),
     );
+    let _ = writeln!(
+        out,
+        "# HELP tapstat_records_total Records the worker made, per log (handed to the writer and the exporters).\n# TYPE tapstat_records_total counter"
+    );
+    for s in stats {
+        for (log, n) in &s.records {
+            let _ = writeln!(out, "tapstat_records_total{{worker=\"{}\",log=\"{log}\"}} {n}", s.worker);
+        }
+    }
     // The process's own figures, without a worker label.
     let mut process = |name: &str, kind: &str, help: &str, v: u64| {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
@@ -583,7 +602,11 @@ mod tests {
     /// formed, values that parse as floats, counters named `_total`).
     #[test]
     fn prometheus_text_is_well_formed() {
-        let s = vec![WorkerStats { worker: 0, ..Default::default() }, WorkerStats { worker: 1, ..Default::default() }];
+        let records = [("log_tcp_complete", 3), ("log_dns_complete", 5)].into_iter().collect();
+        let s = vec![
+            WorkerStats { worker: 0, ..Default::default() },
+            WorkerStats { worker: 1, records, ..Default::default() },
+        ];
         let text = prometheus(&s);
         let mut typed = std::collections::HashMap::new();
         for l in text.lines() {
@@ -609,7 +632,7 @@ mod tests {
                 assert!(series.ends_with("\"}") && series.contains("{worker=\""), "{series}");
             }
         }
-        assert_eq!(typed.len(), 25);
+        assert_eq!(typed.len(), 26);
         for family in [
             "tapstat_offered_packets_total",
             "tapstat_analysed_packets_total",
@@ -625,5 +648,10 @@ mod tests {
             assert!(typed.contains_key(family), "{family}");
         }
         assert!(text.contains("tapstat_ted_cutoff_packets{worker=\"0\"} +Inf"), "{text}");
+        // Records per worker and log: a series for each log with records, none for the
+        // worker without.
+        assert!(text.contains("tapstat_records_total{worker=\"1\",log=\"log_dns_complete\"} 5\n"), "{text}");
+        assert!(text.contains("tapstat_records_total{worker=\"1\",log=\"log_tcp_complete\"} 3\n"), "{text}");
+        assert!(!text.contains("tapstat_records_total{worker=\"0\""), "{text}");
     }
 }

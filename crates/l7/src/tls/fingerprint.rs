@@ -101,21 +101,25 @@ thread_local! {
 /// instead of building JA3 in decimal, JA4, and the digest memo's keys. A hit is checked
 /// against the whole key, so it gives what computing would. Chrome's shuffled extension
 /// order misses here and is answered by the digest memo (`Memo`) as before.
-struct HelloMemo<T> {
-    slots: Vec<Option<HelloSlot<T>>>,
+type HelloMemo<T> = KeyedMemo<T, HELLO_MEMO_SLOTS>;
+
+/// A direct-mapped memo of `SLOTS` entries (a power of two), each a value under the
+/// whole key it was computed from: `HelloMemo` and the digest memo (`Memo`).
+struct KeyedMemo<T, const SLOTS: usize> {
+    slots: Vec<Option<MemoSlot<T>>>,
     /// The key being built, reused.
     key: Vec<u8>,
 }
 
-struct HelloSlot<T> {
+struct MemoSlot<T> {
     hash: u64,
     key: Box<[u8]>,
-    fp: T,
+    value: T,
 }
 
-impl<T: Clone> HelloMemo<T> {
+impl<T: Clone, const SLOTS: usize> KeyedMemo<T, SLOTS> {
     const fn new() -> Self {
-        HelloMemo { slots: Vec::new(), key: Vec::new() }
+        KeyedMemo { slots: Vec::new(), key: Vec::new() }
     }
 
     fn get(&mut self, build_key: impl FnOnce(&mut Vec<u8>), compute: impl FnOnce() -> T) -> T {
@@ -126,17 +130,18 @@ impl<T: Clone> HelloMemo<T> {
         }
         let hash = hash_bytes(&self.key);
         if self.slots.is_empty() {
-            self.slots.resize_with(HELLO_MEMO_SLOTS, || None);
+            self.slots.resize_with(SLOTS, || None);
         }
-        let slot = &mut self.slots[(hash >> (64 - HELLO_MEMO_SLOTS.trailing_zeros())) as usize];
+        // The top bits: the multiply in `hash_bytes` mixes them best.
+        let slot = &mut self.slots[(hash >> (64 - SLOTS.trailing_zeros())) as usize];
         if let Some(s) = slot {
             if s.hash == hash && *s.key == *self.key {
-                return s.fp.clone();
+                return s.value.clone();
             }
         }
-        let fp = compute();
-        *slot = Some(HelloSlot { hash, key: self.key.as_slice().into(), fp: fp.clone() });
-        fp
+        let value = compute();
+        *slot = Some(MemoSlot { hash, key: self.key.as_slice().into(), value: value.clone() });
+        value
     }
 }
 
@@ -241,45 +246,7 @@ thread_local! {
 /// shuffled extension order (a new JA3 per connection) still hits JA4's sorted lists.
 /// One memo per thread keeps workers shared-nothing; `MEMO_SLOTS` entries of at most
 /// `MEMO_MAX_KEY` bytes each.
-struct Memo {
-    slots: Vec<Option<MemoSlot>>,
-    /// The key being built, reused.
-    key: Vec<u8>,
-}
-
-struct MemoSlot {
-    hash: u64,
-    key: Box<[u8]>,
-    digest: [u8; 16],
-}
-
-impl Memo {
-    const fn new() -> Self {
-        Memo { slots: Vec::new(), key: Vec::new() }
-    }
-
-    fn get(&mut self, build_key: impl FnOnce(&mut Vec<u8>), compute: impl FnOnce() -> [u8; 16]) -> [u8; 16] {
-        self.key.clear();
-        build_key(&mut self.key);
-        if self.key.len() > MEMO_MAX_KEY {
-            return compute();
-        }
-        let hash = hash_bytes(&self.key);
-        if self.slots.is_empty() {
-            self.slots.resize_with(MEMO_SLOTS, || None);
-        }
-        // The top bits: the multiply in `hash_bytes` mixes them best.
-        let slot = &mut self.slots[(hash >> (64 - MEMO_SLOTS.trailing_zeros())) as usize];
-        if let Some(s) = slot {
-            if s.hash == hash && *s.key == *self.key {
-                return s.digest;
-            }
-        }
-        let digest = compute();
-        *slot = Some(MemoSlot { hash, key: self.key.as_slice().into(), digest });
-        digest
-    }
-}
+type Memo = KeyedMemo<[u8; 16], MEMO_SLOTS>;
 
 /// The digest `compute` gives, from the thread's memo under the key `build_key` writes
 /// when `memo` is set.

@@ -86,6 +86,14 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
+        // A test that failed midway leaves its capture running: end every process
+        // still in the namespace, or it would capture (and spin) until the machine
+        // stops.
+        if let Ok(o) = Command::new("ip").args(["netns", "pids", &self.name]).output() {
+            for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+                let _ = Command::new("kill").args(["-KILL", pid]).output();
+            }
+        }
         let _ = Command::new("ip").args(["netns", "del", &self.name]).output();
     }
 }

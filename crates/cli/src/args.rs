@@ -148,6 +148,16 @@ pub enum FormatArg {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum TimeFormatArg {
+    /// Milliseconds since the epoch, 3 decimals (1582454770123.456), as in TSV
+    EpochMs,
+    /// Seconds since the epoch, 6 decimals (1582454770.123456)
+    EpochS,
+    /// ISO 8601 in UTC, to the microsecond ("2020-02-23T10:46:10.123456Z")
+    Iso8601,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum CompressArg {
     /// Zstandard, level 3 (*.zst)
     Zstd,
@@ -190,6 +200,11 @@ pub struct RunArgs {
     /// stream takes)
     #[arg(help_heading = "Output", long, value_enum, default_value = "tsv")]
     pub format: FormatArg,
+    /// How JSON lines write absolute times (--format jsonl, -o -, --kafka): epoch-ms as
+    /// TSV does, epoch-s, or iso8601 strings for Elasticsearch and OpenSearch. TSV and
+    /// Parquet keep epoch milliseconds; DEPLOYMENT.md's ClickHouse tables expect epoch-ms
+    #[arg(help_heading = "Output", long, value_enum, value_name = "FORMAT", default_value = "epoch-ms")]
+    pub time_format: TimeFormatArg,
     /// Also export every flow, as it ends, to the IPFIX collector at HOST:PORT (RFC 7011,
     /// bidirectional records per RFC 5103; see docs/ARCHITECTURE.md, "IPFIX export")
     #[arg(help_heading = "Export", long, value_name = "HOST:PORT", value_parser = collector_addr)]
@@ -574,6 +589,23 @@ impl RunArgs {
 
     pub fn to_stdout(&self) -> bool {
         self.out.as_os_str() == "-"
+    }
+
+    /// `--time-format`, set for every JSON record of the process; refused where the run
+    /// writes no JSON (it would change nothing).
+    pub fn apply_time_format(&self) -> Result<(), String> {
+        use tapstat_record::json::TimeFormat;
+        let f = match self.time_format {
+            TimeFormatArg::EpochMs => TimeFormat::EpochMs,
+            TimeFormatArg::EpochS => TimeFormat::EpochS,
+            TimeFormatArg::Iso8601 => TimeFormat::Iso8601,
+        };
+        let json = self.to_stdout() || self.format == FormatArg::Jsonl || self.kafka.kafka.is_some();
+        if f != TimeFormat::EpochMs && !json {
+            return Err("--time-format applies to JSON lines (--format jsonl, -o -, --kafka); TSV and Parquet write epoch milliseconds".into());
+        }
+        tapstat_record::json::set_time_format(f);
+        Ok(())
     }
 
     /// The internal networks of -N and --internal, for the run's lifetime (the workers'

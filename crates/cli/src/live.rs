@@ -421,6 +421,7 @@ pub fn analyze(a: &RunArgs) -> Result<Summary> {
     if l.dpdk.is_some() && inputs.filter.is_some() {
         bail!("a filter works with -i and -r only: DPDK frames never pass through the kernel's filter");
     }
+    a.apply_time_format().map_err(anyhow::Error::msg)?;
     let mut cfg = a.engine_config();
     cfg.workers = a.workers().map_err(anyhow::Error::msg)?;
     let hash_warning = crate::warn_unkeyed_hash(&cfg);

@@ -179,6 +179,7 @@ pub(crate) fn analyze(a: &RunArgs) -> Result<Summary> {
         }
         bail!("no input: give capture files with -r FILE (or -r - for stdin); see --help");
     }
+    a.apply_time_format().map_err(anyhow::Error::msg)?;
     let mut cfg = a.engine_config();
     cfg.workers = a.workers().map_err(anyhow::Error::msg)?;
     if a.workers.is_none() {

@@ -111,6 +111,7 @@ fn run_args(b: &BenchArgs, tmp: Option<&std::path::Path>) -> Result<RunArgs> {
 fn replay(a: &RunArgs, file: &Arc<ReplayFile>, pace: Pace, stop: &Arc<AtomicBool>) -> Result<Summary> {
     tapstat_analyze::shunt::Shunt::new(&a.live.shunt).map_err(anyhow::Error::msg)?;
     a.histo_interval_secs().map_err(anyhow::Error::msg)?;
+    a.apply_time_format().map_err(anyhow::Error::msg)?;
     let mut cfg = a.engine_config();
     cfg.workers = a.workers().map_err(anyhow::Error::msg)?;
     // With -o - there is no directory to claim (as for -i).

@@ -7,6 +7,97 @@
 
 use crate::tsv::{f64_value, ip_value, list_value, micros_value, push_u64};
 use crate::{Type, Value};
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// How JSON lines write absolute times ([`Type::Time`]): `--time-format`. TSV always
+/// writes epoch milliseconds (Tstat's unit); JSON lines are often loaded into stores
+/// that want seconds or ISO 8601 (Elasticsearch, OpenSearch, Suricata's EVE).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
+pub enum TimeFormat {
+    /// Milliseconds since the epoch with 3 decimals (µs): `1582454770123.456`.
+    #[default]
+    EpochMs = 0,
+    /// Seconds since the epoch with 6 decimals: `1582454770.123456`.
+    EpochS = 1,
+    /// ISO 8601 / RFC 3339 in UTC, to the microsecond: `"2020-02-23T10:46:10.123456Z"`.
+    Iso8601 = 2,
+}
+
+/// The process's [`TimeFormat`]: one per process, as a run has one output format, set
+/// before the first record is written.
+static TIME_FORMAT: AtomicU8 = AtomicU8::new(TimeFormat::EpochMs as u8);
+
+/// Sets how every JSON record of the process writes its times from now on.
+pub fn set_time_format(f: TimeFormat) {
+    TIME_FORMAT.store(f as u8, Ordering::Relaxed);
+}
+
+/// How JSON records write their times now.
+#[inline]
+pub fn time_format() -> TimeFormat {
+    match TIME_FORMAT.load(Ordering::Relaxed) {
+        1 => TimeFormat::EpochS,
+        2 => TimeFormat::Iso8601,
+        _ => TimeFormat::EpochMs,
+    }
+}
+
+/// An absolute time of `us` microseconds since the epoch, as `f` says.
+pub fn time_value(us: u64, f: TimeFormat, out: &mut Vec<u8>) {
+    match f {
+        TimeFormat::EpochMs => micros_value(us, out),
+        TimeFormat::EpochS => {
+            push_u64(out, us / 1_000_000);
+            let frac = us % 1_000_000;
+            out.push(b'.');
+            push_digits(out, frac, 6);
+        }
+        TimeFormat::Iso8601 => {
+            let secs = us / 1_000_000;
+            let (y, m, d) = civil_from_days(secs / 86_400);
+            let t = secs % 86_400;
+            out.push(b'"');
+            push_digits(out, y, 4);
+            out.push(b'-');
+            push_digits(out, m, 2);
+            out.push(b'-');
+            push_digits(out, d, 2);
+            out.push(b'T');
+            push_digits(out, t / 3600, 2);
+            out.push(b':');
+            push_digits(out, t / 60 % 60, 2);
+            out.push(b':');
+            push_digits(out, t % 60, 2);
+            out.push(b'.');
+            push_digits(out, us % 1_000_000, 6);
+            out.extend_from_slice(b"Z\"");
+        }
+    }
+}
+
+/// `n` in exactly `width` digits, leading zeros included (`n` < 10^width).
+fn push_digits(out: &mut Vec<u8>, n: u64, width: u32) {
+    let mut k = 10u64.pow(width - 1);
+    while k > 0 {
+        out.push(b'0' + (n / k % 10) as u8);
+        k /= 10;
+    }
+}
+
+/// The proleptic Gregorian date (year, month 1..=12, day 1..=31) of `days` since
+/// 1970-01-01: Howard Hinnant's `civil_from_days`, for days on or after the epoch.
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + u64::from(m <= 2), m, d)
+}
 
 /// A JSON string: `"` and `\` escaped, and every control character as JSON allows it,
 /// escaped (`\b` `\f` `\n` `\r` `\t`, else `\u00XX`), the C1 controls (`\u0085`), DEL
@@ -118,6 +209,7 @@ pub fn column_value(ty: Type, v: Value<'_>, out: &mut Vec<u8>) {
     match (ty, v) {
         (Type::Counts | Type::Durations | Type::Strs, Value::None) => out.extend_from_slice(b"[]"),
         (_, Value::U64(n)) => push_u64(out, n),
+        (Type::Time, Value::Micros(us)) => time_value(us, time_format(), out),
         (_, Value::Micros(us)) => micros_value(us, out),
         (_, Value::None) => out.extend_from_slice(b"null"),
         (_, v) => value_cold(v, out),
@@ -127,4 +219,38 @@ pub fn column_value(ty: Type, v: Value<'_>, out: &mut Vec<u8>) {
 #[inline(never)]
 fn value_cold(v: Value<'_>, out: &mut Vec<u8>) {
     value(v, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(us: u64, f: TimeFormat) -> String {
+        let mut v = Vec::new();
+        time_value(us, f, &mut v);
+        String::from_utf8(v).unwrap()
+    }
+
+    /// The three formats of one instant, and dates that test the calendar: the epoch,
+    /// a leap day, the day after one in a century year that is not leap (2100), the
+    /// end of 2038's 32-bit seconds; checked against `date -u -d @SECONDS`.
+    #[test]
+    fn times_in_each_format() {
+        let us = 1_582_454_770_123_456; // date -u -d @1582454770: 2020-02-23 10:46:10
+        assert_eq!(text(us, TimeFormat::EpochMs), "1582454770123.456");
+        assert_eq!(text(us, TimeFormat::EpochS), "1582454770.123456");
+        assert_eq!(text(us, TimeFormat::Iso8601), "\"2020-02-23T10:46:10.123456Z\"");
+        assert_eq!(text(7, TimeFormat::EpochS), "0.000007");
+        for (secs, want) in [
+            (0, "1970-01-01T00:00:00"),
+            (951_782_400, "2000-02-29T00:00:00"),
+            (1_709_164_799, "2024-02-28T23:59:59"),
+            (1_709_164_800, "2024-02-29T00:00:00"),
+            (2_147_483_647, "2038-01-19T03:14:07"),
+            (4_107_542_400, "2100-03-01T00:00:00"),
+            (253_402_300_799, "9999-12-31T23:59:59"),
+        ] {
+            assert_eq!(text(secs * 1_000_000, TimeFormat::Iso8601), format!("\"{want}.000000Z\""), "{secs}");
+        }
+    }
 }

@@ -349,7 +349,10 @@ impl<T> Run<T> {
     #[inline]
     pub fn write_json(&self, rec: &T, out: &mut Vec<u8>) {
         match &self.blank {
-            Some(b) if (b.when)(rec) => out.extend_from_slice(&b.json),
+            // The blank text was written with the default time format.
+            Some(b) if (b.when)(rec) && crate::json::time_format() == crate::json::TimeFormat::EpochMs => {
+                out.extend_from_slice(&b.json)
+            }
             _ => (self.write_json)(rec, self.keep, out),
         }
     }

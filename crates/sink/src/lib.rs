@@ -142,12 +142,10 @@ impl Format {
                     out.push(b'"');
                     out.extend_from_slice(c.field.name.as_bytes());
                     out.extend_from_slice(b"\":");
-                    match (c.field.ty, (c.get)(rec)) {
-                        // A list without items is `[]`, never `null`: for lists, absent
-                        // and empty are the same (docs/DEPLOYMENT.md, "Lists").
-                        (Type::Counts | Type::Durations | Type::Strs, Value::None) => out.extend_from_slice(b"[]"),
-                        (_, v) => json_value(v, out),
-                    }
+                    // A list without items is `[]`, never `null`: for lists, absent and
+                    // empty are the same (docs/DEPLOYMENT.md, "Lists"); times as
+                    // `--time-format` says.
+                    tapstat_record::json::column_value(c.field.ty, (c.get)(rec), out);
                 }
                 out.push(b'}');
             }
@@ -182,6 +180,16 @@ pub fn json_side<T>(log: &Log<T>, rec: &T, out: &mut Vec<u8>) {
 /// the line end), rebuilt from its TSV line followed by its [`json_side`]: the same
 /// bytes, made off the packet path. `None` when `tsv` does not have the fields' shape.
 pub fn json_from_tsv(fields: &[tapstat_record::Field], tsv: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    json_from_tsv_in(fields, tsv, tapstat_record::json::time_format(), out)
+}
+
+/// [`json_from_tsv`] with times as `times` says.
+fn json_from_tsv_in(
+    fields: &[tapstat_record::Field],
+    tsv: &[u8],
+    times: tapstat_record::json::TimeFormat,
+    out: &mut Vec<u8>,
+) -> Option<()> {
     let mut parts = tsv.split(|&b| b == b'\n');
     let mut values = parts.next()?.split(|&b| b == b'\t');
     out.push(b'{');
@@ -197,6 +205,9 @@ pub fn json_from_tsv(fields: &[tapstat_record::Field], tsv: &[u8], out: &mut Vec
             Type::Strs => out.extend_from_slice(parts.next()?),
             Type::Counts | Type::Durations if v.is_empty() => out.extend_from_slice(b"[]"),
             _ if v.is_empty() => out.extend_from_slice(b"null"),
+            Type::Time if times != tapstat_record::json::TimeFormat::EpochMs => {
+                tapstat_record::json::time_value(micros_of_ms(v)?, times, out)
+            }
             Type::U64 | Type::F64 | Type::Time | Type::Counts | Type::Durations => out.extend_from_slice(v),
             Type::Ip => {
                 out.push(b'"');
@@ -216,6 +227,17 @@ pub fn json_from_tsv(fields: &[tapstat_record::Field], tsv: &[u8], out: &mut Vec
     }
     out.push(b'}');
     Some(())
+}
+
+/// The microseconds of a time TSV writes in milliseconds with 3 decimals
+/// (`1582454770123.456`).
+fn micros_of_ms(v: &[u8]) -> Option<u64> {
+    let s = std::str::from_utf8(v).ok()?;
+    let (ms, frac) = s.split_once('.')?;
+    if frac.len() != 3 {
+        return None;
+    }
+    ms.parse::<u64>().ok()?.checked_mul(1000)?.checked_add(frac.parse::<u64>().ok()?)
 }
 
 /// Creates `path` afresh: whatever entry has that name is unlinked first (a symbolic
@@ -696,6 +718,7 @@ fn err(path: &Path) -> impl FnOnce(io::Error) -> SinkError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tapstat_record::json::TimeFormat;
     use tapstat_record::{Column, Field, Type};
 
     struct R {
@@ -915,6 +938,19 @@ mod tests {
             assert_eq!(json_from_tsv(&fields, &tsv, &mut rebuilt), Some(()));
             assert_eq!(String::from_utf8(rebuilt).unwrap(), String::from_utf8(json).unwrap());
         }
+        // Times as --time-format says (the Kafka export of a TSV run).
+        let tf = [f("ts", Type::Time), f("d", Type::F64)];
+        for (times, want) in [
+            (TimeFormat::EpochMs, r#"{"ts":1582454770123.456,"d":1.500}"#),
+            (TimeFormat::EpochS, r#"{"ts":1582454770.123456,"d":1.500}"#),
+            (TimeFormat::Iso8601, r#"{"ts":"2020-02-23T10:46:10.123456Z","d":1.500}"#),
+        ] {
+            let mut out = Vec::new();
+            assert_eq!(json_from_tsv_in(&tf, b"1582454770123.456\t1.500", times, &mut out), Some(()));
+            assert_eq!(String::from_utf8(out).unwrap(), want);
+        }
+        let mut out = Vec::new();
+        assert_eq!(json_from_tsv_in(&tf, b"15824547701\t1.500", TimeFormat::EpochS, &mut out), None, "not ms.µµµ");
         // A line of another shape is refused, not guessed at.
         let mut out = Vec::new();
         assert_eq!(json_from_tsv(&fields, b"1\t2", &mut out), None);

@@ -34,6 +34,7 @@ mod report;
 mod sample;
 mod tcp_fragments;
 mod tcptrace;
+mod time_format;
 mod tshark_retx;
 mod tsrtt;
 mod tstat;
